@@ -1,0 +1,14 @@
+"""solar: speed-of-light bounds for PyTorch programs on NVIDIA GPUs.
+
+import solar
+b = solar.bound(model, inputs, hw="H100")
+b.fused, b.cache_aware, b.unfused      # seconds, each a lower bound under its assumptions
+"""
+
+from solar.api import bound, bound_program, trace
+from solar.hw import list_specs, load_spec
+from solar.report import Bound
+
+__version__ = "0.1.0"
+
+__all__ = ["Bound", "bound", "bound_program", "list_specs", "load_spec", "trace"]

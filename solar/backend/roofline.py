@@ -1,0 +1,74 @@
+"""Unfused and fused speed-of-light bounds (DESIGN.md §5), from the einsum graph alone.
+
+- unfused = Σ over launched kernels of max(compute, DRAM bytes / bandwidth), each kernel
+  reading its inputs and writing its outputs once through DRAM;
+- fused = max(compute of the whole graph, bytes of graph inputs + weights + outputs, each
+  once / bandwidth): a lower bound for any implementation.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+import networkx as nx
+
+from solar.backend.units import ComputeTime, compute_time
+
+
+@dataclass(frozen=True)
+class KernelTime:
+    name: str
+    op: str
+    source: str
+    module: str
+    ops: dict[str, int]
+    bytes_read: int
+    bytes_written: int
+    compute: ComputeTime
+    memory_s: float
+    exact: bool
+
+    @property
+    def time_s(self) -> float:
+        return max(self.compute.seconds, self.memory_s)
+
+    @property
+    def bound_by(self) -> str:
+        return "dram" if self.memory_s >= self.compute.seconds else self.compute.bound_by
+
+
+def graph_ops(g: nx.MultiDiGraph, nodes=None) -> dict[str, int]:
+    total: Counter[str] = Counter()
+    for n in nodes if nodes is not None else g.nodes:
+        data = g.nodes[n]
+        if data.get("kind") == "op":
+            total.update(data["ops"])
+    return dict(total)
+
+
+def kernel_times(g: nx.MultiDiGraph, spec) -> list[KernelTime]:
+    rows = []
+    for k in g.graph["kernels"]:
+        ops = graph_ops(g, k["statements"])
+        read, written = sum(k["reads"].values()), sum(k["writes"].values())
+        rows.append(
+            KernelTime(
+                k["name"],
+                k["op"],
+                k["source"],
+                k["module"],
+                ops,
+                read,
+                written,
+                compute_time(ops, spec),
+                (read + written) / spec.dram_bandwidth,
+                k["exact"],
+            )
+        )
+    return rows
+
+
+def fused_bytes(g: nx.MultiDiGraph) -> int:
+    io = g.graph["fused_io"]
+    return sum(io["reads"].values()) + sum(io["writes"].values())

@@ -1,0 +1,34 @@
+"""The PyTorch frontend: trace a module or function with make_fx on fake tensors and lower
+every aten operator to Affine Loop IR kernels.
+
+    trace = trace_torch(model, (x,))
+    trace.program        # the IR
+    trace.bindings       # IR input -> ("param", "layers.0.weight") / ("buffer", ..) / ("input", i)
+
+Pipeline: :mod:`.trace` (make_fx) -> :mod:`.lower` (walk the graph) -> :mod:`.registry`
+(operator -> loop nests) -> :mod:`.ops` (the loop nests, one module per operator family).
+"""
+
+from solar.frontend.torch import ops  # noqa: F401  (registers the lowerings)
+from solar.frontend.torch.lower import LoweringContext, T, UnsupportedDtypeError
+from solar.frontend.torch.precision import PrecisionPolicy
+from solar.frontend.torch.registry import (
+    LOWERINGS,
+    DataDependentOperatorError,
+    UnsupportedOperatorError,
+    lowering,
+)
+from solar.frontend.torch.trace import TorchTrace, trace_torch
+
+__all__ = [
+    "LOWERINGS",
+    "DataDependentOperatorError",
+    "LoweringContext",
+    "PrecisionPolicy",
+    "T",
+    "TorchTrace",
+    "UnsupportedDtypeError",
+    "UnsupportedOperatorError",
+    "lowering",
+    "trace_torch",
+]

@@ -1,0 +1,447 @@
+"""Walk a traced fx graph and lower every aten node to IR through the registry.
+
+One aten node is one kernel (what eager PyTorch launches for it); a node whose outputs alias its
+inputs' storage is a view and costs nothing; an in-place node writes into its ``self``.
+Per-operator loop nests live in :mod:`solar.frontend.torch.ops`; this module only provides the
+walk and the :class:`LoweringContext` a lowering talks to.
+"""
+
+from __future__ import annotations
+
+import operator
+import os
+import re
+import sysconfig
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from math import prod
+from pathlib import Path
+from typing import NoReturn
+
+import torch
+import torch.fx as fx
+from torch.utils import _pytree as pytree
+
+from solar.frontend.torch.precision import PrecisionPolicy
+from solar.frontend.torch.registry import (
+    UnsupportedOperatorError,
+    find_lowering,
+    functional_form,
+    mutated_args,
+)
+from solar.ir.affine import Affine, AffineLike, affines
+from solar.ir.dtypes import ITEMSIZE, from_torch
+from solar.ir.program import Dim, Program, ProgramBuilder, Statement
+from solar.ir.scalar import Expr, Load, call
+
+
+class UnsupportedDtypeError(ValueError):
+    """A tensor whose dtype (complex, ...) the IR cannot express."""
+
+
+@dataclass(frozen=True)
+class T:
+    """A tensor value of the traced graph, by its IR name (a view tensor if not contiguous)."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def numel(self) -> int:
+        return prod(self.shape)
+
+
+def ir_dtype(dtype: torch.dtype, what: str) -> str:
+    try:
+        return from_torch(dtype)
+    except ValueError:
+        raise UnsupportedDtypeError(
+            f"{what} has dtype {dtype}, which the IR cannot express "
+            f"(supported: {', '.join(ITEMSIZE)})"
+        ) from None
+
+
+# ---------------------------------------------------------------------------------------------
+# Where a node came from: the user's source line and the nn.Module path.
+
+_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+_SOLAR_DIR = str(Path(__file__).resolve().parents[2]) + os.sep
+_STDLIB_DIRS = tuple(
+    p + os.sep for p in {sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"]}
+)
+_FRAME = re.compile(r'File "([^"]+)", line (\d+), in ')
+
+
+def is_user_file(path: str) -> bool:
+    if path.startswith("<"):  # <string>, <frozen ...>: generated code
+        return False
+    path = os.path.abspath(path)
+    if path.startswith((_TORCH_DIR, _SOLAR_DIR)) or "site-packages" + os.sep + "torch" in path:
+        return False
+    if path.startswith(_STDLIB_DIRS) and "site-packages" not in path:
+        return False
+    return not path.startswith("<")
+
+
+def user_source(stack_trace: str | None) -> str:
+    """``file.py:LINE`` of the innermost frame of ``stack_trace`` in the user's code."""
+    for path, line in reversed(_FRAME.findall(stack_trace or "")):
+        if is_user_file(path):
+            return f"{os.path.basename(path)}:{line}"
+    return ""
+
+
+def module_label(node: fx.Node) -> str:
+    """``layers.0 (Linear)``: the innermost nn.Module the node was traced in."""
+    stack = node.meta.get("nn_module_stack") or {}
+    if not stack:
+        return ""
+    path, kind = list(stack.values())[-1]
+    kind = getattr(kind, "__name__", str(kind)).split(".")[-1]
+    return f"{path} ({kind})" if path else f"({kind})"
+
+
+# ---------------------------------------------------------------------------------------------
+# Layouts: torch's strides over a storage, and writes through them.
+
+
+def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    strides, acc = [], 1
+    for s in reversed(shape):
+        strides.append(acc)
+        acc *= max(int(s), 1)
+    return tuple(reversed(strides))
+
+
+def dense_storage_shape(shape: Sequence[int], strides: Sequence[int]) -> tuple[int, ...] | None:
+    """The contiguous shape of the storage of a dense, non-overlapping layout (a permutation
+    of ``shape`` by decreasing stride), or None if the layout has gaps or overlaps."""
+    dims = sorted((d for d in range(len(shape)) if shape[d] != 1), key=lambda d: -strides[d])
+    expected = 1
+    for d in reversed(dims):
+        if strides[d] != expected:
+            return None
+        expected *= shape[d]
+    return tuple(shape[d] for d in dims)
+
+
+def storage_index(
+    shape: Sequence[int], strides: Sequence[int], offset: int, base_shape: Sequence[int]
+) -> tuple[Affine, ...] | None:
+    """Index into the contiguous ``base_shape`` storage of element ``(v0, v1, ...)`` of the
+    strided view, as affine expressions in ``v0, v1, ...``; None if it is not affine."""
+    coefs = {f"v{i}": int(s) for i, (n, s) in enumerate(zip(shape, strides, strict=True)) if n > 1}
+    const = int(offset)
+    index = []
+    for c in contiguous_strides(base_shape):
+        index.append(Affine.build({v: k // c for v, k in coefs.items()}, const // c))
+        coefs = {v: k % c for v, k in coefs.items()}
+        const %= c
+    extents = {f"v{i}": int(n) for i, n in enumerate(shape)}
+    for e, n in zip(index, base_shape, strict=True):
+        lo, hi = e.bounds(extents)
+        if lo < 0 or hi >= n:
+            return None
+    return tuple(index)
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+class LoweringContext:
+    """What a lowering sees of the node it lowers: its outputs, and a kernel to emit into."""
+
+    def __init__(self, lowerer: Lowerer, node: fx.Node, args: list[object]) -> None:
+        self.node = node
+        self.target = node.target  # the operator recorded (``aten.add_.Tensor``)
+        # the operator lowerings dispatch on: in-place ones run their functional form's code
+        self.op = functional_form(node.target)
+        self.args = args
+        self.policy: PrecisionPolicy = lowerer.policy
+        self.builder: ProgramBuilder = lowerer.builder
+        self.source = user_source(node.meta.get("stack_trace"))
+        self.module = module_label(node)
+        self._lowerer = lowerer
+        self._outs: list[T | None] | None = None
+        self._kernel_open = False
+
+    # -- outputs ---------------------------------------------------------------------------
+
+    def outs(self) -> list[T | None]:
+        """The node's tensor outputs (None for non-tensor ones), declared on first use; an
+        in-place operator's outputs are the tensors it mutates."""
+        if self._outs is None:
+            mutated = mutated_args(self.target)
+            if mutated:
+                names = [a.name for a in self.target._schema.arguments]
+                self._outs = [self.args[names.index(m)] for m in mutated]  # type: ignore[misc]
+            else:
+                multi = isinstance(self.val, (tuple, list))
+                vals = self.val if multi else [self.val]
+                self._outs = [
+                    self._declare(v, output_stem(self.node, i) if multi else self.node.name)
+                    if isinstance(v, torch.Tensor)
+                    else None
+                    for i, v in enumerate(vals)
+                ]
+        return self._outs
+
+    def _declare(self, val: torch.Tensor, stem: str) -> T:
+        """A fresh tensor laid out as torch lays out ``val``: contiguous, or a dense
+        permutation (elementwise ops keep their input's layout), declared as a view of a
+        contiguous storage tensor."""
+        where = f" at {self.source}" if self.source else ""
+        dtype = ir_dtype(val.dtype, f"the output of {self.target}{where}")
+        shape = tuple(int(s) for s in val.shape)
+        strides = tuple(int(s) for s in val.stride())
+        if val.is_contiguous() or val.numel() == 0:
+            return T(self.builder.tensor(stem, shape, dtype), shape, dtype)
+        storage = dense_storage_shape(shape, strides)
+        if storage is None or val.storage_offset() != 0:
+            self.fail(f"produces a layout with gaps or overlaps (sizes {shape}, strides {strides})")
+        base = self.builder.tensor(f"{stem}_storage", storage, dtype)
+        return T(self.builder.view(stem, base, shape, strides, 0), shape, dtype)
+
+    def out(self, i: int = 0) -> T:
+        t = self.outs()[i]
+        assert t is not None, f"output {i} of {self.target} is not a tensor"
+        return t
+
+    @property
+    def val(self) -> object:
+        """The FakeTensor (or tuple of them) the node produced while tracing."""
+        return self.node.meta.get("val")
+
+    def local(self, stem: str, shape: Sequence[int], dtype: str) -> T:
+        """Kernel-local scratch (row maxima, accumulators): never leaves the chip."""
+        shape = tuple(int(s) for s in shape)
+        return T(
+            self.builder.tensor(f"{self.node.name}_{stem}", shape, dtype, "local"), shape, dtype
+        )
+
+    # -- statements ------------------------------------------------------------------------
+
+    def statement(
+        self,
+        dims: Iterable[Dim | tuple],
+        out: T,
+        index: Sequence[AffineLike],
+        expr: Expr,
+        *,
+        reduce: str | None = None,
+        accumulate: bool = False,
+        precision: str | None = None,
+        dtype: str | None = None,
+        guards: Sequence = (),
+    ) -> Statement | None:
+        """Emit one loop nest into this node's kernel (opened on the first statement). A nest
+        with an empty dim runs nothing and is skipped. ``out`` may be a view (a non-contiguous
+        output, or the ``self`` of an in-place op): the write goes to its storage."""
+        dims = [d if isinstance(d, Dim) else Dim(*d) for d in dims]
+        if any(int(d.extent) == 0 for d in dims):
+            return None
+        name, index = self.store_target(out, index)
+        if dtype == out.dtype:
+            dtype = None
+        if not self._kernel_open:
+            k = self.builder.begin_kernel(str(self.target), source=self.source, module=self.module)
+            k.name = f"{kernel_stem(self.target)}_{len(self.builder.program.kernels) - 1}"
+            self._kernel_open = True
+        return self.builder.statement(
+            dims,
+            (name, tuple(index)),
+            expr,
+            reduce=reduce,
+            accumulate=accumulate,
+            guards=guards,
+            precision=precision,
+            dtype=dtype,
+        )
+
+    def store_target(self, t: T, index: Sequence[AffineLike]) -> tuple[str, tuple[Affine, ...]]:
+        """The storage tensor and index a write of ``t[index]`` goes to."""
+        decl = self.builder.program.tensors[t.name]
+        if decl.view is None:
+            return t.name, affines(index)
+        base = self.builder.program.tensors[decl.view.base]
+        mapping = storage_index(decl.shape, decl.view.strides, decl.view.offset, base.shape)
+        if mapping is None:  # e.g. a reshaped view: write through the view itself
+            return t.name, affines(index)
+        env = {f"v{i}": Affine.of(x) for i, x in enumerate(index)}
+        return base.name, tuple(e.substitute(env) for e in mapping)
+
+    def load(self, t: T, index: Sequence[AffineLike], dtype: str | None = None) -> Expr:
+        """``t[index]``, cast to ``dtype`` if given and different."""
+        e: Expr = Load(t.name, affines(index))
+        return cast(e, t.dtype, dtype)
+
+    def constant(self, stem: str, value: torch.Tensor) -> T:
+        """A tensor whose value is known while tracing (no kernel)."""
+        return self._lowerer.declare_constant(stem, value)
+
+    def set_outs(self, outs: Sequence[T | None]) -> None:
+        """Bind the node's outputs to existing tensors (views, constants) instead of fresh ones."""
+        self._outs = list(outs)
+
+    def input_tensors(self) -> list[tuple[T, torch.Tensor]]:
+        """Each tensor input of the node with the FakeTensor it had while tracing."""
+        env = self._lowerer.env
+        return [
+            (env[n], n.meta["val"])  # type: ignore[misc]
+            for n in self.node.all_input_nodes
+            if isinstance(n.meta.get("val"), torch.Tensor)
+        ]
+
+    def fail(self, reason: str) -> NoReturn:
+        raise UnsupportedOperatorError(self.target, self.source, reason)
+
+
+def output_stem(node: fx.Node, i: int) -> str:
+    """``max_1_values``: the node name and the schema's name for output ``i`` (or ``i``)."""
+    returns = node.target._schema.returns if isinstance(node.target, torch._ops.OpOverload) else []
+    label = returns[i].name if i < len(returns) and returns[i].name else str(i)
+    return f"{node.name}_{label}"
+
+
+def cast(e: Expr, have: str, want: str | None) -> Expr:
+    return e if want is None or want == have else call("cast", e, dtype=want)
+
+
+def kernel_stem(op: object) -> str:
+    if isinstance(op, torch._ops.OpOverload):
+        return op.overloadpacket.__name__.strip("_") or "op"
+    return getattr(op, "__name__", "op")
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+class Lowerer:
+    """Lower a make_fx graph to a Program: placeholders and constants become tensors, each
+    aten node a kernel (or a view), the graph outputs the program's outputs."""
+
+    def __init__(self, gm: fx.GraphModule, name: str, policy: PrecisionPolicy) -> None:
+        self.gm = gm
+        self.policy = policy
+        self.builder = ProgramBuilder(name)
+        self.env: dict[fx.Node, object] = {}
+
+    @property
+    def program(self) -> Program:
+        return self.builder.program
+
+    # -- declarations ----------------------------------------------------------------------
+
+    def declare_input(self, node: fx.Node, stem: str, role: str, what: str) -> T:
+        val = node.meta["val"]
+        dtype = ir_dtype(val.dtype, what)
+        shape = tuple(int(s) for s in val.shape)
+        t = T(self.builder.tensor(stem, shape, dtype, role), shape, dtype)
+        self.env[node] = t
+        return t
+
+    def declare_constant(self, stem: str, value: torch.Tensor) -> T:
+        """A tensor known while tracing; a non-contiguous one keeps torch's layout (a view of
+        its dense storage), so views of it taken in the graph address it correctly."""
+        dtype = ir_dtype(value.dtype, f"constant {stem}")
+        shape = tuple(int(s) for s in value.shape)
+        value = value.detach()
+        if value.is_contiguous():
+            name = self.builder.tensor(stem, shape, dtype, "constant")
+            self.program.constants[name] = value
+            return T(name, shape, dtype)
+        strides = tuple(int(s) for s in value.stride())
+        storage = dense_storage_shape(shape, strides)
+        if storage is None or value.storage_offset() != 0:
+            raise UnsupportedOperatorError(
+                stem, "", f"is a constant with a layout with gaps or overlaps (strides {strides})"
+            )
+        order = sorted(range(len(shape)), key=lambda d: -strides[d])
+        base = self.builder.tensor(f"{stem}_storage", storage, dtype, "constant")
+        self.program.constants[base] = value.permute(order).contiguous().reshape(storage)
+        return T(self.builder.view(stem, base, shape, strides, 0), shape, dtype)
+
+    # -- the walk --------------------------------------------------------------------------
+
+    def run(self) -> None:
+        for node in self.gm.graph.nodes:
+            if node.op == "placeholder":
+                assert node in self.env, f"placeholder {node.name} was not declared"
+            elif node.op == "get_attr":
+                value = getattr(self.gm, node.target)
+                if not isinstance(value, torch.Tensor):
+                    raise UnsupportedOperatorError(
+                        node.target, "", "is a non-tensor attribute of the traced graph"
+                    )
+                self.env[node] = self.declare_constant(node.target.strip("_"), value)
+            elif node.op == "call_function":
+                self.env[node] = self.lower_call(node)
+            elif node.op == "output":
+                pass
+            else:
+                raise UnsupportedOperatorError(node.target, "", f"is an fx {node.op} node")
+
+    def outputs(self) -> list[str]:
+        """IR names of the graph's tensor outputs, flattened (tuples, lists, dicts)."""
+        out_node = next(n for n in self.gm.graph.nodes if n.op == "output")
+        leaves = pytree.tree_leaves(self.value(out_node.args[0]))
+        return [t.name for t in leaves if isinstance(t, T)]
+
+    def value(self, arg: object) -> object:
+        return fx.node.map_aggregate(arg, lambda a: self.env[a] if isinstance(a, fx.Node) else a)
+
+    def lower_call(self, node: fx.Node) -> object:
+        target = node.target
+        if target is operator.getitem:
+            seq, i = node.args
+            return self.env[seq][i]  # type: ignore[index]
+        if not isinstance(target, torch._ops.OpOverload):
+            raise UnsupportedOperatorError(
+                getattr(target, "__name__", target),
+                user_source(node.meta.get("stack_trace")),
+                "is not an aten operator; only aten graphs can be lowered",
+            )
+        ctx = LoweringContext(
+            self, node, bind_arguments(target, self.value(node.args), self.value(node.kwargs))
+        )
+        if not mutated_args(target) and aliases_an_input(node):
+            from solar.frontend.torch.ops.views import lower_view
+
+            lower_view(ctx)
+        else:
+            fn = find_lowering(target)
+            if fn is None:
+                raise UnsupportedOperatorError(target, ctx.source)
+            fn(ctx, *ctx.args)
+        outs = ctx.outs()
+        return tuple(outs) if isinstance(node.meta.get("val"), (tuple, list)) else outs[0]
+
+
+def tensor_vals(val: object) -> list[torch.Tensor]:
+    return [v for v in pytree.tree_leaves(val) if isinstance(v, torch.Tensor)]
+
+
+def aliases_an_input(node: fx.Node) -> bool:
+    """Whether some output of ``node`` shares storage with one of its tensor inputs."""
+    ins = [v for a in node.all_input_nodes for v in tensor_vals(a.meta.get("val"))]
+    return any(torch._C._is_alias_of(o, i) for o in tensor_vals(node.meta.get("val")) for i in ins)
+
+
+def bind_arguments(op: torch._ops.OpOverload, args: tuple, kwargs: dict) -> list[object]:
+    """The schema arguments of ``op`` in order, from ``args``/``kwargs`` or their defaults."""
+    bound = []
+    for i, a in enumerate(op._schema.arguments):
+        if i < len(args) and not a.kwarg_only:
+            bound.append(args[i])
+        elif a.name in kwargs:
+            bound.append(kwargs[a.name])
+        elif a.has_default_value():
+            bound.append(a.default_value)
+        else:
+            bound.append(None)
+    return bound

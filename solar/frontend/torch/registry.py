@@ -1,0 +1,89 @@
+"""The operator registry: aten operator -> function that emits its loop nests.
+
+A lowering is ``fn(ctx, *args)``: ``ctx`` is the :class:`~solar.frontend.torch.lower.Lowering`
+of one graph node and ``args`` are the operator's schema arguments in order, defaults filled in,
+with tensors replaced by :class:`~solar.frontend.torch.lower.T` references. It declares the node's
+outputs (``ctx.out()``) and emits statements (``ctx.statement``); everything it emits forms one
+kernel. Register with ``@lowering(torch.ops.aten.foo.default)`` (an overload) or
+``@lowering(torch.ops.aten.foo)`` (every overload of the packet).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+LOWERINGS: dict[object, Callable[..., None]] = {}
+
+HOW_TO_ADD = "see solar/frontend/torch/ops/"
+
+
+def lowering(*ops: object) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Register ``fn`` as the loop-nest definition of each of ``ops``."""
+    if not ops:
+        raise TypeError("@lowering needs at least one aten operator")
+
+    def register(fn: Callable[..., None]) -> Callable[..., None]:
+        for op in ops:
+            if not isinstance(op, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
+                raise TypeError(f"@lowering takes torch.ops.aten operators, not {op!r}")
+            LOWERINGS[op] = fn
+        return fn
+
+    return register
+
+
+class UnsupportedOperatorError(ValueError):
+    """An operator the frontend has no loop-nest definition for (or cannot express)."""
+
+    def __init__(self, op: object, source: str = "", reason: str = "") -> None:
+        self.op = str(op)
+        self.source = source
+        where = f" at {source}" if source else ""
+        reason = reason or (
+            f"has no loop-nest definition; register one with "
+            f"@solar.frontend.torch.lowering(torch.ops.{self.op}) — {HOW_TO_ADD}"
+        )
+        super().__init__(f"{self.op}{where} {reason}")
+
+
+class DataDependentOperatorError(UnsupportedOperatorError):
+    """An operator whose output shape or value depends on tensor data (nonzero, item)."""
+
+    def __init__(self, op: object, source: str = "") -> None:
+        super().__init__(
+            op,
+            source,
+            "is data-dependent (its output shape or a Python value depends on tensor "
+            "contents), which static loop nests cannot express; keep it out of the traced code",
+        )
+
+
+def mutated_args(op: torch._ops.OpOverload) -> list[str]:
+    """Names of the arguments ``op`` writes in place (``self`` of ``add_``, ``out=``)."""
+    return [
+        a.name for a in op._schema.arguments if a.alias_info is not None and a.alias_info.is_write
+    ]
+
+
+def functional_form(op: torch._ops.OpOverload) -> torch._ops.OpOverload:
+    """``aten.add.Tensor`` for the in-place ``aten.add_.Tensor``; ``op`` itself otherwise."""
+    name = op.overloadpacket.__name__
+    if name.endswith("_") and mutated_args(op) == ["self"]:
+        packet = getattr(torch.ops.aten, name[:-1], None)
+        functional = getattr(packet, op._overloadname, None) if packet is not None else None
+        if isinstance(functional, torch._ops.OpOverload):
+            return functional
+    return op
+
+
+def find_lowering(op: torch._ops.OpOverload) -> Callable[..., None] | None:
+    """The lowering of ``op``: the overload's, else its packet's; an in-place operator
+    (``aten.add_.Tensor``) without one of its own uses its functional form's (``aten.add.Tensor``),
+    writing into ``self``."""
+    for candidate in dict.fromkeys([op, functional_form(op)]):
+        fn = LOWERINGS.get(candidate) or LOWERINGS.get(candidate.overloadpacket)
+        if fn is not None:
+            return fn
+    return None

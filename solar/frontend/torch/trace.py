@@ -1,0 +1,230 @@
+"""Trace a PyTorch module or function to an fx graph of aten operators, on fake tensors.
+
+``make_fx`` runs the program on FakeTensors (no real compute, no memory for weights: a module on
+the ``meta`` device works) and records every aten operator the dispatcher sees, with no
+decomposition table: what it records is what eager PyTorch launches (CompositeImplicit
+operators such as ``linear`` arrive already decomposed, as in eager). Parameters and buffers are
+passed in through ``torch.func.functional_call`` so they become graph inputs.
+"""
+
+from __future__ import annotations
+
+import inspect
+import traceback
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import torch
+import torch.fx as fx
+from torch.utils import _pytree as pytree
+
+from solar.frontend.torch.lower import Lowerer, ir_dtype, is_user_file
+from solar.frontend.torch.precision import PrecisionPolicy
+from solar.frontend.torch.registry import DataDependentOperatorError, UnsupportedOperatorError
+from solar.ir.program import Program
+
+Binding = tuple[str, object]  # ("param", "layers.0.weight") / ("buffer", name) / ("input", path)
+
+
+@dataclass
+class TorchTrace:
+    """A traced and lowered PyTorch program.
+
+    ``bindings`` maps each IR input name to where its value comes from: ``("param", name)``,
+    ``("buffer", name)`` (as in ``named_parameters``/``named_buffers``) or ``("input", i)``, the
+    position in ``inputs`` (a tuple of keys for tensors nested in lists/dicts).
+    ``output_names`` are the IR names of the flattened tensor outputs, in order.
+    """
+
+    program: Program
+    bindings: dict[str, Binding]
+    output_names: list[str]
+    graph: fx.GraphModule
+
+    def values(self, fn: object, inputs: object) -> dict[str, torch.Tensor]:
+        """The ``values`` mapping for :func:`solar.ir.execute.execute`: real tensors of
+        ``fn``'s parameters and buffers and of ``inputs``, by IR input name."""
+        inputs = _as_tuple(inputs)
+        named: dict[str, dict[str, torch.Tensor]] = {"param": {}, "buffer": {}}
+        if isinstance(fn, torch.nn.Module):
+            named["param"] = dict(fn.named_parameters())
+            named["buffer"] = dict(fn.named_buffers())
+        out = {}
+        for ir_name, (kind, key) in self.bindings.items():
+            if kind == "input":
+                v: object = inputs
+                for k in (key,) if isinstance(key, int) else key:  # type: ignore[union-attr]
+                    v = v[k]  # type: ignore[index]
+            else:
+                v = named[kind][key]  # type: ignore[index]
+            out[ir_name] = v.detach()  # type: ignore[union-attr]
+        return out
+
+
+def trace_torch(
+    fn: Callable[..., object] | torch.nn.Module,
+    inputs: object,
+    *,
+    name: str | None = None,
+    precision: str | None = None,
+) -> TorchTrace:
+    """Trace ``fn(*inputs)`` and lower it to the Affine Loop IR.
+
+    ``fn`` is an ``nn.Module`` (its parameters and buffers become IR weights) or a plain
+    callable; ``inputs`` a tensor or a tuple/list of them (non-tensor entries are passed
+    through as constants; tensors may be ``meta`` tensors). ``precision`` ("tf32" or "ieee")
+    overrides PyTorch's float32 matmul setting. Nothing is computed and no weight is allocated.
+    """
+    policy = PrecisionPolicy.from_torch(precision)
+    inputs = _as_tuple(inputs)
+    module = fn if isinstance(fn, torch.nn.Module) else None
+    params = dict(module.named_parameters()) if module is not None else {}
+    buffers = dict(module.named_buffers()) if module is not None else {}
+    leaves_with_paths, spec = pytree.tree_flatten_with_path(inputs)
+    leaves = [v for _, v in leaves_with_paths]
+    tensor_leaves = [i for i, v in enumerate(leaves) if isinstance(v, torch.Tensor)]
+    specs = _graph_inputs(
+        params,
+        buffers,
+        [(_path(leaves_with_paths[i][0]), leaves[i]) for i in tensor_leaves],
+        _argument_names(module.forward if module is not None else fn, len(inputs)),
+    )
+    n_named = len(params) + len(buffers)
+
+    def traced(*flat: torch.Tensor) -> object:
+        xs = list(leaves)
+        for i, t in zip(tensor_leaves, flat[n_named:], strict=True):
+            xs[i] = t
+        args = pytree.tree_unflatten(xs, spec)
+        if module is None:
+            return fn(*args)
+        p = dict(zip(params, flat[: len(params)], strict=True))
+        b = dict(zip(buffers, flat[len(params) : n_named], strict=True))
+        return torch.func.functional_call(module, (p, b), tuple(args))
+
+    if module is not None:
+        traced._orig_mod = module  # type: ignore[attr-defined]  # make_fx: record module paths
+
+    fakes = _fake_tensors([t for *_, t in specs])
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    try:
+        with torch.no_grad(), _full_stack_traces():
+            gm = make_fx(
+                traced,
+                tracing_mode="fake",
+                record_stack_traces=True,
+                record_module_stack=True,
+            )(*fakes)
+    except Exception as e:
+        error = _tracing_error(e)
+        if error is None:
+            raise
+        raise error from e
+
+    default_name = type(module).__name__ if module is not None else getattr(fn, "__name__", "")
+    prog_name = name or default_name or "program"
+    lowerer = Lowerer(gm, prog_name, policy)
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    bindings: dict[str, Binding] = {}
+    for node, (stem, role, binding, _) in zip(placeholders, specs, strict=True):
+        what = f"{binding[0]} {binding[1]!r}"
+        bindings[lowerer.declare_input(node, stem, role, what).name] = binding
+    lowerer.run()
+    output_names = lowerer.outputs()
+    lowerer.program.outputs = list(dict.fromkeys(output_names))
+    return TorchTrace(lowerer.program, bindings, output_names, gm)
+
+
+def _graph_inputs(
+    params: dict[str, torch.Tensor],
+    buffers: dict[str, torch.Tensor],
+    tensor_inputs: list[tuple[tuple, torch.Tensor]],
+    arg_names: list[str],
+) -> list[tuple[str, str, Binding, torch.Tensor]]:
+    """(IR name stem, role, binding, tensor) of each graph input, in placeholder order
+    (parameters, buffers, tensor inputs); rejects dtypes the IR cannot express."""
+    specs: list[tuple[str, str, Binding, torch.Tensor]] = []
+    for pname, t in params.items():
+        ir_dtype(t.dtype, f"parameter {pname!r}")
+        specs.append((pname.replace(".", "_"), "weight", ("param", pname), t))
+    for bname, t in buffers.items():
+        ir_dtype(t.dtype, f"buffer {bname!r}")
+        specs.append((bname.replace(".", "_"), "weight", ("buffer", bname), t))
+    for path, t in tensor_inputs:
+        stem = "_".join([arg_names[path[0]], *map(str, path[1:])])
+        ir_dtype(t.dtype, f"input {stem!r}")
+        specs.append((stem, "input", ("input", path[0] if len(path) == 1 else path), t))
+    return specs
+
+
+def _as_tuple(inputs: object) -> tuple:
+    if isinstance(inputs, torch.Tensor):
+        return (inputs,)
+    if isinstance(inputs, (list, tuple)):
+        return tuple(inputs)
+    return (inputs,)
+
+
+def _path(keypath: Sequence[object]) -> tuple:
+    return tuple(getattr(k, "idx", getattr(k, "key", k)) for k in keypath)
+
+
+def _argument_names(fn: object, n: int) -> list[str]:
+    """Readable names for ``n`` positional arguments of ``fn`` (``x``, ``args0``, ...)."""
+    names: list[str] = []
+    try:
+        params = list(inspect.signature(fn).parameters.values())  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        params = []
+    for p in params:
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            names.append(p.name)
+        elif p.kind == p.VAR_POSITIONAL:
+            names += [f"{p.name}{k}" for k in range(n - len(names))]
+    names += [f"input{k}" for k in range(len(names), n)]
+    return names[:n]
+
+
+def _fake_tensors(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
+    """Contiguous FakeTensors with the shapes and dtypes of ``tensors``, on one device: the
+    first non-meta device among them (mixing ``meta`` weights with CPU inputs is fine)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    devices = [t.device for t in tensors if t.device.type != "meta"]
+    device = devices[0] if devices else torch.device("meta")
+    mode = FakeTensorMode(allow_non_fake_inputs=True)
+    with mode:
+        return [torch.empty(tuple(t.shape), dtype=t.dtype, device=device) for t in tensors]
+
+
+@contextmanager
+def _full_stack_traces() -> Iterator[None]:
+    """Keep every frame in ``node.stack_trace``: make_fx keeps only ``forward`` frames, which
+    loses helper functions and plain callables; the lowering picks the user's frame itself."""
+    from torch.fx.experimental.proxy_tensor import PythonKeyTracer
+
+    had = "_filter_traceback_frames" in PythonKeyTracer.__dict__
+    old = PythonKeyTracer.__dict__.get("_filter_traceback_frames")
+    PythonKeyTracer._filter_traceback_frames = lambda self, summary: summary  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        if had:
+            PythonKeyTracer._filter_traceback_frames = old  # type: ignore[method-assign]
+        else:
+            del PythonKeyTracer._filter_traceback_frames
+
+
+def _tracing_error(e: Exception) -> Exception | None:
+    """Turn fake-tensor failures into one-line errors naming the operator and the user line."""
+    from torch._subclasses import fake_tensor as ft
+
+    frames = [f for f in traceback.extract_tb(e.__traceback__) if is_user_file(f.filename)]
+    source = f"{frames[-1].filename.rsplit('/', 1)[-1]}:{frames[-1].lineno}" if frames else ""
+    if isinstance(e, (ft.DynamicOutputShapeException, ft.DataDependentOutputException)):
+        return DataDependentOperatorError(e.func, source)
+    if isinstance(e, ft.UnsupportedOperatorException):
+        return UnsupportedOperatorError(e.func, source, "cannot run on fake tensors")
+    return None

@@ -1,0 +1,178 @@
+"""Lift an Affine Loop IR program to an einsum graph (a networkx MultiDiGraph).
+
+Deterministic and IR-only. Nodes:
+
+- one ``op`` node per statement, id ``"<kernel>/<i>"``, with ``kind`` (contraction, map,
+  reduction, copy), ``einsum`` (operands written with consistent rank names), ``ranks``
+  (rank -> extent), ``reduce``, ``ops`` (op class -> count), ``kernel``, ``source_op``,
+  ``source``, ``module``;
+- one node per graph input / weight / constant (``"in:<tensor>"``) and per graph output
+  (``"out:<tensor>"``).
+
+Edges are tensors flowing from producer to consumer, keyed by tensor name, with ``tensor``
+(the storage base), ``shape``, ``dtype``, ``role``, ``bytes`` (the whole tensor) and
+``footprint_bytes`` (what this access touches). ``graph.graph`` holds what the backends need
+beyond nodes and edges: ``kernels`` (per launched kernel: statements, DRAM reads and writes
+in bytes), ``tensors`` (per storage tensor: shape, dtype, role, bytes) and ``fused_io``
+(bytes of graph inputs, weights and outputs, each once).
+"""
+
+from __future__ import annotations
+
+import networkx as nx
+
+from solar.graph.ranks import assign_ranks
+from solar.ir.affine import Affine
+from solar.ir.cost import is_contraction, kernel_io, program_io, statement_ops
+from solar.ir.footprint import access_footprint
+from solar.ir.program import Program, Statement
+from solar.ir.scalar import Call
+
+
+def _kind(program: Program, st: Statement) -> str:
+    if is_contraction(st, program):
+        return "contraction"
+    if st.reduce:
+        return "reduction"
+    calls = [e for e in st.expr.walk() if isinstance(e, Call) and e.op != "cast"]
+    return "map" if calls else "copy"
+
+
+def _format_index(index: tuple[Affine, ...], rename: dict[str, str]) -> str:
+    return ",".join(str(e.rename(rename)) for e in index)
+
+
+def _einsum(st: Statement, rename: dict[str, str]) -> str:
+    loads = list(dict.fromkeys((ld.tensor, ld.index) for ld in st.loads()))
+    ins = " ".join(f"{t}[{_format_index(i, rename)}]" for t, i in loads)
+    return f"{ins} -> {st.out.tensor}[{_format_index(st.out.index, rename)}]"
+
+
+def _access(program: Program, tensor: str, index: tuple[Affine, ...], rename, roles) -> dict:
+    base = program.base(tensor)
+    return {
+        "tensor": tensor,
+        "base": base,
+        "role": roles[base]["role"],
+        "itemsize": program.tensors[base].itemsize,
+        "ranks": [rename.get(e.single_dim) if e.single_dim else None for e in index],
+    }
+
+
+def _bytes(program: Program, footprint_elements: int, tensor: str) -> int:
+    return footprint_elements * program.tensors[tensor].itemsize
+
+
+def lift(program: Program) -> nx.MultiDiGraph:
+    ranks = assign_ranks(program)
+    g = nx.MultiDiGraph(name=program.name)
+    tensors = {
+        n: {"shape": list(t.shape), "dtype": t.dtype, "role": program.role(n), "bytes": t.nbytes}
+        for n, t in program.tensors.items()
+        if t.view is None
+    }
+    for n, info in tensors.items():
+        if info["role"] in ("input", "weight", "constant"):
+            g.add_node(f"in:{n}", kind=info["role"], tensor=n)
+    writers: dict[str, list[str]] = {}  # storage base -> op nodes that wrote it so far
+    kernels = []
+    for ki, k in enumerate(program.kernels):
+        io = kernel_io(program, k)
+        stmt_ids = []
+        for si, st in enumerate(k.statements):
+            node = f"{k.name}/{si}"
+            rename = {d.name: ranks[("stmt", ki, si, d.name)] for d in st.dims}
+            g.add_node(
+                node,
+                kind="op",
+                op_kind=_kind(program, st),
+                einsum=_einsum(st, rename),
+                ranks={rename[d.name]: d.extent for d in st.dims},
+                reduction_ranks=[rename[d.name] for d in st.reduction_dims],
+                reduce=st.reduce,
+                ops=statement_ops(program, st),
+                operands=[
+                    _access(program, t, i, rename, tensors)
+                    for t, i in dict.fromkeys((ld.tensor, ld.index) for ld in st.loads())
+                ],
+                output=_access(program, st.out.tensor, st.out.index, rename, tensors),
+                precision=st.precision,
+                kernel=k.name,
+                source_op=k.op,
+                source=k.source,
+                module=k.module,
+            )
+            stmt_ids.append(node)
+            seen: set[tuple] = set()
+            for ld in st.loads():
+                if (ld.tensor, ld.index) in seen:
+                    continue
+                seen.add((ld.tensor, ld.index))
+                base = program.base(ld.tensor)
+                fp = access_footprint(program, st, ld.tensor, ld.index)
+                edge = dict(
+                    tensor=base,
+                    view=ld.tensor if ld.tensor != base else None,
+                    shape=list(program.tensors[ld.tensor].shape),
+                    dtype=program.tensors[base].dtype,
+                    role=tensors[base]["role"],
+                    bytes=tensors[base]["bytes"],
+                    footprint_bytes=_bytes(program, fp.elements, base),
+                )
+                sources = writers.get(base) or ([f"in:{base}"] if g.has_node(f"in:{base}") else [])
+                for src in sources:
+                    if src != node:
+                        g.add_edge(src, node, key=ld.tensor, **edge)
+            base = program.base(st.out.tensor)
+            if node not in writers.setdefault(base, []):
+                writers[base].append(node)
+        kernels.append(
+            {
+                "name": k.name,
+                "op": k.op,
+                "source": k.source,
+                "module": k.module,
+                "statements": stmt_ids,
+                "reads": {t: _bytes(program, f.elements, t) for t, f in io.reads.items()},
+                "writes": {t: _bytes(program, f.elements, t) for t, f in io.writes.items()},
+                "exact": all(f.exact for f in [*io.reads.values(), *io.writes.values()]),
+            }
+        )
+    for out in dict.fromkeys(program.base(o) for o in program.outputs):
+        g.add_node(f"out:{out}", kind="output", tensor=out)
+        for src in writers.get(out, [f"in:{out}"]):
+            info = tensors[out]
+            g.add_edge(
+                src,
+                f"out:{out}",
+                key=out,
+                tensor=out,
+                view=None,
+                shape=info["shape"],
+                dtype=info["dtype"],
+                role="output",
+                bytes=info["bytes"],
+                footprint_bytes=info["bytes"],
+            )
+    fio = program_io(program)
+    g.graph.update(
+        name=program.name,
+        kernels=kernels,
+        tensors=tensors,
+        fused_io={
+            "reads": {t: _bytes(program, f.elements, t) for t, f in fio.reads.items()},
+            "writes": {t: _bytes(program, f.elements, t) for t, f in fio.writes.items()},
+            "exact": all(f.exact for f in [*fio.reads.values(), *fio.writes.values()]),
+        },
+    )
+    return g
+
+
+def operands(g: nx.MultiDiGraph, node: str) -> list[dict]:
+    """The distinct tensors an op node reads, in edge order (edge attribute dicts)."""
+    seen, out = set(), []
+    for _, _, key, data in g.in_edges(node, keys=True, data=True):
+        if key not in seen:
+            seen.add(key)
+            out.append(data)
+    return out

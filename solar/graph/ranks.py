@@ -1,0 +1,88 @@
+"""Consistent rank names across producer/consumer edges (Timeloop/TACO style).
+
+Every loop dim of every statement and every dim of every tensor is a node of a union-find;
+a loop dim that indexes a tensor dim directly (index == dim) is the same rank, and a view dim
+is the same rank as the base dim it strides over with the same extent. Each class gets a
+letter in order of first appearance, so ``C = A @ B`` lifts to ``ab,bc->ac`` whatever the
+frontend called its loop variables.
+"""
+
+from __future__ import annotations
+
+import string
+
+from solar.ir.program import Program, Statement
+
+
+class _UnionFind:
+    def __init__(self) -> None:
+        self.parent: dict[tuple, tuple] = {}
+
+    def find(self, x: tuple) -> tuple:
+        self.parent.setdefault(x, x)
+        while self.parent[x] != x:
+            self.parent[x] = self.parent[self.parent[x]]
+            x = self.parent[x]
+        return x
+
+    def union(self, a: tuple, b: tuple) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[max(ra, rb)] = min(ra, rb)
+
+
+def _letters():
+    for n in range(1000):
+        for ch in string.ascii_lowercase:
+            yield ch if n == 0 else f"{ch}{n}"
+
+
+def _base_dim_of_view_dim(program: Program, name: str, d: int) -> int | None:
+    decl = program.tensors[name]
+    base = program.tensors[decl.view.base]
+    stride = decl.view.strides[d]
+    contiguous = [1] * len(base.shape)
+    for i in range(len(base.shape) - 2, -1, -1):
+        contiguous[i] = contiguous[i + 1] * base.shape[i + 1]
+    for j, (size, s) in enumerate(zip(base.shape, contiguous)):
+        if s == stride and size == decl.shape[d] and size > 1:
+            return j
+    return None
+
+
+def assign_ranks(program: Program) -> dict[tuple, str]:
+    """Map ``("stmt", kernel_idx, stmt_idx, dim)`` and ``("tensor", base, axis)`` to rank names."""
+    uf = _UnionFind()
+    order: list[tuple] = []
+
+    def tensor_key(name: str, axis: int) -> tuple:
+        decl = program.tensors[name]
+        if decl.view is None:
+            return ("tensor", name, axis)
+        j = _base_dim_of_view_dim(program, name, axis)
+        return ("tensor", decl.view.base, j) if j is not None else ("view", name, axis)
+
+    def visit(kernel_idx: int, stmt_idx: int, st: Statement) -> None:
+        for dim in st.dims:
+            key = ("stmt", kernel_idx, stmt_idx, dim.name)
+            uf.find(key)
+            order.append(key)
+        accesses = [(st.out.tensor, st.out.index)] + [(ld.tensor, ld.index) for ld in st.loads()]
+        for tensor, index in accesses:
+            for axis, e in enumerate(index):
+                d = e.single_dim
+                if d is not None and program.tensors[tensor].shape[axis] == st.extents[d]:
+                    uf.union(("stmt", kernel_idx, stmt_idx, d), tensor_key(tensor, axis))
+
+    for ki, k in enumerate(program.kernels):
+        for si, st in enumerate(k.statements):
+            visit(ki, si, st)
+    names: dict[tuple, str] = {}
+    letters = _letters()
+    out: dict[tuple, str] = {}
+    for key in order:
+        root = uf.find(key)
+        if root not in names:
+            names[root] = next(letters)
+        out[key] = names[root]
+    return out

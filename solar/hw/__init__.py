@@ -1,0 +1,25 @@
+"""GPU hardware specs: the catalogue in ``hw_specs/*.yaml`` and its validating loader."""
+
+from solar.hw.spec import (
+    UNIT_DESCRIPTIONS,
+    UNITS,
+    HardwareSpec,
+    SpecError,
+    UnknownUnitError,
+    catalogue_dirs,
+    list_specs,
+    load_spec,
+    resolve_name,
+)
+
+__all__ = [
+    "UNITS",
+    "UNIT_DESCRIPTIONS",
+    "HardwareSpec",
+    "SpecError",
+    "UnknownUnitError",
+    "catalogue_dirs",
+    "list_specs",
+    "load_spec",
+    "resolve_name",
+]

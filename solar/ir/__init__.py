@@ -1,0 +1,23 @@
+"""Affine Loop IR: kernels of loop nests with affine accesses; printable, executable, costed."""
+
+from solar.ir.affine import Affine
+from solar.ir.program import Access, Dim, Guard, Kernel, Program, ProgramBuilder, Statement, View
+from solar.ir.scalar import Call, Const, Expr, Index, Load, call
+
+__all__ = [
+    "Access",
+    "Affine",
+    "Call",
+    "Const",
+    "Dim",
+    "Expr",
+    "Guard",
+    "Index",
+    "Kernel",
+    "Load",
+    "Program",
+    "ProgramBuilder",
+    "Statement",
+    "View",
+    "call",
+]

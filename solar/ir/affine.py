@@ -1,0 +1,139 @@
+"""Affine index expressions over named loop dimensions: ``2*p + r - 3``.
+
+An :class:`Affine` is ``const + sum(coef * dim)`` with integer coefficients. It is the only
+index language of the IR: every access and guard is affine, which is what makes footprints
+exactly countable and the executor a strided view instead of a Python loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Union
+
+AffineLike = Union["Affine", int, str]
+
+
+@dataclass(frozen=True)
+class Affine:
+    """``const + Σ coef·dim``; ``terms`` is sorted by dim name and never holds a zero coef."""
+
+    terms: tuple[tuple[str, int], ...] = ()
+    const: int = 0
+
+    @staticmethod
+    def of(x: AffineLike) -> Affine:
+        """Lift an int (constant), a str (a loop dim) or an Affine."""
+        if isinstance(x, Affine):
+            return x
+        if isinstance(x, bool):
+            raise TypeError("a bool is not an affine index")
+        if isinstance(x, int):
+            return Affine((), x)
+        if isinstance(x, str):
+            return Affine(((x, 1),), 0)
+        raise TypeError(f"cannot build an affine index from {x!r}")
+
+    @staticmethod
+    def build(coefs: Mapping[str, int], const: int = 0) -> Affine:
+        return Affine(tuple(sorted((d, int(c)) for d, c in coefs.items() if c != 0)), int(const))
+
+    @property
+    def coefs(self) -> dict[str, int]:
+        return dict(self.terms)
+
+    @property
+    def dims(self) -> tuple[str, ...]:
+        return tuple(d for d, _ in self.terms)
+
+    def coef(self, dim: str) -> int:
+        return self.coefs.get(dim, 0)
+
+    @property
+    def is_const(self) -> bool:
+        return not self.terms
+
+    @property
+    def single_dim(self) -> str | None:
+        """The dim if this is exactly ``dim`` (coefficient 1, no offset)."""
+        if len(self.terms) == 1 and self.terms[0][1] == 1 and self.const == 0:
+            return self.terms[0][0]
+        return None
+
+    def __add__(self, other: AffineLike) -> Affine:
+        o = Affine.of(other)
+        c = self.coefs
+        for d, k in o.terms:
+            c[d] = c.get(d, 0) + k
+        return Affine.build(c, self.const + o.const)
+
+    __radd__ = __add__
+
+    def __neg__(self) -> Affine:
+        return Affine.build({d: -k for d, k in self.terms}, -self.const)
+
+    def __sub__(self, other: AffineLike) -> Affine:
+        return self + (-Affine.of(other))
+
+    def __rsub__(self, other: AffineLike) -> Affine:
+        return Affine.of(other) - self
+
+    def __mul__(self, k: int) -> Affine:
+        if not isinstance(k, int) or isinstance(k, bool):
+            raise TypeError("affine expressions scale by integers only")
+        return Affine.build({d: c * k for d, c in self.terms}, self.const * k)
+
+    __rmul__ = __mul__
+
+    def rename(self, mapping: Mapping[str, str]) -> Affine:
+        c: dict[str, int] = {}
+        for d, k in self.terms:
+            nd = mapping.get(d, d)
+            c[nd] = c.get(nd, 0) + k
+        return Affine.build(c, self.const)
+
+    def substitute(self, mapping: Mapping[str, AffineLike]) -> Affine:
+        """Replace dims by affine expressions (dims not in ``mapping`` are kept)."""
+        out = Affine((), self.const)
+        for d, k in self.terms:
+            out = out + Affine.of(mapping[d]) * k if d in mapping else out + Affine(((d, k),))
+        return out
+
+    def bounds(self, extents: Mapping[str, int]) -> tuple[int, int]:
+        """Min and max value over the box ``0 <= dim < extent``."""
+        lo = hi = self.const
+        for d, k in self.terms:
+            span = k * (int(extents[d]) - 1)
+            lo += min(0, span)
+            hi += max(0, span)
+        return lo, hi
+
+    def evaluate(self, env: Mapping[str, object]):
+        """Evaluate with dims bound to numbers or broadcastable arrays/tensors."""
+        acc: object = self.const
+        for d, k in self.terms:
+            acc = acc + env[d] * k  # type: ignore[operator]
+        return acc
+
+    def __str__(self) -> str:
+        parts: list[str] = []
+        for d, k in self.terms:
+            if k == 1:
+                t = d
+            elif k == -1:
+                t = f"-{d}"
+            else:
+                t = f"{k}{d}" if k > 0 else f"-{-k}{d}"
+            parts.append(t)
+        if self.const or not parts:
+            parts.append(str(self.const))
+        s = parts[0]
+        for p in parts[1:]:
+            s += f"-{p[1:]}" if p.startswith("-") else f"+{p}"
+        return s
+
+    __repr__ = __str__
+
+
+def affines(xs: Iterable[AffineLike]) -> tuple[Affine, ...]:
+    return tuple(Affine.of(x) for x in xs)

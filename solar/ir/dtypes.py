@@ -1,0 +1,47 @@
+"""Element types of the IR: names, byte sizes and kinds. Framework-neutral strings."""
+
+from __future__ import annotations
+
+ITEMSIZE: dict[str, int] = {
+    "float64": 8,
+    "float32": 4,
+    "float16": 2,
+    "bfloat16": 2,
+    "float8_e4m3fn": 1,
+    "float8_e5m2": 1,
+    "int64": 8,
+    "int32": 4,
+    "int16": 2,
+    "int8": 1,
+    "uint8": 1,
+    "bool": 1,
+}
+
+FLOAT = frozenset({"float64", "float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2"})
+
+
+def itemsize(dtype: str) -> int:
+    try:
+        return ITEMSIZE[dtype]
+    except KeyError:
+        raise ValueError(
+            f"dtype {dtype!r} is not expressible in the IR; supported: {', '.join(ITEMSIZE)}"
+        ) from None
+
+
+def is_float(dtype: str) -> bool:
+    return dtype in FLOAT
+
+
+def torch_dtype(dtype: str):
+    """The torch dtype the executor stores an IR dtype in."""
+    import torch
+
+    return getattr(torch, dtype)
+
+
+def from_torch(dtype) -> str:
+    """IR name of a torch dtype (``torch.float32`` -> ``"float32"``)."""
+    name = str(dtype).removeprefix("torch.")
+    itemsize(name)
+    return name

@@ -1,0 +1,662 @@
+"""The vectorised executor of the Affine Loop IR: run a :class:`Program` on real tensors.
+
+Every statement runs as a handful of whole-array torch operations, never a Python loop per
+element:
+
+* a ``Load`` ``T[e_0(x), ..., e_r(x)]`` is one ``torch.as_strided`` view of ``T``'s storage over
+  the loop dims (stride of loop dim ``x`` = ``Σ_d coef(e_d, x) · stride_d``; loop dims the load
+  does not use get size 1 and broadcast). When an index can leave the tensor (guarded padding),
+  the tensor is first copied into a zero-padded buffer so every index is addressable; the guards
+  then mask those instances out.
+* ``Index`` nodes and guards are evaluated on broadcast ``arange`` s; ``Call`` s apply
+  :data:`solar.ir.ops.SCALAR_OPS`.
+* a ``sum`` whose expression is a product of loads (``mul`` of loads, ``cast`` of loads and
+  constants) is one ``torch.einsum`` over the strided views, with each guard as an extra 0/1
+  operand over the dims it uses, so a contraction never materialises its iteration space.
+  (A guard that only cuts away reads of a factor's zero padding is dropped. Both are exact for
+  finite operands: a guarded-out instance contributes ``0 · Π loads``.)
+* everything else is evaluated on the broadcast domain, masked with the guards, reduced over
+  the reduction dims, and chunked over the outer parallel dims when the domain is larger than
+  :data:`CHUNK_ELEMENTS`.
+
+Statement semantics (``accumulate``, guards, identities) are the ones of
+:mod:`solar.ir.program`; reads of a statement see the memory as it was before the statement
+(the output is written once, at the end, or chunk by chunk from a snapshot when the statement
+also reads the storage it writes).
+
+Compute dtypes: loads keep their tensor dtype, except that float16/bfloat16/float8 loads are
+computed in float32 (what eager PyTorch does inside an op; a fused statement rounds once, when
+writing). A statement with an explicit ``dtype`` casts every non-bool load to that dtype
+(float32 for the half types). Contractions of half types accumulate in float32. The result is
+cast to the output tensor's dtype by the write.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import torch
+
+from solar.ir.affine import Affine
+from solar.ir.dtypes import torch_dtype
+from solar.ir.ops import REDUCTIONS, scalar_op
+from solar.ir.program import Guard, Program, Statement
+from solar.ir.scalar import Call, Const, Expr, Index, Load
+
+__all__ = ["CHUNK_ELEMENTS", "execute"]
+
+# Largest broadcast domain (elements) the generic path evaluates at once; larger statements are
+# chunked over their outer parallel dims. Contractions chunk when an operand or the output
+# would exceed it.
+CHUNK_ELEMENTS = 1 << 26
+
+_HALF = {torch.float16, torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2}
+
+_COMBINE: dict[str | None, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
+    None: torch.add,
+    "sum": torch.add,
+    "prod": torch.mul,
+    "max": torch.maximum,
+    "min": torch.minimum,
+}
+
+Box = dict[str, tuple[int, int]]  # loop dim -> (start, size)
+
+
+def execute(
+    program: Program,
+    values: Mapping[str, torch.Tensor],
+    *,
+    device: str | torch.device | None = None,
+    keep_intermediates: bool = False,
+) -> dict[str, torch.Tensor]:
+    """Run ``program`` and return ``{name: tensor}`` for its outputs.
+
+    ``values`` holds a tensor for every name in ``program.inputs`` (exact shape and dtype);
+    constants come from ``program.constants``. ``device`` defaults to the device of the first
+    value (CPU if there is none). With ``keep_intermediates`` the result also holds every
+    intermediate, local and view tensor that is not an input, weight or constant.
+    Views are returned as ``as_strided`` views of their base's storage.
+    """
+    with torch.no_grad():
+        return _Executor(program, values, device, keep_intermediates).run()
+
+
+def _upcast(dtype: torch.dtype) -> torch.dtype:
+    return torch.float32 if dtype in _HALF else dtype
+
+
+def _identity(reduce: str, dtype: torch.dtype) -> float | int | bool:
+    if dtype.is_floating_point:
+        return REDUCTIONS[reduce][0]
+    if dtype == torch.bool:
+        return {"sum": False, "prod": True, "max": False, "min": True}[reduce]
+    info = torch.iinfo(dtype)
+    return {"sum": 0, "prod": 1, "max": info.min, "min": info.max}[reduce]
+
+
+def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, acc = [], 1
+    for n in reversed(shape):
+        strides.append(acc)
+        acc *= n
+    return tuple(reversed(strides))
+
+
+def _range(e: Affine, box: Box) -> tuple[int, int]:
+    """Min and max of ``e`` over the box."""
+    lo = hi = e.const
+    for d, k in e.terms:
+        start, size = box[d]
+        a, b = k * start, k * (start + size - 1)
+        lo += min(a, b)
+        hi += max(a, b)
+    return lo, hi
+
+
+def _at_start(e: Affine, box: Box) -> int:
+    return e.const + sum(k * box[d][0] for d, k in e.terms)
+
+
+@contextmanager
+def _matmul_precision(precision: str | None, device: torch.device) -> Iterator[None]:
+    if precision not in (None, "tf32", "ieee"):
+        raise ValueError(f"unknown contraction precision {precision!r}; None, 'tf32' or 'ieee'")
+    if precision is None or device.type != "cuda":
+        yield
+        return
+    old = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+    allow = precision == "tf32"
+    torch.backends.cuda.matmul.allow_tf32 = allow
+    torch.backends.cudnn.allow_tf32 = allow
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = old
+
+
+@dataclass
+class _Source:
+    """What loads of one tensor read in one statement: ``data`` (1-D storage or a padded
+    copy), the tensor's shape/strides/offset relative to ``data``, and an index shift (the
+    low padding)."""
+
+    data: torch.Tensor
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    offset: int
+    shift: tuple[int, ...]
+
+
+class _Executor:
+    def __init__(
+        self,
+        program: Program,
+        values: Mapping[str, torch.Tensor],
+        device: str | torch.device | None,
+        keep: bool,
+    ) -> None:
+        self.p = program
+        self.keep = keep
+        self._check_values(values)
+        if device is None:
+            first = next(iter(values.values()), None)
+            device = first.device if first is not None else "cpu"
+        self.device = torch.device(device)
+        self.values = values
+        self.flat: dict[str, torch.Tensor] = {}  # base name -> 1-D contiguous storage
+
+    # ----------------------------------------------------------------------------- setup
+    def _check_values(self, values: Mapping[str, torch.Tensor]) -> None:
+        p = self.p
+        for name in p.inputs:
+            decl = p.tensors[name]
+            if name not in values:
+                raise ValueError(
+                    f"missing value for {decl.role} {name!r} (shape {decl.shape}, {decl.dtype})"
+                )
+            v = values[name]
+            if not isinstance(v, torch.Tensor):
+                raise ValueError(f"value for {name!r} is a {type(v).__name__}, not a tensor")
+            if tuple(v.shape) != decl.shape:
+                raise ValueError(
+                    f"value for {name!r} has shape {tuple(v.shape)}; expected {decl.shape}"
+                )
+            if v.dtype != torch_dtype(decl.dtype):
+                raise ValueError(f"value for {name!r} has dtype {v.dtype}; expected {decl.dtype}")
+        extra = [n for n in values if n not in set(p.inputs)]
+        if extra:
+            raise ValueError(
+                f"values given for {', '.join(map(repr, extra))}, which "
+                f"{'is' if len(extra) == 1 else 'are'} not an input or weight of {p.name!r}"
+            )
+
+    def _allocate(self, base: str, written: set[str]) -> torch.Tensor:
+        decl = self.p.tensors[base]
+        dtype = torch_dtype(decl.dtype)
+        if base in self.p.inputs:
+            v = self.values[base].detach().to(self.device)
+            if base in written:
+                v = v.clone(memory_format=torch.contiguous_format)
+            return v.contiguous().view(-1)
+        if decl.role == "constant":
+            if base not in self.p.constants:
+                raise ValueError(f"constant {base!r} has no value in program.constants")
+            c = torch.as_tensor(self.p.constants[base]).detach().to(self.device, dtype)
+            if c.numel() == decl.numel:
+                c = c.reshape(decl.shape)
+            elif c.numel() == 1:
+                c = c.reshape(()).expand(decl.shape)
+            else:
+                raise ValueError(
+                    f"constant {base!r} has {c.numel()} elements; its shape is {decl.shape}"
+                )
+            return c.contiguous().view(-1).clone() if base in written else c.contiguous().view(-1)
+        return torch.zeros(decl.numel, dtype=dtype, device=self.device)
+
+    def layout(self, name: str) -> tuple[str, tuple[int, ...], tuple[int, ...], int]:
+        """Base name, shape, strides and offset (in base elements) of tensor ``name``."""
+        decl = self.p.tensors[name]
+        if decl.view is not None:
+            return decl.view.base, decl.shape, decl.view.strides, decl.view.offset
+        return name, decl.shape, _contiguous_strides(decl.shape), 0
+
+    def materialise(self, name: str) -> torch.Tensor:
+        base, shape, strides, offset = self.layout(name)
+        flat = self.flat[base]
+        return torch.as_strided(flat, shape, strides, flat.storage_offset() + offset)
+
+    # ------------------------------------------------------------------------------- run
+    def run(self) -> dict[str, torch.Tensor]:
+        p = self.p
+        for name, decl in p.tensors.items():
+            if decl.role == "constant" and decl.view is None and name not in p.constants:
+                raise ValueError(f"constant {name!r} has no value in program.constants")
+        # Allocate lazily, free after last use (unless returned), to bound peak memory.
+        written: set[str] = set()
+        last_use: dict[str, int] = {}
+        for ki, k in enumerate(p.kernels):
+            for st in k.statements:
+                written.add(p.base(st.out.tensor))
+                for t in [st.out.tensor, *(ld.tensor for ld in st.loads())]:
+                    last_use[p.base(t)] = ki
+        returned = {p.base(o) for o in p.outputs}
+        if self.keep:
+            returned |= {p.base(n) for n in self._kept_names()}
+        for ki, k in enumerate(p.kernels):
+            for si, st in enumerate(k.statements):
+                for t in [st.out.tensor, *(ld.tensor for ld in st.loads())]:
+                    b = p.base(t)
+                    if b not in self.flat:
+                        self.flat[b] = self._allocate(b, written)
+                _StatementRun(self, st, f"statement {si} of kernel {k.name}").run()
+            for b, last in last_use.items():
+                if last == ki and b not in returned:
+                    self.flat.pop(b, None)
+        for b in returned:
+            if b not in self.flat:
+                self.flat[b] = self._allocate(b, written)
+        out = {name: self.materialise(name) for name in p.outputs}
+        if self.keep:
+            for name in self._kept_names():
+                out.setdefault(name, self.materialise(name))
+        return out
+
+    def _kept_names(self) -> list[str]:
+        p = self.p
+        return [
+            n for n in p.tensors if p.tensors[p.base(n)].role not in ("input", "weight", "constant")
+        ]
+
+
+class _StatementRun:
+    def __init__(self, ex: _Executor, st: Statement, where: str) -> None:
+        self.ex = ex
+        self.st = st
+        self.where = where
+        self.dev = ex.device
+        self.dims = [d.name for d in st.dims]
+        self.axis = {d: i for i, d in enumerate(self.dims)}
+        self.ext: dict[str, int] = {}
+        for d in st.dims:
+            try:
+                self.ext[d.name] = int(d.extent)
+            except TypeError:
+                raise ValueError(
+                    f"{where}: loop dim {d.name} has symbolic extent {d.extent}; bind it first"
+                ) from None
+        self.par = [d.name for d in st.parallel_dims]
+        self.red = [d.name for d in st.reduction_dims]
+        self.full: Box = {d: (0, n) for d, n in self.ext.items()}
+        self.out_base = ex.p.base(st.out.tensor)
+        self.out_dtype = torch_dtype(ex.p.tensors[st.out.tensor].dtype)
+        self.explicit = torch_dtype(st.dtype) if st.dtype else None
+        self.sources: dict[str, _Source] = {}
+        self.snapshot: torch.Tensor | None = None
+        self._check_guards()
+        self._check_output()
+        self.pads = self._pads()
+
+    # ---------------------------------------------------------------------------- checks
+    def _check_guards(self) -> None:
+        self.guards: list[Guard] = []
+        self.never = False
+        for g in self.st.guards:
+            unknown = set(g.expr.dims) - set(self.dims)
+            if unknown:
+                raise ValueError(f"{self.where}: guard {g} uses dims {unknown} not in the nest")
+            lo, hi = _range(g.expr, self.full)
+            if hi < g.lo or lo >= g.hi:  # false everywhere
+                self.never = True
+            elif not (g.lo <= lo and hi < g.hi):  # not true everywhere
+                self.guards.append(g)
+
+    def _check_output(self) -> None:
+        st = self.st
+        _, shape, strides, _ = self.ex.layout(st.out.tensor)
+        for k, e in enumerate(st.out.index):
+            lo, hi = _range(e, self.full)
+            if lo < 0 or hi >= shape[k]:
+                raise ValueError(
+                    f"{self.where}: output {st.out} index {k} ranges over [{lo}, {hi}], "
+                    f"outside {st.out.tensor}'s extent {shape[k]}"
+                )
+        for d in self.par:
+            s = sum(e.coef(d) * strides[k] for k, e in enumerate(st.out.index))
+            if s == 0 and self.ext[d] > 1:
+                raise ValueError(
+                    f"{self.where}: parallel dim {d} does not move the output {st.out} "
+                    f"(a write race); make it a reduction dim"
+                )
+
+    def _pads(self) -> dict[str, tuple[tuple[int, ...], tuple[int, ...]]]:
+        """Per tensor read out of its bounds: low and high zero padding per tensor dim."""
+        pads: dict[str, tuple[list[int], list[int]]] = {}
+        for ld in self.st.loads():
+            _, shape, _, _ = self.ex.layout(ld.tensor)
+            for k, e in enumerate(ld.index):
+                unknown = set(e.dims) - set(self.dims)
+                if unknown:
+                    raise ValueError(f"{self.where}: load {ld} uses dims {unknown} not in the nest")
+                lo, hi = _range(e, self.full)
+                if lo < 0 or hi >= shape[k]:
+                    plo, phi = pads.setdefault(ld.tensor, ([0] * len(shape), [0] * len(shape)))
+                    plo[k] = max(plo[k], -lo)
+                    phi[k] = max(phi[k], hi - shape[k] + 1)
+        return {t: (tuple(a), tuple(b)) for t, (a, b) in pads.items()}
+
+    # ------------------------------------------------------------------------------ data
+    def source(self, tensor: str) -> _Source:
+        """The storage a load of ``tensor`` reads (a zero-padded copy if it reads outside)."""
+        if tensor in self.sources:
+            return self.sources[tensor]
+        base, shape, strides, offset = self.ex.layout(tensor)
+        flat = self.ex.flat[base]
+        if base == self.out_base and self.snapshot is not None:
+            flat = self.snapshot
+        if tensor in self.pads:
+            plo, phi = self.pads[tensor]
+            logical = torch.as_strided(flat, shape, strides, flat.storage_offset() + offset)
+            pshape = tuple(n + a + b for n, a, b in zip(shape, plo, phi, strict=True))
+            padded = torch.zeros(pshape, dtype=flat.dtype, device=flat.device)
+            inner = tuple(slice(a, a + n) for a, n in zip(plo, shape, strict=True))
+            padded[inner] = logical
+            src = _Source(padded.view(-1), pshape, _contiguous_strides(pshape), 0, plo)
+        else:
+            src = _Source(flat, shape, strides, offset, (0,) * len(shape))
+        self.sources[tensor] = src
+        return src
+
+    def view(
+        self, ld: Load, box: Box, chain: tuple[torch.dtype, ...], used_only: bool
+    ) -> torch.Tensor:
+        """``ld`` over the box as a strided view: one axis per loop dim (only the dims the load
+        uses if ``used_only``, else every dim, size 1 where unused), converted through the
+        dtypes of ``chain`` (only the box's elements are converted, never the whole tensor)."""
+        src = self.source(ld.tensor)
+        used = {d for e in ld.index for d in e.dims}
+        dims = [d for d in self.dims if d in used] if used_only else self.dims
+        offset = src.offset + sum(
+            (_at_start(e, box) + sh) * s
+            for e, sh, s in zip(ld.index, src.shift, src.strides, strict=True)
+        )
+        sizes, strides, flips = [], [], []
+        for i, d in enumerate(dims):
+            n = box[d][1] if d in used else 1
+            s = sum(e.coef(d) * st for e, st in zip(ld.index, src.strides, strict=True))
+            if s < 0:
+                offset += s * (n - 1)
+                s = -s
+                flips.append(i)
+            sizes.append(n)
+            strides.append(s)
+        t = torch.as_strided(src.data, sizes, strides, src.data.storage_offset() + offset)
+        if flips:
+            t = t.flip(flips)
+        for dtype in chain:
+            t = t.to(dtype)
+        return t
+
+    def load_dims(self, ld: Load) -> list[str]:
+        """The loop dims ``ld`` uses, in nest order."""
+        return [d for d in self.dims if any(d in e.dims for e in ld.index)]
+
+    def load_chain(self, dtype: torch.dtype) -> tuple[torch.dtype, ...]:
+        if self.explicit is not None:
+            target = _upcast(self.explicit)
+            return () if dtype in (torch.bool, target) else (target,)
+        up = _upcast(dtype)
+        return () if up == dtype else (up,)
+
+    def arange(self, d: str, box: Box, used_only_dims: list[str] | None = None) -> torch.Tensor:
+        start, size = box[d]
+        r = torch.arange(start, start + size, device=self.dev)
+        dims = self.dims if used_only_dims is None else used_only_dims
+        shape = [1] * len(dims)
+        shape[dims.index(d)] = size
+        return r.view(shape)
+
+    def mask(self, guards: list[Guard], box: Box, dims: list[str] | None = None) -> torch.Tensor:
+        """Conjunction of ``guards`` on broadcast aranges (over all loop dims, or ``dims``)."""
+        env = {d: self.arange(d, box, dims) for g in guards for d in g.expr.dims}
+        m: torch.Tensor | None = None
+        for g in guards:
+            v = g.expr.evaluate(env)
+            gm = (v >= g.lo) & (v < g.hi)
+            m = gm if m is None else m & gm
+        assert m is not None
+        return m
+
+    # ------------------------------------------------------------------------- execution
+    def run(self) -> None:
+        plan = self._contraction_plan()
+        if plan is not None:
+            cost = self._contraction_cost(plan)
+        else:
+
+            def cost(box: Box) -> int:
+                return math.prod(n for _, n in box.values())
+
+        reads_out = any(self.ex.p.base(ld.tensor) == self.out_base for ld in self.st.loads())
+        if reads_out and cost(self.full) > CHUNK_ELEMENTS:
+            self.snapshot = self.ex.flat[self.out_base].clone()
+        splittable = [d for d in self.par if self.ext[d] > 1]
+        try:
+            for box in self._boxes(dict(self.full), splittable, cost):
+                if self.never:
+                    self._run_never(box)
+                elif plan is not None:
+                    self._run_contraction(plan, box)
+                else:
+                    self._run_generic(box)
+        finally:  # drop padded copies and snapshots now, not when the statement is collected
+            self.sources.clear()
+            self.snapshot = None
+
+    def _boxes(self, box: Box, rest: list[str], cost: Callable[[Box], int]) -> Iterator[Box]:
+        """Split ``box`` over the parallel dims ``rest``, outermost first, until each piece
+        costs at most :data:`CHUNK_ELEMENTS` (or every parallel dim is split to size 1)."""
+        if not rest or cost(box) <= CHUNK_ELEMENTS:
+            yield box
+            return
+        d, n = rest[0], self.ext[rest[0]]
+        lo, hi = 1, n  # largest chunk c with cost <= limit, or 1
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if cost({**box, d: (0, mid)}) <= CHUNK_ELEMENTS:
+                lo = mid
+            else:
+                hi = mid - 1
+        for s in range(0, n, lo):
+            yield from self._boxes({**box, d: (s, min(lo, n - s))}, rest[1:], cost)
+
+    def _write(self, box: Box, val: torch.Tensor, mask: torch.Tensor | None) -> None:
+        """Store ``val`` (over the parallel dims, broadcastable) into the output access,
+        combining with the current contents for ``accumulate`` and keeping them where
+        ``mask`` (non-reduction guards) is false."""
+        st = self.st
+        base, _, strides, offset = self.ex.layout(st.out.tensor)
+        flat = self.ex.flat[base]
+        offset += sum(_at_start(e, box) * s for e, s in zip(st.out.index, strides, strict=True))
+        sizes, vstrides, flips = [], [], []
+        for i, d in enumerate(self.par):
+            n = box[d][1]
+            s = sum(e.coef(d) * st_ for e, st_ in zip(st.out.index, strides, strict=True))
+            if s < 0:
+                offset += s * (n - 1)
+                s = -s
+                flips.append(i)
+            sizes.append(n)
+            vstrides.append(s)
+        out = torch.as_strided(flat, sizes, vstrides, flat.storage_offset() + offset)
+        new = val
+        if st.accumulate or mask is not None:
+            cur = out.flip(flips) if flips else out
+            cur = cur.to(_upcast(cur.dtype))
+            if st.accumulate:
+                new = _COMBINE[st.reduce](cur, new)
+            if mask is not None:
+                new = torch.where(mask, new, cur)
+        new = torch.broadcast_to(new, sizes)
+        if flips:
+            new = new.flip(flips)
+        if new.untyped_storage().data_ptr() == flat.untyped_storage().data_ptr():
+            new = new.clone()
+        out.copy_(new)
+
+    def _run_never(self, box: Box) -> None:
+        """A constant guard is false: reductions produce their identity, others nothing."""
+        if self.st.reduce is None:
+            return
+        dtype = _upcast(self.out_dtype)
+        sizes = [box[d][1] for d in self.par]
+        val = torch.full(sizes, _identity(self.st.reduce, dtype), dtype=dtype, device=self.dev)
+        self._write(box, val, None)
+
+    # ---------------------------------------------------------------------- generic path
+    def eval(self, e: Expr, box: Box) -> torch.Tensor:
+        if isinstance(e, Load):
+            chain = self.load_chain(torch_dtype(self.ex.p.tensors[e.tensor].dtype))
+            return self.view(e, box, chain, used_only=False)
+        if isinstance(e, Const):
+            return torch.tensor(e.value, device=self.dev)
+        if isinstance(e, Index):
+            env = {d: self.arange(d, box) for d in e.expr.dims}
+            v = e.expr.evaluate(env)
+            return v if isinstance(v, torch.Tensor) else torch.tensor(v, device=self.dev)
+        if isinstance(e, Call):
+            op = scalar_op(e.op)
+            args = [self.eval(a, box) for a in e.args]
+            if len(args) != op.arity:
+                raise ValueError(f"{self.where}: {e.op} takes {op.arity} arguments, got {e}")
+            return op.fn(*args, **dict(e.attrs))
+        raise TypeError(f"{self.where}: cannot execute expression node {e!r}")
+
+    def _run_generic(self, box: Box) -> None:
+        st = self.st
+        val = self.eval(st.expr, box)
+        mask = self.mask(self.guards, box) if self.guards else None
+        if st.reduce is None:
+            self._write(box, val, mask)
+            return
+        if mask is not None:
+            val = torch.where(mask, val, _identity(st.reduce, val.dtype))
+        if self.red:
+            val = torch.broadcast_to(val, [box[d][1] for d in self.dims])
+            val = REDUCTIONS[st.reduce][1](val, tuple(self.axis[d] for d in self.red))
+        self._write(box, val, None)
+
+    # ------------------------------------------------------------------ contraction path
+    def _contraction_plan(self) -> _Plan | None:
+        st = self.st
+        if st.reduce != "sum":
+            return None
+        factors = _product_factors(st.expr)
+        if factors is None:
+            return None
+        loads: list[tuple[Load, torch.dtype | None]] = []
+        scale: float | int = 1
+        dtype: torch.dtype | None = None
+        for f in factors:
+            if isinstance(f, Const):
+                scale = scale * f.value
+                continue
+            if isinstance(f, Call):  # cast(load)
+                ld, cast = f.args[0], torch_dtype(str(f.attr("dtype")))
+                assert isinstance(ld, Load)
+            else:
+                ld, cast = f, None
+            loads.append((ld, cast))
+            fd = cast or torch_dtype(self.ex.p.tensors[ld.tensor].dtype)
+            dtype = fd if dtype is None else torch.promote_types(dtype, fd)
+        if not loads:
+            return None
+        assert dtype is not None
+        ct = _upcast(self.explicit if self.explicit is not None else dtype)
+        if not ct.is_floating_point:
+            return None
+        groups: dict[tuple[str, ...], list[Guard]] = {}
+        for g in self.guards:
+            if self._padding_implies(g, [ld for ld, _ in loads]):
+                continue
+            groups.setdefault(tuple(d for d in self.dims if d in g.expr.dims), []).append(g)
+        return _Plan(loads, scale, ct, groups)
+
+    def _padding_implies(self, g: Guard, loads: list[Load]) -> bool:
+        """Whether a factor of the product reads zero padding wherever ``g`` fails, which makes
+        the guard redundant in a contraction: ``g.expr`` is a load index ``e`` shifted by a
+        constant and ``[g.lo, g.hi)`` covers the whole tensor dim, so failing instances index
+        outside the tensor (zero-padded by :meth:`source`)."""
+        for ld in loads:
+            _, shape, _, _ = self.ex.layout(ld.tensor)
+            for k, e in enumerate(ld.index):
+                diff = g.expr - e
+                if diff.is_const and g.lo - diff.const <= 0 and g.hi - diff.const >= shape[k]:
+                    return True
+        return False
+
+    def _contraction_cost(self, plan: _Plan) -> Callable[[Box], int]:
+        sets = [self.load_dims(ld) for ld, _ in plan.loads]
+        sets += [list(g) for g in plan.guards]
+        used = {d for s in sets for d in s}
+        sets.append([d for d in self.par if d in used])
+
+        def cost(box: Box) -> int:
+            return max(math.prod(box[d][1] for d in s) for s in sets)
+
+        return cost
+
+    def _run_contraction(self, plan: _Plan, box: Box) -> None:
+        st = self.st
+        args: list[object] = []
+        used: set[str] = set()
+        for ld, cast in plan.loads:
+            native = torch_dtype(self.ex.p.tensors[ld.tensor].dtype)
+            chain = tuple(dt for dt in (cast, plan.dtype) if dt is not None)
+            if chain and chain[0] == native:
+                chain = chain[1:]
+            t = self.view(ld, box, chain, used_only=True)
+            dims = self.load_dims(ld)
+            args += [t, [self.axis[d] for d in dims]]
+            used |= set(dims)
+        for dims, guards in plan.guards.items():
+            m = self.mask(guards, box, list(dims)).to(plan.dtype)
+            args += [m, [self.axis[d] for d in dims]]
+            used |= set(dims)
+        out_dims = [d for d in self.par if d in used]
+        args.append([self.axis[d] for d in out_dims])
+        with _matmul_precision(st.precision, self.dev):
+            r = torch.einsum(*args)
+        scale = plan.scale * math.prod(box[d][1] for d in self.red if d not in used)
+        if scale != 1:
+            r = r * scale
+        r = r.reshape([box[d][1] if d in used else 1 for d in self.par])
+        self._write(box, r, None)
+
+
+@dataclass
+class _Plan:
+    loads: list[tuple[Load, torch.dtype | None]]  # each load with its cast dtype, if any
+    scale: float | int  # product of the Const factors
+    dtype: torch.dtype  # contraction dtype
+    guards: dict[tuple[str, ...], list[Guard]]  # guards grouped by the loop dims they use
+
+
+def _product_factors(e: Expr) -> list[Expr] | None:
+    """Flatten a product of loads (``mul`` calls, ``cast`` of loads, numeric constants) into
+    its factors; ``None`` when ``e`` is anything else."""
+    if isinstance(e, Load):
+        return [e]
+    if isinstance(e, Const):
+        ok = isinstance(e.value, int | float) and not isinstance(e.value, bool)
+        return [e] if ok and math.isfinite(e.value) else None
+    if isinstance(e, Call):
+        if e.op == "mul" and len(e.args) == 2:
+            a, b = _product_factors(e.args[0]), _product_factors(e.args[1])
+            return None if a is None or b is None else a + b
+        if e.op == "cast" and len(e.args) == 1 and isinstance(e.args[0], Load):
+            return [e]
+    return None

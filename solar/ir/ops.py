@@ -1,0 +1,130 @@
+"""The scalar operator table: what each operator computes and what it costs per instance.
+
+One row per operator. ``fn`` evaluates it on broadcastable torch tensors (the executor's array
+library); ``alu`` is the minimum number of CUDA-core flops it needs (an FMA counts 2, so a lone
+add or mul counts 1, and the fp32 peak, which counts FMAs as 2, is reached only if every op
+pairs into an FMA: a lower bound); ``sfu`` is the number of special-function-unit (MUFU)
+instructions: exp, log, tanh, sin, cos, rsqrt and sqrt need one each. Sign flips, absolute
+values and type conversions are free operand modifiers or run on other pipes, so cost 0.
+Adding an operator is adding a row.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+
+@dataclass(frozen=True)
+class ScalarOp:
+    name: str
+    arity: int
+    fn: Callable[..., torch.Tensor]
+    alu: int = 1
+    sfu: int = 0
+    infix: str | None = None
+
+
+def _gelu(x: torch.Tensor, approximate: str = "none") -> torch.Tensor:
+    return F.gelu(x, approximate=approximate)
+
+
+def _cast(x: torch.Tensor, dtype: str) -> torch.Tensor:
+    from solar.ir.dtypes import torch_dtype
+
+    return x.to(torch_dtype(dtype))
+
+
+def _where(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return torch.where(c.to(torch.bool), a, b)
+
+
+_ROWS = [
+    ScalarOp("add", 2, torch.add, infix="+"),
+    ScalarOp("sub", 2, torch.sub, infix="-"),
+    ScalarOp("mul", 2, torch.mul, infix="*"),
+    ScalarOp("div", 2, torch.div, infix="/"),
+    ScalarOp("maximum", 2, torch.maximum),
+    ScalarOp("minimum", 2, torch.minimum),
+    ScalarOp("pow", 2, torch.pow, alu=1, sfu=2),  # x**y = exp2(y * log2(x))
+    ScalarOp("eq", 2, torch.eq, infix="=="),
+    ScalarOp("ne", 2, torch.ne, infix="!="),
+    ScalarOp("lt", 2, torch.lt, infix="<"),
+    ScalarOp("le", 2, torch.le, infix="<="),
+    ScalarOp("gt", 2, torch.gt, infix=">"),
+    ScalarOp("ge", 2, torch.ge, infix=">="),
+    ScalarOp("logical_and", 2, torch.logical_and, infix="&&"),
+    ScalarOp("logical_or", 2, torch.logical_or, infix="||"),
+    ScalarOp("logical_not", 1, torch.logical_not),
+    ScalarOp("where", 3, _where),
+    ScalarOp("neg", 1, torch.neg, alu=0),
+    ScalarOp("abs", 1, torch.abs, alu=0),
+    ScalarOp("cast", 1, _cast, alu=0),
+    ScalarOp("square", 1, torch.square),
+    ScalarOp("reciprocal", 1, torch.reciprocal),
+    ScalarOp("relu", 1, torch.relu),
+    ScalarOp("exp", 1, torch.exp, alu=0, sfu=1),
+    ScalarOp("exp2", 1, torch.exp2, alu=0, sfu=1),
+    ScalarOp("expm1", 1, torch.expm1, alu=0, sfu=1),
+    ScalarOp("log", 1, torch.log, alu=0, sfu=1),
+    ScalarOp("log2", 1, torch.log2, alu=0, sfu=1),
+    ScalarOp("log1p", 1, torch.log1p, alu=1, sfu=1),
+    ScalarOp("sqrt", 1, torch.sqrt, alu=0, sfu=1),
+    ScalarOp("rsqrt", 1, torch.rsqrt, alu=0, sfu=1),
+    ScalarOp("sin", 1, torch.sin, alu=0, sfu=1),
+    ScalarOp("cos", 1, torch.cos, alu=0, sfu=1),
+    ScalarOp("tanh", 1, torch.tanh, alu=0, sfu=1),
+    # sigmoid(x) = 0.5 * tanh(0.5 x) + 0.5: one MUFU.TANH and one FMA (the 0.5 x folds in).
+    ScalarOp("sigmoid", 1, torch.sigmoid, alu=2, sfu=1),
+    # silu(x) = x * sigmoid(x)
+    ScalarOp("silu", 1, F.silu, alu=3, sfu=1),
+    # erf has no MUFU instruction: a polynomial of at least a few FMAs; 0.5 x (1 + erf(x/√2)).
+    ScalarOp("erf", 1, torch.erf, alu=2),
+    ScalarOp("gelu", 1, _gelu, alu=4, sfu=0),
+    ScalarOp("floor", 1, torch.floor),
+    ScalarOp("ceil", 1, torch.ceil),
+    ScalarOp("round", 1, torch.round),
+    ScalarOp("sign", 1, torch.sign),
+]
+
+SCALAR_OPS: dict[str, ScalarOp] = {op.name: op for op in _ROWS}
+
+# tanh-approximate GELU: 0.5 x (1 + tanh(√(2/π)(x + 0.044715 x³))) — one MUFU.TANH.
+SCALAR_OPS["gelu_tanh"] = ScalarOp(
+    "gelu_tanh", 1, lambda x: F.gelu(x, approximate="tanh"), alu=5, sfu=1
+)
+
+# Identity values of the reduction operators, and their torch implementations.
+REDUCTIONS: dict[str, tuple[float, Callable[..., torch.Tensor]]] = {
+    "sum": (0.0, lambda t, dims: t.sum(dim=dims)),
+    "prod": (1.0, lambda t, dims: _prod(t, dims)),
+    "max": (-math.inf, lambda t, dims: t.amax(dim=dims)),
+    "min": (math.inf, lambda t, dims: t.amin(dim=dims)),
+}
+
+# Combining two partial results costs one CUDA-core op for every reduction operator.
+REDUCTION_COMBINE_ALU = 1
+
+# A transcendental may also be emulated on the FMA pipe (FlashAttention-4 does this for exp2):
+# range reduction plus a degree-3 polynomial is at least 4 FMAs = 8 flops. The compute bound
+# lets the backend move SFU work there when that is faster, so it stays a lower bound.
+SFU_EMULATION_FLOPS = 8
+
+
+def _prod(t: torch.Tensor, dims: tuple[int, ...]) -> torch.Tensor:
+    for d in sorted(dims, reverse=True):
+        t = t.prod(dim=d)
+    return t
+
+
+def scalar_op(name: str) -> ScalarOp:
+    try:
+        return SCALAR_OPS[name]
+    except KeyError:
+        raise ValueError(
+            f"scalar operator {name!r} is not in solar.ir.ops.SCALAR_OPS; add a row there"
+        ) from None

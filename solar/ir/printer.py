@@ -1,0 +1,45 @@
+"""Print programs as loop nests, the way DESIGN.md §3 shows them."""
+
+from __future__ import annotations
+
+from solar.ir.program import Kernel, Program, Statement
+
+_ASSIGN = {None: "=", "sum": "+=", "prod": "*=", "max": "max=", "min": "min="}
+
+
+def format_statement(st: Statement) -> str:
+    par = ", ".join(f"{d.name}<{d.extent}" for d in st.parallel_dims)
+    red = ", ".join(f"{d.name}<{d.extent}" for d in st.reduction_dims)
+    head = f"for {par} | {red}:" if red else f"for {par}:" if par else "do:"
+    op = _ASSIGN[st.reduce] if st.reduce or not st.accumulate else "+="
+    tail = []
+    if st.guards:
+        tail.append("where " + ", ".join(map(str, st.guards)))
+    if st.reduce and not st.accumulate:
+        tail.append("init identity")
+    if st.precision:
+        tail.append(f"precision {st.precision}")
+    line = f"  {st.out} {op} {st.expr}"
+    if tail:
+        line += "   " + "; ".join(tail)
+    return f"  {head}\n  {line}"
+
+
+def format_kernel(k: Kernel) -> str:
+    where = f"   # {k.op}" + (f" at {k.source}" if k.source else "")
+    return "\n".join([f"kernel {k.name}:{where}", *map(format_statement, k.statements)])
+
+
+def format_program(p: Program) -> str:
+    lines = [f"program {p.name}:"]
+    for name, t in p.tensors.items():
+        if t.view:
+            v = t.view
+            lines.append(
+                f"  view   {name}{list(t.shape)} = as_strided({v.base}, "
+                f"stride={list(v.strides)}, offset={v.offset})"
+            )
+        elif t.role != "intermediate" or name in p.outputs:
+            lines.append(f"  {p.role(name):<6} {name}{list(t.shape)} {t.dtype}")
+    lines.append(f"  outputs: {', '.join(p.outputs)}")
+    return "\n".join(lines + [format_kernel(k) for k in p.kernels])

@@ -1,0 +1,68 @@
+"""KernelBench-style problem files: a ``Model`` class, ``get_inputs()``, ``get_init_inputs()``.
+
+Files are loaded as they are. The model and inputs are built under ``torch.device("meta")``,
+so analysing a large problem allocates no weights or activations.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+
+class ProblemError(ValueError):
+    """A problem file that cannot be used; the message is one line."""
+
+
+@dataclass
+class Problem:
+    path: Path
+    name: str
+    model: object
+    inputs: tuple
+
+
+def load_module(path: str | Path):
+    path = Path(path)
+    if not path.is_file():
+        raise ProblemError(f"{path}: no such file")
+    name = f"solar_problem_{abs(hash(str(path.resolve())))}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ProblemError(f"{path}: not a Python file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as e:  # the user's file failed to import: report it in one line
+        raise ProblemError(f"{path}: importing it failed: {type(e).__name__}: {e}") from e
+    return module
+
+
+def load_problem(path: str | Path, *, device: str = "meta") -> Problem:
+    """Build ``Model(*get_init_inputs())`` and ``get_inputs()`` of a problem file."""
+    import torch
+
+    path = Path(path)
+    module = load_module(path)
+    missing = [n for n in ("Model", "get_inputs") if not hasattr(module, n)]
+    if missing:
+        raise ProblemError(
+            f"{path}: defines no {' or '.join(missing)}; a problem file needs a Model class, "
+            "get_inputs() and optionally get_init_inputs()"
+        )
+    init = getattr(module, "get_init_inputs", lambda: [])
+    try:
+        with torch.device(device):
+            model = module.Model(*init())
+            inputs = module.get_inputs()
+    except Exception as e:
+        raise ProblemError(
+            f"{path}: building Model/get_inputs on the {device} device failed: "
+            f"{type(e).__name__}: {e}"
+        ) from e
+    if isinstance(model, torch.nn.Module):
+        model.eval()
+    return Problem(path, path.stem, model, tuple(inputs))
