@@ -10,9 +10,8 @@ from solar.report import fmt_bytes, fmt_ops
 
 
 def to_text(g: nx.MultiDiGraph) -> str:
-    lines = [
-        f"einsum graph {g.graph['name']}: {sum(1 for _, d in g.nodes(data=True) if d['kind'] == 'op')} ops"
-    ]  # noqa: E501
+    n_ops = sum(1 for _, d in g.nodes(data=True) if d["kind"] == "op")
+    lines = [f"einsum graph {g.graph['name']}: {n_ops} ops"]
     for name, info in g.graph["tensors"].items():
         if info["role"] in ("input", "weight", "constant", "output"):
             lines.append(
