@@ -27,7 +27,11 @@ def format_statement(st: Statement) -> str:
 
 def format_kernel(k: Kernel) -> str:
     where = f"   # {k.op}" + (f" at {k.source}" if k.source else "")
-    return "\n".join([f"kernel {k.name}:{where}", *map(format_statement, k.statements)])
+    body = [format_statement(st) for st in k.statements]
+    if k.loops:
+        seq = ", ".join(f"{d.name}<{d.extent}" for d in k.loops)
+        body = [f"  for {seq} (sequential):"] + ["  " + ln for b in body for ln in b.split("\n")]
+    return "\n".join([f"kernel {k.name}:{where}", *body])
 
 
 def format_program(p: Program) -> str:

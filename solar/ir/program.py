@@ -126,6 +126,10 @@ class Kernel:
     statements: list[Statement]
     source: str = ""  # user code location, e.g. "model.py:12"
     module: str = ""  # module path, e.g. "layers.0 (Linear)"
+    # Sequential loops around all statements (a recurrence over time): the statement list runs
+    # once per iteration, in order, and each iteration sees the previous one's writes.
+    # Statements may index with these dims; they are not part of ``Statement.dims``.
+    loops: tuple[Dim, ...] = ()
 
 
 @dataclass
@@ -196,11 +200,14 @@ class ProgramBuilder:
         )
         return name
 
-    def begin_kernel(self, op: str, source: str = "", module: str = "") -> Kernel:
+    def begin_kernel(
+        self, op: str, source: str = "", module: str = "", *, loops=(), name: str | None = None
+    ) -> Kernel:
         stem = op.split(".")[-1] if "." in op else op
         if stem in ("default", "Tensor", "Scalar", "int", "dim", "self"):
             stem = op.split(".")[-2]
-        k = Kernel(f"{stem}_{len(self.program.kernels)}", op, [], source, module)
+        loops = tuple(d if isinstance(d, Dim) else Dim(*d) for d in loops)
+        k = Kernel(name or f"{stem}_{len(self.program.kernels)}", op, [], source, module, loops)
         self.program.kernels.append(k)
         self._kernel = k
         return k
@@ -232,14 +239,14 @@ class ProgramBuilder:
             precision,
             dtype,
         )
-        check_statement(st, self.program)
+        check_statement(st, self.program, self._kernel.loops)
         self._kernel.statements.append(st)
         return st
 
 
-def check_statement(st: Statement, program: Program) -> None:
+def check_statement(st: Statement, program: Program, loops: tuple[Dim, ...] = ()) -> None:
     """Reject malformed statements early with a message naming the problem."""
-    names = [d.name for d in st.dims]
+    names = [d.name for d in (*loops, *st.dims)]
     if len(set(names)) != len(names):
         raise ValueError(f"duplicate loop dims in {names}")
     known = set(names)
