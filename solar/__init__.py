@@ -6,9 +6,24 @@ b.fused, b.cache_aware, b.unfused      # seconds, each a lower bound under its a
 """
 
 from solar.api import bound, bound_program, trace
+from solar.gpu.calibrate import calibrate
+from solar.gpu.headroom import headroom
+from solar.gpu.score import sol_score
+from solar.gpu.validate import validate
 from solar.hw import list_specs, load_spec
 from solar.report import Bound
 
 __version__ = "0.1.0"
 
-__all__ = ["Bound", "bound", "bound_program", "list_specs", "load_spec", "trace"]
+__all__ = [
+    "Bound",
+    "bound",
+    "bound_program",
+    "calibrate",
+    "headroom",
+    "list_specs",
+    "load_spec",
+    "sol_score",
+    "trace",
+    "validate",
+]

@@ -103,6 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--json", action="store_true", help="node-link JSON instead of text")
     g.set_defaults(func=cmd_graph)
     sub.add_parser("specs", help="list the GPU spec catalogue").set_defaults(func=cmd_specs)
+    from solar.gpu import register as register_gpu_commands  # validate, headroom, calibrate
+
+    register_gpu_commands(sub)
     return p
 
 

@@ -1,108 +1,576 @@
-"""Cache-aware bound: DRAM traffic forced by finite on-chip memory, for contractions.
+"""Cache-aware bound: DRAM traffic forced by a finite on-chip memory (DESIGN.md §5).
 
-Capacity ``S`` is all on-chip storage (L2 + shared memory/L1 + registers of every SM): data
-can live in any of them, so only this total is safe for a *lower* bound on DRAM traffic.
+Capacity ``S`` is *all* on-chip storage (L2 + combined L1/shared memory + registers of every
+SM): data may live in any of them, so only their total keeps the bound a lower bound. The
+proofs are in :mod:`solar.backend.io_bounds`; this module reads the einsum graph, decides which
+of them apply to which node, and adds them up soundly.
 
-For a contraction node ``C[..] += A[..] * B[..]`` whose ranks split cleanly (every rank
-appears in at least two of A, B, C; batch ranks in all three; indices are plain ranks), with
-``V`` = number of multiply-adds, ``K`` = product of reduction extents, and sizes in words of
-the smallest element size among A, B, C (``S_w = S / w``):
+Which nodes, which bound (the ``rules`` of a report name the one binding at the capacity):
 
-- A and B must be DRAM-resident in any implementation (graph inputs, weights or constants:
-  they cannot be computed on chip). Otherwise the node gets no extra traffic: a producer fused
-  into it could feed it from chip (FlashAttention does exactly that).
-- If C is a graph output (stored to DRAM), the tight bound of Smith, Lowery, Langou and van de
-  Geijn ("A Tight I/O Lower Bound for Matrix Multiplication", ACM TOMS 2022) applies:
-  ``Q >= 2 V / sqrt(S_w) - 2 S_w`` words of traffic on A, B and C.
-- If C stays on chip (an intermediate consumed by a fused consumer), a Hong–Kung phase
-  argument with the Loomis–Whitney inequality: split the schedule into phases of ``S_w``
-  words of traffic on A, B, C. In a phase at most ``2 S_w`` elements of A and of B are
-  available (cached or loaded); C partial sums touched are those live at either phase edge
-  or moved (≤ 4 S_w) plus those started and finished inside it, each needing a whole row of
-  A and column of B (≤ (2 S_w / K)²). A phase thus does at most
-  ``F = sqrt(2S · 2S · (4S + 4S²/K²))`` multiply-adds, so ``Q >= S_w (V / F - 1)``.
+- **contraction** nodes ``C[..] += A[..] * B[..]`` (matmul, batched matmul, einsum, the
+  ``QKᵀ`` and ``PV`` of attention, convolutions incl. strided, dilated, grouped and transposed)
+  whose A and B are DRAM-resident (graph inputs, weights, constants: they cannot be produced
+  on chip — otherwise a producer fused into the node could feed it from chip, as FlashAttention
+  does with ``P``, and no extra traffic is charged):
 
-Both assume no recomputation of partial sums. Traffic on disjoint tensor sets adds up, so
-the program's cache-aware bytes = fused bytes + Σ over a set of such nodes with pairwise-
-disjoint tensors of (Q - the node's compulsory bytes)⁺. It equals the fused
-bytes as S → ∞ and is non-increasing in S.
+  - index analysis: each tensor axis is an affine form of the node's ranks (read from the
+    node's ``index`` attribute when the lifter provides it, else parsed from its ``einsum``).
+    An axis over one rank, or over several in mixed radix (``8g + c`` with ``c < 8``), is
+    injective; an axis ``σp + δr`` over two ranks that can collide is a *tap axis* (conv
+    windows); anything else, a rank in two axes of one tensor, or a data-dependent index
+    makes the node unanalysable (no extra traffic). A view operand must be injective on what
+    it touches: its footprint (edge ``footprint_bytes``) must equal its index-tuple count.
+  - every rank must index at least two of A, B, C (Loomis–Whitney); then
+    :class:`~solar.backend.io_bounds.SegmentBound` (segment / Hölder–Brascamp–Lieb argument,
+    tap classes for convolutions) gives a proven ``Q(S)``; a plain matrix product whose C is
+    a graph output (no batch rank, no guards) also gets Smith et al.'s tight
+    ``2V/sqrt(S) - 2S``; the larger applies;
+  - C written to DRAM (a graph output) or kept on chip for a fused consumer (intermediate or
+    kernel-local: attention scores) are different cases: on chip, a C element can be consumed
+    once complete, which is what makes attention's ``QKᵀ`` cost ``Θ(N²d²/S)`` and no more.
+    That case needs ``k_min``, the fewest products of any C element: the full reduction
+    extent when every instance executes (the node's work equals its loop box) or the node's
+    ``guards`` (when the lifter provides them) touch output ranks only; unknown otherwise.
+
+- **barrier** (live-set) spills: a reduction ``R[κ] = ⊕_ρ T[κ,ρ]`` of a DRAM-resident ``T``
+  whose consumer ``Y`` is a map writing a graph output element ``Y[κ,ρ]`` from ``T[κ,ρ]`` and
+  ``R[κ]`` (directly or through maps of ``R``): every element of a group (``Π_ρ N_ρ``) is
+  needed after its reduction completes, so what does not fit on chip is transferred again
+  (normalisation layers: BatchNorm in training, ``x / x.sum()``). Not charged: an
+  intermediate ``T`` (it could be recomputed), a consumer that is itself a reduction (Welford,
+  one-pass argmax) or feeds one on chip (a linear consumer absorbs the normaliser: online
+  softmax).
+
+- **attention score matrices** are never charged a spill: a tiled-fused implementation
+  (FlashAttention, online softmax) keeps only a tile of them on chip. The unavoidable cost of
+  not materialising them is the re-reading of Q and K, which the ``QKᵀ`` contraction bound
+  with on-chip output charges.
+
+Soundness of the sum: each bound counts the I/O on its own tensors (A, B and C of a
+contraction, ``T`` of a barrier) over the whole run, so bounds on disjoint tensor sets add.
+The program's cache-aware bytes are therefore fused bytes + Σ over a set of tensor-disjoint
+items of (the item's bound − its tensors' compulsory bytes)⁺. The set is chosen without looking
+at the capacity (largest work first), so the total is a sum of non-increasing functions of the
+capacity — monotone — and equals the fused bytes as the capacity goes to infinity. Sizes in a
+bound are in words of the smallest element size among its tensors (``S_w = S / w``).
+Assumptions: operands of a contraction DRAM-resident as above, classical algorithm and no
+recomputation (see :mod:`solar.backend.io_bounds`).
 """
 
 from __future__ import annotations
 
+import itertools
 import math
-from dataclasses import dataclass
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 
 import networkx as nx
 
+from solar.backend.io_bounds import SegmentBound, barrier_spill_bytes, smith_matmul_words
 from solar.backend.roofline import fused_bytes
 
 DRAM_RESIDENT = ("input", "weight", "constant")
 
+RULE_SMITH = "Smith et al. 2022 (matmul, C in DRAM)"
+RULE_SEGMENT = "segment/Loomis-Whitney (Hong-Kung)"
+RULE_SEGMENT_ONCHIP = "segment/Loomis-Whitney, C consumed on chip (FlashAttention/Saha-Ye)"
+RULE_CONV = "segment/HBL with tap classes (conv, Demmel-Dinh)"
+RULE_BARRIER = "live-set barrier (reduction before its consumer)"
+
+# ---------------------------------------------------------------------------------------------
+# index expressions
+
+Affine = tuple[dict[str, int], int]  # {rank: coef}, const
+
+_ACCESS = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\[([^\[\]]*)\]")
+_TERM = re.compile(r"([+-])?(\d*)([a-z][0-9]*)?")
+
+
+def parse_affine(text: str) -> Affine | None:
+    """``"2c+d-3"`` -> ``({'c': 2, 'd': 1}, -3)`` (the printed form of an IR index in rank
+    names); None when the text is not such a form."""
+    text = text.replace(" ", "")
+    if not text:
+        return None
+    coefs: dict[str, int] = {}
+    const, pos = 0, 0
+    while pos < len(text):
+        m = _TERM.match(text, pos)
+        if m is None or m.end() == pos or (pos > 0 and not m.group(1)):
+            return None
+        sign = -1 if m.group(1) == "-" else 1
+        digits, name = m.group(2), m.group(3)
+        if name is None:
+            if not digits:
+                return None
+            const += sign * int(digits)
+        else:
+            coefs[name] = coefs.get(name, 0) + sign * (int(digits) if digits else 1)
+        pos = m.end()
+    return {r: c for r, c in coefs.items() if c}, const
+
+
+def _structured(index) -> list[Affine] | None:
+    out = []
+    for e in index:
+        if not isinstance(e, dict) or "terms" not in e:
+            return None
+        out.append(({str(r): int(c) for r, c in dict(e["terms"]).items() if c}, int(e["const"])))
+    return out
+
+
+def access_indices(node: dict) -> list[list[Affine]] | None:
+    """Per access (operands in order, then the output): per axis, the affine index in rank
+    names. From the accesses' ``index`` attribute if present, else parsed from ``einsum``."""
+    accs = [*node["operands"], node["output"]]
+    if all("index" in a for a in accs):
+        out = [_structured(a["index"]) for a in accs]
+        return None if any(o is None for o in out) else out  # type: ignore[misc]
+    ins, _, outs = node.get("einsum", "").partition("->")
+    found = _ACCESS.findall(ins) + _ACCESS.findall(outs)
+    if len(found) != len(accs) or any(t != a["tensor"] for (t, _), a in zip(found, accs)):
+        return None
+    result = []
+    for (_, idx), a in zip(found, accs):
+        axes = [parse_affine(x) for x in idx.split(",")] if idx else []
+        if any(x is None for x in axes) or len(axes) != len(a["ranks"]):
+            return None
+        result.append(axes)
+    return result  # type: ignore[return-value]
+
+
+def _mixed_radix(coefs: dict[str, int], ranks: dict[str, int]) -> bool:
+    """Whether ``Σ coef·rank`` is injective on the box (each |coef| exceeds the span of the
+    smaller ones)."""
+    span = 0
+    for c, r in sorted((abs(c), r) for r, c in coefs.items()):
+        if c <= span:
+            return False
+        span += c * (ranks[r] - 1)
+    return True
+
+
+@dataclass(frozen=True)
+class AccessShape:
+    """What the bound needs of one access: the ranks its element depends on, its tap axes
+    ``(p, r, coef_p, coef_r)`` (two ranks that may collide), an upper bound on the distinct
+    elements it touches, and an upper bound on the instances one element takes part in."""
+
+    deps: frozenset[str]
+    taps: tuple[tuple[str, str, int, int], ...]
+    size: int
+    mult: int
+    tuples: int | None  # exact count of in-bounds index tuples over the box, None: unknown
+
+
+_ENUM = 1 << 22
+
+
+def _tap_values(cp: int, np_: int, cr: int, nr: int, const: int, size: int) -> int | None:
+    if np_ * nr > _ENUM:
+        return None
+    import numpy as np
+
+    v = np.add.outer(cp * np.arange(np_, dtype=np.int64), cr * np.arange(nr, dtype=np.int64))
+    v = v.ravel() + const
+    return int(np.unique(v[(v >= 0) & (v < size)]).size)
+
+
+def access_shape(axes: Sequence[Affine], shape: Sequence[int], ranks: dict[str, int], numel: int):
+    """Analyse one access (None when it is not of the supported affine forms)."""
+    if len(axes) != len(shape):
+        return None
+    seen: set[str] = set()
+    taps = []
+    size, tuples, per_elem = 1, 1, 1
+    for (coefs, const), dim in zip(axes, shape):
+        if seen & set(coefs):
+            return None
+        seen |= set(coefs)
+        if not coefs:
+            continue
+        n = math.prod(ranks[r] for r in coefs)
+        if _mixed_radix(coefs, ranks):
+            size *= min(n, dim)
+            if tuples is not None:
+                lo = const + sum(min(0, c * (ranks[r] - 1)) for r, c in coefs.items())
+                hi = const + sum(max(0, c * (ranks[r] - 1)) for r, c in coefs.items())
+                tuples = tuples * n if lo >= 0 and hi < dim else None
+        elif len(coefs) == 2:
+            (p, cp), (r, cr) = sorted(coefs.items())
+            span = abs(cp) * (ranks[p] - 1) + abs(cr) * (ranks[r] - 1) + 1
+            size *= min(dim, n, span)
+            per_elem *= min(ranks[p], ranks[r])
+            taps.append((p, r, cp, cr))
+            if tuples is not None:
+                t = _tap_values(cp, ranks[p], cr, ranks[r], const, dim)
+                tuples = None if t is None else tuples * t
+        else:
+            return None
+    mult = per_elem * math.prod(n for r, n in ranks.items() if r not in seen)
+    return AccessShape(frozenset(seen), tuple(taps), min(size, numel), mult, tuples)
+
+
+def _tap_classes(shapes: Sequence[AccessShape], ranks: dict[str, int]) -> tuple[int, bool] | None:
+    """The tap-class count G and whether an array is partitioned by the classes, for the
+    cheapest choice of tap rank per tap axis (None: conflicting choices)."""
+    axes = [(i, t) for i, s in enumerate(shapes) for t in s.taps]
+    if not axes:
+        return 1, True
+    if len(axes) > 8:
+        return None
+    best: tuple[float, int, bool] | None = None
+    for choice in itertools.product((0, 1), repeat=len(axes)):
+        chosen: dict[str, int] = {}
+        ok = True
+        for (_, (p, r, cp, cr)), pick in zip(axes, choice):
+            g = math.gcd(abs(cp), abs(cr))
+            tap, other = (r, cp) if pick == 0 else (p, cr)
+            block = abs(other) // g
+            if tap in chosen:
+                ok = False
+                break
+            chosen[tap] = -(-ranks[tap] // block)
+        if not ok:
+            continue
+        classes = math.prod(chosen.values())
+        tapped = {i for i, _ in axes}
+        partitioned = any(
+            i not in tapped and not s.taps and set(chosen) <= s.deps for i, s in enumerate(shapes)
+        )
+        lam2 = classes if partitioned else classes * classes
+        if best is None or lam2 < best[0]:
+            best = (lam2, classes, partitioned)
+    return None if best is None else (best[1], best[2])
+
+
+# ---------------------------------------------------------------------------------------------
+# items: one proven traffic bound on a set of tensors
+
 
 @dataclass(frozen=True)
 class ContractionIO:
+    """The I/O lower bound of one contraction node on its tensors A, B and C."""
+
     node: str
     tensors: frozenset[str]
-    volume: int  # multiply-adds
-    reduction: int  # K
-    word: int  # bytes per word
+    volume: int  # multiply-adds executed
+    reduction: int  # product of the reduction extents
+    word: int  # bytes per word (smallest element size of A, B, C)
     output_in_dram: bool
     compulsory_bytes: int  # this node's share of the fused bytes (A, B, and C if an output)
-    rule: str
+    rule: str  # the argument family (capacity-independent)
+    segment: SegmentBound = field(repr=False)
+    smith: bool = False  # a plain matmul with C in DRAM: Smith et al. applies too
+
+    @property
+    def priority(self) -> float:
+        return float(self.volume)
+
+    def words(self, capacity: float) -> tuple[float, str]:
+        """(Lower bound on I/O words, the rule that gives it) at ``capacity`` bytes."""
+        s = capacity / self.word
+        q, rule = self.segment.words(s), self.rule
+        if self.smith:
+            q_smith = smith_matmul_words(self.volume, s)
+            if q_smith >= q:
+                q, rule = q_smith, RULE_SMITH
+        return q, rule
 
     def traffic_bytes(self, capacity: float) -> float:
         """Proven lower bound on DRAM bytes moved for A, B (and C) at this capacity."""
-        s = capacity / self.word
-        if not math.isfinite(s):
+        if not math.isfinite(capacity):
             return float(self.compulsory_bytes)
-        if self.output_in_dram:
-            q = 2 * self.volume / math.sqrt(s) - 2 * s
-        else:
-            per_phase = math.sqrt(4 * s * s * (4 * s + 4 * s * s / self.reduction**2))
-            q = s * (self.volume / per_phase - 1)
-        return max(float(self.compulsory_bytes), q * self.word)
+        return max(float(self.compulsory_bytes), self.words(capacity)[0] * self.word)
+
+    def binding_rule(self, capacity: float) -> str:
+        return self.words(capacity)[1]
+
+
+@dataclass(frozen=True)
+class BarrierIO:
+    """Live-set bound: a DRAM-resident tensor read again after a reduction over it."""
+
+    node: str  # the consumer node
+    tensors: frozenset[str]
+    group_bytes: int
+    compulsory_bytes: int
+    transfers: int = 1
+    rule: str = RULE_BARRIER
+
+    @property
+    def priority(self) -> float:
+        return float(self.group_bytes)
+
+    def traffic_bytes(self, capacity: float) -> float:
+        spill = barrier_spill_bytes(self.group_bytes, capacity, self.transfers)
+        return self.compulsory_bytes + spill
+
+    def binding_rule(self, capacity: float) -> str:
+        return self.rule
+
+
+IOItem = ContractionIO | BarrierIO
+
+
+def _edge_footprint(g: nx.MultiDiGraph, node: str, tensor: str) -> int | None:
+    for _, _, key, data in g.in_edges(node, keys=True, data=True):
+        if key == tensor:
+            return data["footprint_bytes"]
+    return None
+
+
+def _tensor_info(g: nx.MultiDiGraph, acc: dict) -> tuple[list[int], int] | None:
+    """(Shape of the accessed tensor or view, numel of its base)."""
+    base = g.graph["tensors"].get(acc["base"])
+    if base is None:
+        return None
+    numel = math.prod(base["shape"])
+    if acc.get("shape") is not None:
+        return list(acc["shape"]), numel
+    if acc["tensor"] == acc["base"]:
+        return list(base["shape"]), numel
+    shape = None
+    if shape is None:
+        for _, _, key, data in g.edges(keys=True, data=True):
+            if key == acc["tensor"]:
+                shape = data["shape"]
+                break
+    return (list(shape), numel) if shape is not None else None
+
+
+def _layout(acc: dict, axes: list[Affine], shape: list[int]):
+    """Drop broadcast (stride-0) axes when the access carries its view ``strides``; returns
+    (axes, shape, layout known injective?) or None for an overlapping layout."""
+    strides = acc.get("strides")
+    if strides is None:
+        return axes, shape, acc["tensor"] == acc["base"] or acc.get("injective_layout", False)
+    if len(strides) != len(axes):
+        return None
+    keep = [i for i, st in enumerate(strides) if st]
+    span = 0
+    for st, n in sorted((abs(strides[i]), shape[i]) for i in keep if shape[i] > 1):
+        if st <= span:
+            return None
+        span += st * (n - 1)
+    return [axes[i] for i in keep], [shape[i] for i in keep], True
+
+
+def _injective_storage(g, node: str, acc: dict, shape: AccessShape, known: bool, is_output) -> bool:
+    """Distinct index tuples touch distinct storage elements."""
+    if known or is_output:
+        return True  # row-major or checked strides; writes through an aliasing view would race
+    fp = _edge_footprint(g, node, acc["tensor"])
+    return fp is not None and shape.tuples is not None and fp == shape.tuples * acc["itemsize"]
+
+
+def _k_min(d: dict, c: AccessShape, box: int, volume: int, ranks: dict[str, int]) -> int | None:
+    """Fewest products of any executed C element (None when it cannot be shown)."""
+    if c.taps:
+        return None
+    full = math.prod(n for r, n in ranks.items() if r not in c.deps)
+    if volume == box:
+        return full
+    guards = d.get("guards")
+    if guards is not None:
+        try:
+            if all(set(dict(gd["terms"])) <= c.deps for gd in guards):
+                return full
+        except (TypeError, KeyError):
+            return None
+    return None
+
+
+def contraction_item(g: nx.MultiDiGraph, n: str, d: dict) -> ContractionIO | None:
+    """The bound of a contraction node, or None when no proof here applies."""
+    if len(d.get("operands", ())) != 2:
+        return None
+    a, b = d["operands"]
+    c = d["output"]
+    if a["role"] not in DRAM_RESIDENT or b["role"] not in DRAM_RESIDENT:
+        return None
+    if len({a["base"], b["base"], c["base"]}) != 3:
+        return None
+    ranks = {r: int(e) for r, e in d["ranks"].items()}
+    indices = access_indices(d)
+    if indices is None or any(r not in ranks for ix in indices for co, _ in ix for r in co):
+        return None
+    shapes = []
+    for acc, axes, is_out in zip((a, b, c), indices, (False, False, True)):
+        info = _tensor_info(g, acc)
+        lay = None if info is None else _layout(acc, axes, info[0])
+        if lay is None:
+            return None
+        s = access_shape(lay[0], lay[1], ranks, info[1])
+        if s is None or not _injective_storage(g, n, acc, s, lay[2], is_out):
+            return None
+        shapes.append(s)
+    sa, sb, sc = shapes
+    if any(sum(r in s.deps for s in shapes) < 2 for r, e in ranks.items() if e > 1):
+        return None  # Loomis-Whitney needs every rank (of extent > 1) in two of A, B, C
+    taps = _tap_classes(shapes, ranks)
+    if taps is None:
+        return None
+    classes, partitioned = taps
+    volume = sum(d["ops"].values()) // 2
+    if volume <= 0:
+        return None
+    box = math.prod(ranks.values())
+    c_in_dram = c["role"] == "output"
+    fio = g.graph["fused_io"]
+    compulsory = fio["reads"].get(a["base"], 0) + fio["reads"].get(b["base"], 0)
+    if c_in_dram:
+        compulsory += fio["writes"].get(c["base"], 0)
+    segment = SegmentBound(
+        volume=volume,
+        a_size=sa.size,
+        b_size=sb.size,
+        c_size=sc.size,
+        a_mult=sa.mult,
+        b_mult=sb.mult,
+        c_mult=sc.mult,
+        output_in_dram=c_in_dram,
+        k_min=None if c_in_dram else _k_min(d, sc, box, volume, ranks),
+        classes=classes,
+        partitioned=partitioned,
+    )
+    plain = not (sa.taps or sb.taps or sc.taps)
+    smith = (
+        c_in_dram
+        and plain
+        and volume == box
+        and all(sum(r in s.deps for s in shapes) == 2 for r, e in ranks.items() if e > 1)
+    )
+    if not plain:
+        rule = RULE_CONV
+    elif c_in_dram:
+        rule = RULE_SEGMENT
+    else:
+        rule = RULE_SEGMENT_ONCHIP
+    reduction = math.prod(ranks[r] for r in d.get("reduction_ranks", ()))
+    return ContractionIO(
+        node=n,
+        tensors=frozenset({a["base"], b["base"], c["base"]}),
+        volume=volume,
+        reduction=reduction,
+        word=min(a["itemsize"], b["itemsize"], c["itemsize"]),
+        output_in_dram=c_in_dram,
+        compulsory_bytes=compulsory,
+        rule=rule,
+        segment=segment,
+        smith=smith,
+    )
 
 
 def contraction_io(g: nx.MultiDiGraph) -> list[ContractionIO]:
-    """The contraction nodes the cache-aware bound applies to (see module docstring)."""
-    fio = g.graph["fused_io"]
+    """The contraction nodes the cache-aware bound applies to (see the module docstring)."""
     out = []
     for n, d in g.nodes(data=True):
-        if d.get("kind") != "op" or d["op_kind"] != "contraction" or len(d["operands"]) != 2:
-            continue
-        a, b = d["operands"]
-        c = d["output"]
-        if a["role"] not in DRAM_RESIDENT or b["role"] not in DRAM_RESIDENT:
-            continue
-        if a["base"] == b["base"]:
-            continue
-        accesses = (a["ranks"], b["ranks"], c["ranks"])
-        if any(r is None for ranks in accesses for r in ranks):
-            continue
-        sets = [set(r) for r in accesses]
-        if any(sum(rank in s for s in sets) < 2 for rank in d["ranks"]):
-            continue
-        volume = math.prod(d["ranks"].values())
-        reduction = math.prod(d["ranks"][r] for r in d["reduction_ranks"])
-        c_in_dram = c["role"] == "output"
-        compulsory = fio["reads"].get(a["base"], 0) + fio["reads"].get(b["base"], 0)
-        if c_in_dram:
-            compulsory += fio["writes"].get(c["base"], 0)
-        tensors = {a["base"], b["base"]} | ({c["base"]} if c_in_dram else set())
-        out.append(
-            ContractionIO(
-                n,
-                frozenset(tensors),
-                volume,
-                reduction,
-                min(a["itemsize"], b["itemsize"], c["itemsize"]),
-                c_in_dram,
-                compulsory,
-                "Smith et al. 2022" if c_in_dram else "Hong-Kung/Loomis-Whitney phases",
-            )
-        )
+        if d.get("kind") == "op" and d.get("op_kind") == "contraction":
+            item = contraction_item(g, n, d)
+            if item is not None:
+                out.append(item)
     return out
+
+
+def _plain_ranks(acc: dict) -> tuple[str, ...] | None:
+    ranks = acc.get("ranks") or []
+    if any(r is None for r in ranks) or len(set(ranks)) != len(ranks):
+        return None
+    return tuple(ranks)
+
+
+def _producer(g: nx.MultiDiGraph, node: str, tensor: str) -> str | None:
+    for src, _, key, _ in g.in_edges(node, keys=True, data=True):
+        if key == tensor and g.nodes[src].get("kind") == "op":
+            return src
+    return None
+
+
+def barrier_io(g: nx.MultiDiGraph) -> list[BarrierIO]:
+    """Live-set barriers (see the module docstring)."""
+    fio = g.graph["fused_io"]
+    out = []
+    for y, dy in g.nodes(data=True):
+        if dy.get("kind") != "op" or dy.get("op_kind") != "map":
+            continue
+        if dy["output"]["role"] != "output":
+            continue
+        y_ranks = _plain_ranks(dy["output"])
+        ops = dy.get("operands", ())
+        for t_acc in ops:
+            if t_acc["role"] not in DRAM_RESIDENT:
+                continue
+            t_ranks = _plain_ranks(t_acc)
+            if t_ranks is None or y_ranks is None or set(y_ranks) != set(t_ranks):
+                continue
+            full = math.prod(dy["ranks"][r] for r in t_ranks) * t_acc["itemsize"]
+            if _edge_footprint(g, y, t_acc["tensor"]) != full:
+                continue
+            for z_acc in ops:
+                if z_acc is t_acc:
+                    continue
+                group = _reduction_group(g, y, z_acc, t_acc, t_ranks, full)
+                if group:
+                    out.append(
+                        BarrierIO(
+                            y,
+                            frozenset({t_acc["base"]}),
+                            group * min(t_acc["itemsize"], dy["output"]["itemsize"]),
+                            fio["reads"].get(t_acc["base"], 0),
+                        )
+                    )
+                    break
+    return out
+
+
+def _reduction_group(g, y: str, z_acc: dict, t_acc: dict, t_ranks, full: int) -> int:
+    """Elements per group when ``z_acc`` (read by ``y``) is a reduction of ``t_acc``'s tensor
+    over some of its ranks, reached through maps; 0 otherwise."""
+    z_ranks = _plain_ranks(z_acc)
+    if z_ranks is None or not set(z_ranks) < set(t_ranks):
+        return 0
+    node, tensor = y, z_acc["tensor"]
+    for _ in range(8):  # walk back through maps of the reduced tensor
+        src = _producer(g, node, tensor)
+        if src is None:
+            return 0
+        ds = g.nodes[src]
+        if ds["op_kind"] == "reduction":
+            reads = [o for o in ds["operands"] if o["base"] == t_acc["base"]]
+            if len(reads) != 1 or _plain_ranks(reads[0]) is None:
+                return 0
+            if set(_plain_ranks(reads[0])) != set(t_ranks):
+                return 0
+            if set(_plain_ranks(ds["output"]) or ()) != set(z_ranks):
+                return 0
+            if _edge_footprint(g, src, reads[0]["tensor"]) != full:
+                return 0
+            reduced = set(t_ranks) - set(z_ranks)
+            return math.prod(ds["ranks"][r] for r in reduced)
+        if ds["op_kind"] != "map":
+            return 0
+        same = [o for o in ds["operands"] if set(_plain_ranks(o) or ()) == set(z_ranks)]
+        if len(same) != 1:
+            return 0
+        node, tensor = src, same[0]["tensor"]
+    return 0
+
+
+def select(items: Iterable[IOItem]) -> list[IOItem]:
+    """A tensor-disjoint subset, largest work first (independent of the capacity)."""
+    chosen: list[IOItem] = []
+    used: set[str] = set()
+    for item in sorted(items, key=lambda i: (isinstance(i, BarrierIO), -i.priority, i.node)):
+        if used.isdisjoint(item.tensors):
+            used |= item.tensors
+            chosen.append(item)
+    return chosen
+
+
+# ---------------------------------------------------------------------------------------------
+# the program's bound
 
 
 @dataclass(frozen=True)
@@ -110,23 +578,50 @@ class CacheAwareBytes:
     bytes: float
     capacity: float
     extra: dict[str, float]  # node -> bytes beyond its compulsory traffic
-    rules: dict[str, str]
+    rules: dict[str, str]  # node -> the rule giving that extra
+
+
+class CacheAwareModel:
+    """The cache-aware traffic of one graph as a function of capacity (build once, evaluate
+    at many capacities: the ski slope)."""
+
+    def __init__(self, g: nx.MultiDiGraph) -> None:
+        self.fused = fused_bytes(g)
+        self.candidates: list[IOItem] = [*contraction_io(g), *barrier_io(g)]
+        self.items: list[IOItem] = select(self.candidates)
+
+    def at(self, capacity: float) -> CacheAwareBytes:
+        capacity = float(capacity)
+        if not capacity > 0:
+            raise ValueError(f"on-chip capacity must be positive, got {capacity}")
+        extra: dict[str, float] = {}
+        rules: dict[str, str] = {}
+        for item in self.items:
+            x = item.traffic_bytes(capacity) - item.compulsory_bytes
+            if x > 0:
+                extra[item.node] = extra.get(item.node, 0.0) + x
+                rules[item.node] = item.binding_rule(capacity)
+        return CacheAwareBytes(self.fused + sum(extra.values()), capacity, extra, rules)
+
+    def bytes(self, capacity: float) -> float:
+        return self.at(capacity).bytes
+
+    def curve(self, capacities: Sequence[float] | None = None) -> list[tuple[float, float]]:
+        """``(capacity, bytes)`` pairs; by default 4 points per octave from 64 KiB to 64 GiB."""
+        caps = default_capacities() if capacities is None else capacities
+        return [(float(c), self.bytes(c)) for c in caps]
+
+
+def default_capacities(lo: float = 2.0**16, hi: float = 2.0**36, per_octave: int = 4):
+    n = round(math.log2(hi / lo) * per_octave)
+    return [lo * 2.0 ** (i / per_octave) for i in range(n + 1)]
 
 
 def cache_aware_bytes(g: nx.MultiDiGraph, capacity: float) -> CacheAwareBytes:
-    """Fused bytes plus the forced extra traffic of a fixed set of tensor-disjoint nodes.
+    """Fused bytes plus the forced extra traffic of a fixed set of tensor-disjoint items."""
+    return CacheAwareModel(g).at(capacity)
 
-    The set is chosen without looking at the capacity (largest volume first), so the result
-    is a sum of non-increasing functions of the capacity: monotone, as the contract requires.
-    """
-    chosen: dict[str, float] = {}
-    rules: dict[str, str] = {}
-    used: set[str] = set()
-    for c in sorted(contraction_io(g), key=lambda c: (-c.volume, c.node)):
-        if used.isdisjoint(c.tensors):
-            used |= c.tensors
-            extra = c.traffic_bytes(capacity) - c.compulsory_bytes
-            if extra > 0:
-                chosen[c.node] = extra
-                rules[c.node] = c.rule
-    return CacheAwareBytes(fused_bytes(g) + sum(chosen.values()), capacity, chosen, rules)
+
+def traffic_curve(g: nx.MultiDiGraph, capacities: Sequence[float] | None = None):
+    """DRAM bytes (cache-aware lower bound) against on-chip capacity in bytes."""
+    return CacheAwareModel(g).curve(capacities)

@@ -2,10 +2,13 @@
 
 Deterministic and IR-only. Nodes:
 
-- one ``op`` node per statement, id ``"<kernel>/<i>"``, with ``kind`` (contraction, map,
-  reduction, copy), ``einsum`` (operands written with consistent rank names), ``ranks``
-  (rank -> extent), ``reduce``, ``ops`` (op class -> count), ``kernel``, ``source_op``,
-  ``source``, ``module``;
+- one ``op`` node per statement, id ``"<kernel>/<i>"``, with ``op_kind`` (contraction, map,
+  reduction, copy, scan, gather, scatter, extern), ``einsum`` (operands written with
+  consistent rank names; a data-dependent index prints as ``{ids[a]}``), ``ranks``
+  (rank -> extent, including the kernel's sequential loop dims), ``loops`` (the ranks of
+  those loop dims, outermost first), ``scan`` (the scanned rank), ``extern`` (the routine),
+  ``reduce``, ``ops`` (op class -> count, over all loop iterations), ``kernel``,
+  ``source_op``, ``source``, ``module``;
 - one node per graph input / weight / constant (``"in:<tensor>"``) and per graph output
   (``"out:<tensor>"``).
 
@@ -25,16 +28,24 @@ from solar.graph.ranks import assign_ranks
 from solar.ir.affine import Affine
 from solar.ir.cost import is_contraction, kernel_io, program_io, statement_ops
 from solar.ir.footprint import access_footprint
-from solar.ir.program import Program, Statement
-from solar.ir.scalar import Call
+from solar.ir.program import Program, Statement, with_loops
+from solar.ir.scalar import Call, Indirect
 
 
 def _kind(program: Program, st: Statement) -> str:
+    if st.extern is not None:
+        return "extern"
+    if st.scatters:
+        return "scatter"
+    if st.gathers:
+        return "gather"
+    if st.scan is not None:
+        return "scan"
     if is_contraction(st, program):
         return "contraction"
     if st.reduce:
         return "reduction"
-    calls = [e for e in st.expr.walk() if isinstance(e, Call) and e.op != "cast"]
+    calls = [e for e in st.expr.walk_values() if isinstance(e, Call) and e.op != "cast"]
     return "map" if calls else "copy"
 
 
@@ -56,6 +67,7 @@ def _access(program: Program, tensor: str, index: tuple[Affine, ...], rename, ro
         "role": roles[base]["role"],
         "itemsize": program.tensors[base].itemsize,
         "ranks": [rename.get(e.single_dim) if e.single_dim else None for e in index],
+        "indirect": any(isinstance(e, Indirect) for e in index),
     }
 
 
@@ -81,16 +93,20 @@ def lift(program: Program) -> nx.MultiDiGraph:
         stmt_ids = []
         for si, st in enumerate(k.statements):
             node = f"{k.name}/{si}"
-            rename = {d.name: ranks[("stmt", ki, si, d.name)] for d in st.dims}
+            whole = with_loops(st, k.loops)  # the loop dims are dims of every statement
+            rename = {d.name: ranks[("stmt", ki, si, d.name)] for d in whole.dims}
             g.add_node(
                 node,
                 kind="op",
                 op_kind=_kind(program, st),
                 einsum=_einsum(st, rename),
-                ranks={rename[d.name]: d.extent for d in st.dims},
+                ranks={rename[d.name]: d.extent for d in whole.dims},
                 reduction_ranks=[rename[d.name] for d in st.reduction_dims],
+                loops=[rename[d.name] for d in k.loops],
+                scan=rename[st.scan] if st.scan is not None else None,
+                extern=st.extern,
                 reduce=st.reduce,
-                ops=statement_ops(program, st),
+                ops=statement_ops(program, st, k),
                 operands=[
                     _access(program, t, i, rename, tensors)
                     for t, i in dict.fromkeys((ld.tensor, ld.index) for ld in st.loads())
@@ -109,7 +125,7 @@ def lift(program: Program) -> nx.MultiDiGraph:
                     continue
                 seen.add((ld.tensor, ld.index))
                 base = program.base(ld.tensor)
-                fp = access_footprint(program, st, ld.tensor, ld.index)
+                fp = access_footprint(program, whole, ld.tensor, ld.index)
                 edge = dict(
                     tensor=base,
                     view=ld.tensor if ld.tensor != base else None,

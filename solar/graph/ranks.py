@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import string
 
-from solar.ir.program import Program, Statement
+from solar.ir.program import Dim, Program, Statement, with_loops
 
 
 class _UnionFind:
@@ -51,7 +51,10 @@ def _base_dim_of_view_dim(program: Program, name: str, d: int) -> int | None:
 
 
 def assign_ranks(program: Program) -> dict[tuple, str]:
-    """Map ``("stmt", kernel_idx, stmt_idx, dim)`` and ``("tensor", base, axis)`` to rank names."""
+    """Map ``("stmt", kernel_idx, stmt_idx, dim)`` and ``("tensor", base, axis)`` to rank names.
+
+    A kernel's sequential loop dims are dims of each of its statements (keyed like the
+    others) and one rank across the kernel. Indirect index entries name no rank."""
     uf = _UnionFind()
     order: list[tuple] = []
 
@@ -62,11 +65,14 @@ def assign_ranks(program: Program) -> dict[tuple, str]:
         j = _base_dim_of_view_dim(program, name, axis)
         return ("tensor", decl.view.base, j) if j is not None else ("view", name, axis)
 
-    def visit(kernel_idx: int, stmt_idx: int, st: Statement) -> None:
+    def visit(kernel_idx: int, stmt_idx: int, st: Statement, loops: tuple[Dim, ...]) -> None:
+        st = with_loops(st, loops)
         for dim in st.dims:
             key = ("stmt", kernel_idx, stmt_idx, dim.name)
             uf.find(key)
             order.append(key)
+        for dim in loops:
+            uf.union(("stmt", kernel_idx, stmt_idx, dim.name), ("loop", kernel_idx, dim.name))
         accesses = [(st.out.tensor, st.out.index)] + [(ld.tensor, ld.index) for ld in st.loads()]
         for tensor, index in accesses:
             for axis, e in enumerate(index):
@@ -76,7 +82,7 @@ def assign_ranks(program: Program) -> dict[tuple, str]:
 
     for ki, k in enumerate(program.kernels):
         for si, st in enumerate(k.statements):
-            visit(ki, si, st)
+            visit(ki, si, st, k.loops)
     names: dict[tuple, str] = {}
     letters = _letters()
     out: dict[tuple, str] = {}

@@ -136,4 +136,8 @@ class Affine:
 
 
 def affines(xs: Iterable[AffineLike]) -> tuple[Affine, ...]:
-    return tuple(Affine.of(x) for x in xs)
+    """Index entries: ints, dim names and Affines become Affines; a data-dependent
+    :class:`~solar.ir.scalar.Indirect` entry is kept as it is."""
+    from solar.ir.scalar import Indirect
+
+    return tuple(x if isinstance(x, Indirect) else Affine.of(x) for x in xs)

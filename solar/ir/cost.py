@@ -50,18 +50,61 @@ elements x itemsize of the base's dtype):
   output (``program.role(base) == "output"``) or of an input/weight/constant base that some
   kernel writes (an in-place update the caller observes), each element once. Intermediates
   and locals cost nothing.
+
+Extensions:
+
+- *Sequential kernel loops* (``Kernel.loops``): a statement's accesses and op counts range over
+  the loop dims too (:func:`solar.ir.program.with_loops`: the loop dims are extra parallel dims
+  of every statement). Values are identified by storage position, which a recurrence
+  overwrites, so a load whose address does not move with the loop dims is *tagged* (counted
+  as a new value every iteration) only when it provably is one: every element it reads is
+  rewritten in every iteration by a statement that itself varies (reads something that moves
+  with the loop, an ``Index`` of a loop dim, or a tagged load) with a loop-invariant output
+  address and guards. A varying statement's output is a new value per iteration; anything
+  else is loop-invariant and counted once (it could be hoisted). So an RNN step
+  ``h[t+1] = tanh(W h[t] + x[t])`` costs T x the per-step ops, and a rolling buffer
+  (``h[b, i]`` rewritten each step) costs the same. DRAM traffic: a base both read and written
+  inside one loop (trip count > 1) is interleaved: reads are the larger of the elements read
+  and never written and those read in the first iteration before the loop's first write of
+  it (a lower bound).
+- *Indirect indices* (gathers/scatters): index arithmetic is free; index-tensor loads are
+  ordinary reads. The elements an indirect access touches are data-dependent: footprints
+  count the provable minimum (all indices equal: one value per indirect entry) with
+  ``exact=False`` (:mod:`solar.ir.footprint`), and op counts identify a gathered value by the
+  same minimum (its affine part). An embedding ``out[i, j] = table[ids[i], j]`` reads at least
+  one table row in the fused bound; the unfused bound still charges the gathered output's
+  write (and its read by the consumer). A scatter-reduction without ``accumulate`` (positions
+  hit get the reduction of the values sent there) counts (terms - parallel instances)
+  combines: at most one output per instance. With ``accumulate`` one combine per distinct
+  (output, term) pair, the output taken at its minimum.
+- *Scans* (``Statement.scan``): the expression's calls as usual, plus one combine (of the
+  reduce operator's cost, :data:`solar.ir.ops.REDUCTION_COMBINE_COST`) per output element
+  beyond the first of each row: (executed instances - distinct rows). A sequential scan needs
+  exactly that; a work-efficient parallel scan does at most twice as many, so it is a lower
+  bound for any scan algorithm (each output beyond a row's first combines >= 2 inputs).
+- *Extern routines* (``Statement.extern``): the row expression's calls as usual plus the
+  routine's ``ops`` from :data:`solar.ir.extern.EXTERN_OPS` (zero for sort/topk/kthvalue/
+  median: see that module); DRAM traffic from the accesses, as for any statement.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from math import prod
 
 from solar.ir.affine import Affine
 from solar.ir.dtypes import itemsize
-from solar.ir.footprint import Footprint, _flat_form, distinct_tuples, union_footprint
-from solar.ir.ops import REDUCTION_COMBINE_ALU, scalar_op
-from solar.ir.program import Kernel, Program, Statement
+from solar.ir.extern import extern_op
+from solar.ir.footprint import (
+    Footprint,
+    _flat_form,
+    distinct_tuples,
+    injective_layout,
+    union_footprint,
+)
+from solar.ir.ops import REDUCTION_COMBINE_COST, scalar_op
+from solar.ir.program import Dim, Kernel, Program, Statement, with_loops
 from solar.ir.scalar import Call, Expr, Index, Load
 
 OP_CLASSES = (
@@ -113,9 +156,12 @@ def _operand(e: Expr) -> Load | None:
 
 
 def contraction_operands(st: Statement) -> tuple[Load, Load] | None:
-    """The two loads of a contraction (``sum`` of ``mul`` of two optionally cast loads)."""
+    """The two loads of a contraction (``sum`` of ``mul`` of two optionally cast loads; not a
+    scan or an extern routine)."""
     e = st.expr
     if st.reduce != "sum" or not isinstance(e, Call) or e.op != "mul" or len(e.args) != 2:
+        return None
+    if st.scan is not None or st.extern is not None:
         return None
     a, b = (_operand(x) for x in e.args)
     return (a, b) if a is not None and b is not None else None
@@ -138,18 +184,112 @@ def contraction_class(st: Statement, program: Program) -> str:
 
 
 def _load_form(program: Program, ld: Load) -> Affine:
+    """The storage position identifying a loaded value: its flat offset; for a gather, the
+    provable minimum (the affine part, or a constant if the layout overlaps)."""
+    if ld.indirect and not injective_layout(program, ld.tensor):
+        return Affine()
     return _flat_form(program, ld.tensor, ld.index)
 
 
-def _signature(program: Program, e: Expr) -> list[Affine]:
-    """Affine forms whose values determine ``e``: loads' storage offsets, Index values."""
+@dataclass(frozen=True)
+class _Tags:
+    """How a statement of a sequential loop tells iterations apart (see the module doc)."""
+
+    loop_forms: tuple[Affine, ...] = ()  # one form per loop dim
+    tagged: frozenset = frozenset()  # (tensor, index) of loads that are new every iteration
+    varying: bool = False  # the statement computes new values every iteration
+
+    def load(self, ld: Load) -> tuple[Affine, ...]:
+        return self.loop_forms if (ld.tensor, ld.index) in self.tagged else ()
+
+    @property
+    def out(self) -> tuple[Affine, ...]:
+        return self.loop_forms if self.varying else ()
+
+
+_NO_TAGS = _Tags()
+
+
+def _signature(program: Program, e: Expr, tags: _Tags = _NO_TAGS) -> list[Affine]:
+    """Affine forms whose values determine ``e``: loads' storage offsets (and the loop dims
+    for loads that are new every iteration), Index values. Index arithmetic inside indirect
+    indices is not part of the value."""
     forms = []
-    for node in e.walk():
+    for node in e.walk_values():
         if isinstance(node, Load):
             forms.append(_load_form(program, node))
+            forms.extend(tags.load(node))
         elif isinstance(node, Index):
             forms.append(node.expr)
     return forms
+
+
+_TAG_CACHE: dict[int, tuple[object, tuple, list[_Tags]]] = {}
+
+
+def _loop_tags(program: Program, kernel: Kernel) -> list[_Tags]:
+    """Per statement of a looped kernel: its :class:`_Tags` (a fixpoint: tagging loads makes
+    statements varying, whose rolling writes tag more loads)."""
+    key = (tuple(map(id, kernel.statements)), kernel.loops)
+    hit = _TAG_CACHE.get(id(kernel))
+    if hit is not None and hit[0] is kernel and hit[1] == key:
+        return hit[2]
+    names = {d.name for d in kernel.loops}
+    forms = tuple(Affine.of(d.name) for d in kernel.loops)
+    sts = kernel.statements
+    aug = [with_loops(st, kernel.loops) for st in sts]
+
+    def moves(ld: Load) -> bool:
+        return bool(set(_flat_form(program, ld.tensor, ld.index).dims) & names)
+
+    def index_moves(st: Statement) -> bool:
+        nodes = [*st.expr.walk(), *(n for ld in st.loads() for n in ld.walk())]
+        return any(isinstance(n, Index) and set(n.expr.dims) & names for n in nodes)
+
+    tagged: set[tuple[int, str, tuple]] = set()
+    varying = [any(moves(ld) for ld in st.loads()) or index_moves(st) for st in sts]
+    changed = True
+    while changed:
+        changed = False
+        rolling: dict[str, list] = {}
+        for i, st in enumerate(sts):
+            out_moves = set(_flat_form(program, st.out.tensor, st.out.index).dims) & names
+            guard_moves = any(set(g.expr.dims) & names for g in st.guards)
+            if varying[i] and not st.out.indirect and not out_moves and not guard_moves:
+                acc = (aug[i], st.out.tensor, st.out.index)
+                rolling.setdefault(program.base(st.out.tensor), []).append(acc)
+        for i, st in enumerate(sts):
+            for ld in st.loads():
+                k = (i, ld.tensor, ld.index)
+                b = program.base(ld.tensor)
+                if k in tagged or b not in rolling or ld.indirect or moves(ld):
+                    continue
+                w = union_footprint(program, rolling[b])
+                rw = union_footprint(program, [*rolling[b], (aug[i], ld.tensor, ld.index)])
+                if w.exact and rw.exact and rw.elements == w.elements:
+                    tagged.add(k)
+                    changed = True
+                    varying[i] = True
+    out = [
+        _Tags(
+            forms,
+            frozenset((t, idx) for j, t, idx in tagged if j == i),
+            varying[i],
+        )
+        for i in range(len(sts))
+    ]
+    if len(_TAG_CACHE) > 256:
+        _TAG_CACHE.clear()
+    _TAG_CACHE[id(kernel)] = (kernel, key, out)
+    return out
+
+
+def _kernel_of(program: Program, st: Statement) -> Kernel | None:
+    """The looped kernel holding ``st`` (None when it is in no looped kernel)."""
+    for k in program.kernels:
+        if k.loops and any(s is st for s in k.statements):
+            return k
+    return None
 
 
 def _compute_dtype(program: Program, st: Statement) -> str:
@@ -160,45 +300,75 @@ def _call_dtype(program: Program, st: Statement, node: Expr) -> str:
     dt = _compute_dtype(program, st)
     if dt != "bool":
         return dt
-    for ld in node.loads():
+    for ld in node.value_loads():
         ldt = program.tensors[ld.tensor].dtype
         if ldt != "bool":
             return ldt
     return "bool"
 
 
-def statement_ops(program: Program, st: Statement) -> dict[str, int]:
+def statement_ops(program: Program, st: Statement, kernel: Kernel | None = None) -> dict[str, int]:
     """Operations of one statement by op class (classes of :data:`OP_CLASSES` with a nonzero
-    count only)."""
+    count only), over all iterations of its kernel's sequential loops. ``kernel``: the kernel
+    holding ``st`` (found in ``program`` when not given; only looped kernels matter)."""
+    if kernel is None:
+        kernel = _kernel_of(program, st)
+    tags = _NO_TAGS
+    if kernel is not None and kernel.loops:
+        i = next(j for j, s in enumerate(kernel.statements) if s is st)
+        tags = _loop_tags(program, kernel)[i]
+        st_all = with_loops(st, kernel.loops)
+    else:
+        st_all = st
     ops = dict.fromkeys(OP_CLASSES, 0)
     pair = contraction_operands(st)
     if pair is not None:
-        n = distinct_tuples(st, [_load_form(program, ld) for ld in pair]).elements
+        forms = [f for ld in pair for f in (_load_form(program, ld), *tags.load(ld))]
+        n = distinct_tuples(st_all, forms).elements
         ops[contraction_class(st, program)] += 2 * n
         return {k: v for k, v in ops.items() if v}
     seen: set[str] = set()
-    for node in st.expr.walk():
+    for node in st.expr.walk_values():
         if not isinstance(node, Call) or str(node) in seen:
             continue  # identical subtrees (same printed form) are evaluated once
         seen.add(str(node))
         spec = scalar_op(node.op)
         if not spec.alu and not spec.sfu:
             continue
-        forms = _signature(program, node)
+        forms = _signature(program, node, tags)
         if not forms:
             continue  # constant: folded at compile time
-        n = distinct_tuples(st, forms).elements
+        n = distinct_tuples(st_all, forms).elements
         ops[cuda_class(_call_dtype(program, st, node))] += spec.alu * n
         ops["sfu"] += spec.sfu * n
-    out = _flat_form(program, st.out.tensor, st.out.index)
-    if st.reduce is not None or st.accumulate:
-        cls = cuda_class(_call_dtype(program, st, st.expr))
-        terms = _signature(program, st.expr)
+    out = [_flat_form(program, st.out.tensor, st.out.index), *tags.out]
+    cls = cuda_class(_call_dtype(program, st, st.expr))
+    if st.extern is not None:
+        ext = extern_op(st.extern)
+        n = prod(int(d.extent) for d in st.reduction_dims)
+        m = st.parallel_dims[-1].extent
+        rows = distinct_tuples(st_all, [Affine.of(d.name) for d in st_all.parallel_dims[:-1]])
+        for c, k in ext.ops(int(n), int(m), rows.elements, dict(st.extern_attrs)).items():
+            ops[c] += k
+    elif st.scan is not None:
+        assert st.reduce is not None
+        others = [Affine.of(d.name) for d in st.parallel_dims if d.name != st.scan]
+        n = distinct_tuples(st_all, out).elements
+        n -= distinct_tuples(st_all, [*others, *tags.out]).elements
+        alu, sfu = REDUCTION_COMBINE_COST[st.reduce]
+        ops[cls] += alu * max(0, n)
+        ops["sfu"] += sfu * max(0, n)
+    elif st.reduce is not None or st.accumulate:
+        terms = _signature(program, st.expr, tags)
         if st.accumulate:
-            n = distinct_tuples(st, [out, *terms]).elements
+            n = distinct_tuples(st_all, [*out, *terms]).elements
         else:
-            n = distinct_tuples(st, terms).elements - distinct_tuples(st, [out]).elements
-        ops[cls] += (REDUCTION_COMBINE_ALU if st.reduce else 1) * max(0, n)
+            if st.out.indirect:  # at most one distinct output per parallel instance
+                out = [Affine.of(d.name) for d in st.parallel_dims] + list(tags.out)
+            n = distinct_tuples(st_all, terms).elements - distinct_tuples(st_all, out).elements
+        alu, sfu = REDUCTION_COMBINE_COST[st.reduce] if st.reduce else (1, 0)
+        ops[cls] += alu * max(0, n)
+        ops["sfu"] += sfu * max(0, n)
     return {k: v for k, v in ops.items() if v}
 
 
@@ -227,54 +397,87 @@ class KernelIO:
         return all(f.exact for f in [*self.reads.values(), *self.writes.values()])
 
 
-_Acc = tuple[Statement, str, tuple[Affine, ...]]
+@dataclass(frozen=True)
+class _Acc:
+    """One access at a time: reads of statement i at 2i, its write at 2i+1. ``st`` ranges
+    over the whole kernel (loop dims prepended); ``first`` over its first iteration only;
+    ``group`` names the sequential loop (trip count > 1) it runs in, if any."""
+
+    time: int
+    st: Statement
+    first: Statement
+    tensor: str
+    index: tuple
+    group: int | None
+
+    @property
+    def acc(self) -> tuple:
+        return (self.st, self.tensor, self.index)
 
 
-def _dram_reads(
-    program: Program, reads: Sequence[tuple[int, _Acc]], writes: Sequence[tuple[int, _Acc]]
-) -> Footprint:
+def _dram_reads(program: Program, reads: Sequence[_Acc], writes: Sequence[_Acc]) -> Footprint:
     """Elements whose value must come from DRAM: read before this code writes them.
 
-    ``reads``/``writes`` carry a time (reads of statement i at 2i, its write at 2i+1). When no
-    write falls between the first and the last read, that is exactly ``|R ∪ W0| - |W0|`` with
-    ``W0`` the writes before the first read; otherwise the larger of the reads before the first
-    write and ``|R ∪ W| - |W|`` (elements read but never written) is a lower bound."""
-    r_acc = [a for _, a in reads]
-    r0, r1 = min(t for t, _ in reads), max(t for t, _ in reads)
-    early = [a for t, a in writes if t < r0]
-    if not any(r0 < t < r1 for t, _ in writes):
+    When no write falls between the first and the last read (and no sequential loop both
+    reads and writes the base), that is exactly ``|R ∪ W0| - |W0|`` with ``W0`` the writes
+    before the first read; otherwise the larger of the reads before the first write (in a
+    loop that writes it first: its first iteration's) and ``|R ∪ W| - |W|`` (elements read
+    and never written) is a lower bound."""
+    r_acc = [a.acc for a in reads]
+    r0, r1 = min(a.time for a in reads), max(a.time for a in reads)
+    early = [a.acc for a in writes if a.time < r0]
+    looped = {a.group for a in reads} & {a.group for a in writes} - {None}
+    if not looped and not any(r0 < a.time < r1 for a in writes):
         if not early:
             return union_footprint(program, r_acc)
         w = union_footprint(program, early)
         if w.exact:
             rw = union_footprint(program, r_acc + early)
             return Footprint(max(0, rw.elements - w.elements), rw.exact)
-    w_acc = [a for _, a in writes]
+    w_acc = [a.acc for a in writes]
     w = union_footprint(program, w_acc)
     diff = 0
     if w.exact:
         diff = max(0, union_footprint(program, r_acc + w_acc).elements - w.elements)
-    first_write = min(t for t, _ in writes)
-    pre = union_footprint(program, [a for t, a in reads if t < first_write])
+    first = min(writes, key=lambda a: a.time)
+    pre = union_footprint(
+        program,
+        [
+            (a.first, a.tensor, a.index)
+            if a.group is not None and a.group == first.group
+            else a.acc
+            for a in reads
+            if a.time < first.time
+        ],
+    )
     return Footprint(max(diff, pre.elements), False)
 
 
-def _io(program: Program, statements: Sequence[Statement], read_ok, write_ok) -> KernelIO:
-    reads: dict[str, list[tuple[int, _Acc]]] = {}
-    writes: dict[str, list[tuple[int, _Acc]]] = {}
-    for i, st in enumerate(statements):
+def _io(
+    program: Program, items: Sequence[tuple[Statement, int, tuple[Dim, ...]]], read_ok, write_ok
+) -> KernelIO:
+    """``items``: (statement, kernel index, the kernel's sequential loops), in order."""
+    reads: dict[str, list[_Acc]] = {}
+    writes: dict[str, list[_Acc]] = {}
+    for i, (st, ki, loops) in enumerate(items):
+        whole = with_loops(st, loops)
+        first = with_loops(st, tuple(Dim(d.name, 1) for d in loops))
+        group = ki if loops and prod(int(d.extent) for d in loops) > 1 else None
         accs = [(ld.tensor, ld.index) for ld in st.loads()]
         if st.accumulate:
             accs.append((st.out.tensor, st.out.index))
         for t, idx in dict.fromkeys(accs):
             b = program.base(t)
             if read_ok(b):
-                reads.setdefault(b, []).append((2 * i, (st, t, idx)))
+                reads.setdefault(b, []).append(_Acc(2 * i, whole, first, t, idx, group))
         b = program.base(st.out.tensor)
-        writes.setdefault(b, []).append((2 * i + 1, (st, st.out.tensor, st.out.index)))
+        out = _Acc(2 * i + 1, whole, first, st.out.tensor, st.out.index, group)
+        writes.setdefault(b, []).append(out)
     r = {b: _dram_reads(program, rs, writes.get(b, ())) for b, rs in reads.items()}
     r = {b: f for b, f in r.items() if f.elements or not f.exact}
-    w = {b: union_footprint(program, [a for _, a in ws]) for b, ws in writes.items() if write_ok(b)}
+    w = {
+        b: union_footprint(program, [a.acc for a in ws]) for b, ws in writes.items() if write_ok(b)
+    }
     w = {b: f for b, f in w.items() if f.elements or not f.exact}
     sizes = {b: program.tensors[b].itemsize for b in [*r, *w]}
     return KernelIO(r, w, sizes)
@@ -286,17 +489,18 @@ def kernel_io(program: Program, kernel: Kernel) -> KernelIO:
     def not_local(b: str) -> bool:
         return program.tensors[b].role != "local"
 
-    return _io(program, kernel.statements, not_local, not_local)
+    items = [(st, 0, kernel.loops) for st in kernel.statements]
+    return _io(program, items, not_local, not_local)
 
 
 def program_io(program: Program) -> KernelIO:
     """DRAM traffic of the whole program fused: graph inputs, weights and constants read once,
     graph outputs (and in-place updated inputs) written once."""
     outer = ("input", "weight", "constant")
-    statements = [st for k in program.kernels for st in k.statements]
+    items = [(st, ki, k.loops) for ki, k in enumerate(program.kernels) for st in k.statements]
     return _io(
         program,
-        statements,
+        items,
         lambda b: program.role(b) in outer,
         lambda b: program.role(b) in (*outer, "output"),
     )

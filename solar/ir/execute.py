@@ -24,6 +24,21 @@ Statement semantics (``accumulate``, guards, identities) are the ones of
 (the output is written once, at the end, or chunk by chunk from a snapshot when the statement
 also reads the storage it writes).
 
+Extensions:
+
+* a kernel with sequential ``loops`` runs its statement list once per iteration (a Python loop
+  over iterations, the loop dims bound to integers; each statement stays vectorised);
+* a load with an :class:`~solar.ir.scalar.Indirect` index entry is a gather: the flat storage
+  offsets are computed on the broadcast domain (index expressions evaluated in their native
+  integer dtype, range-checked) and read with one advanced-indexing op; an indirect output is
+  a scatter: ``index_put_`` (overwrite, or ``accumulate`` for sums) or ``scatter_reduce_``
+  (``include_self=True`` when accumulating, else ``False``: positions hit are set to the
+  reduction of the values scattered to them; others keep their contents);
+* a ``scan`` statement evaluates its expression on the domain and applies ``torch.cumsum`` /
+  ``cumprod`` / ``cummax`` / ``cummin`` / ``logcumsumexp`` along the scan dim;
+* an ``extern`` statement evaluates its rows and calls the routine of
+  :data:`solar.ir.extern.EXTERN_OPS` on them.
+
 Compute dtypes: loads keep their tensor dtype, except that float16/bfloat16/float8 loads are
 computed in float32 (what eager PyTorch does inside an op; a fused statement rounds once, when
 writing). A statement with an explicit ``dtype`` casts every non-bool load to that dtype
@@ -33,18 +48,20 @@ cast to the output tensor's dtype by the write.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
 from solar.ir.affine import Affine
 from solar.ir.dtypes import torch_dtype
-from solar.ir.ops import REDUCTIONS, scalar_op
-from solar.ir.program import Guard, Program, Statement
-from solar.ir.scalar import Call, Const, Expr, Index, Load
+from solar.ir.extern import extern_op
+from solar.ir.ops import REDUCTIONS, SCANS, scalar_op
+from solar.ir.program import Access, Guard, Program, Statement
+from solar.ir.scalar import Call, Const, Expr, Index, Indirect, Load, substitute_expr
 
 __all__ = ["CHUNK_ELEMENTS", "execute"]
 
@@ -61,7 +78,11 @@ _COMBINE: dict[str | None, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]]
     "prod": torch.mul,
     "max": torch.maximum,
     "min": torch.minimum,
+    "logsumexp": torch.logaddexp,
 }
+
+# scatter_reduce_ names of the reduction operators
+_SCATTER = {None: "sum", "sum": "sum", "prod": "prod", "max": "amax", "min": "amin"}
 
 Box = dict[str, tuple[int, int]]  # loop dim -> (start, size)
 
@@ -94,8 +115,23 @@ def _identity(reduce: str, dtype: torch.dtype) -> float | int | bool:
         return REDUCTIONS[reduce][0]
     if dtype == torch.bool:
         return {"sum": False, "prod": True, "max": False, "min": True}[reduce]
+    if reduce == "logsumexp":
+        raise ValueError(f"a logsumexp reduction needs a floating-point dtype, not {dtype}")
     info = torch.iinfo(dtype)
     return {"sum": 0, "prod": 1, "max": info.min, "min": info.max}[reduce]
+
+
+def bind_loops(st: Statement, env: Mapping[str, int]) -> Statement:
+    """``st`` with sequential loop dims replaced by their values in one iteration."""
+    if not env:
+        return st
+    index = tuple(e.substitute(env) for e in st.out.index)
+    return replace(
+        st,
+        out=Access(st.out.tensor, index),
+        expr=substitute_expr(st.expr, env),
+        guards=tuple(Guard(g.expr.substitute(env), g.lo, g.hi) for g in st.guards),
+    )
 
 
 def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -247,12 +283,12 @@ class _Executor:
         if self.keep:
             returned |= {p.base(n) for n in self._kept_names()}
         for ki, k in enumerate(p.kernels):
-            for si, st in enumerate(k.statements):
+            for st in k.statements:
                 for t in [st.out.tensor, *(ld.tensor for ld in st.loads())]:
                     b = p.base(t)
                     if b not in self.flat:
                         self.flat[b] = self._allocate(b, written)
-                _StatementRun(self, st, f"statement {si} of kernel {k.name}").run()
+            self._run_kernel(k)
             for b, last in last_use.items():
                 if last == ki and b not in returned:
                     self.flat.pop(b, None)
@@ -264,6 +300,23 @@ class _Executor:
             for name in self._kept_names():
                 out.setdefault(name, self.materialise(name))
         return out
+
+    def _run_kernel(self, k) -> None:
+        names = [d.name for d in k.loops]
+        ranges = []
+        for d in k.loops:
+            try:
+                ranges.append(range(int(d.extent)))
+            except TypeError:
+                raise ValueError(
+                    f"kernel {k.name}: loop {d.name} has symbolic extent {d.extent}; bind it first"
+                ) from None
+        for it in itertools.product(*ranges):
+            env = dict(zip(names, it, strict=True))
+            at = f" (iteration {', '.join(f'{n}={v}' for n, v in env.items())})" if env else ""
+            for si, st in enumerate(k.statements):
+                where = f"statement {si} of kernel {k.name}{at}"
+                _StatementRun(self, bind_loops(st, env), where).run()
 
     def _kept_names(self) -> list[str]:
         p = self.p
@@ -318,15 +371,22 @@ class _StatementRun:
         st = self.st
         _, shape, strides, _ = self.ex.layout(st.out.tensor)
         for k, e in enumerate(st.out.index):
+            if isinstance(e, Indirect):
+                continue  # checked on the values when it runs
             lo, hi = _range(e, self.full)
             if lo < 0 or hi >= shape[k]:
                 raise ValueError(
                     f"{self.where}: output {st.out} index {k} ranges over [{lo}, {hi}], "
                     f"outside {st.out.tensor}'s extent {shape[k]}"
                 )
+        scattered = {d for e in st.out.index if isinstance(e, Indirect) for d in e.dims}
         for d in self.par:
-            s = sum(e.coef(d) * strides[k] for k, e in enumerate(st.out.index))
-            if s == 0 and self.ext[d] > 1:
+            s = sum(
+                e.coef(d) * strides[k]
+                for k, e in enumerate(st.out.index)
+                if not isinstance(e, Indirect)
+            )
+            if s == 0 and self.ext[d] > 1 and d not in scattered:
                 raise ValueError(
                     f"{self.where}: parallel dim {d} does not move the output {st.out} "
                     f"(a write race); make it a reduction dim"
@@ -341,6 +401,8 @@ class _StatementRun:
                 unknown = set(e.dims) - set(self.dims)
                 if unknown:
                     raise ValueError(f"{self.where}: load {ld} uses dims {unknown} not in the nest")
+                if isinstance(e, Indirect):
+                    continue
                 lo, hi = _range(e, self.full)
                 if lo < 0 or hi >= shape[k]:
                     plo, phi = pads.setdefault(ld.tensor, ([0] * len(shape), [0] * len(shape)))
@@ -376,6 +438,8 @@ class _StatementRun:
         """``ld`` over the box as a strided view: one axis per loop dim (only the dims the load
         uses if ``used_only``, else every dim, size 1 where unused), converted through the
         dtypes of ``chain`` (only the box's elements are converted, never the whole tensor)."""
+        if ld.indirect:
+            return self.gather(ld, box, chain, used_only)
         src = self.source(ld.tensor)
         used = {d for e in ld.index for d in e.dims}
         dims = [d for d in self.dims if d in used] if used_only else self.dims
@@ -400,8 +464,56 @@ class _StatementRun:
             t = t.to(dtype)
         return t
 
+    def gather(
+        self, ld: Load, box: Box, chain: tuple[torch.dtype, ...], used_only: bool
+    ) -> torch.Tensor:
+        """A load with indirect index entries: flat storage offsets on the broadcast domain,
+        read with one advanced-indexing op (shaped as :meth:`view` shapes its result; without
+        ``used_only`` it may also be full-size along guarded dims)."""
+        src = self.source(ld.tensor)
+        _, shape, _, _ = self.ex.layout(ld.tensor)
+        mask = self.mask(self.guards, box) if self.guards and not used_only else None
+        off: object = src.offset
+        for k, (e, sh, s) in enumerate(zip(ld.index, src.shift, src.strides, strict=True)):
+            if isinstance(e, Indirect):
+                off = off + self.index_value(e, box, shape[k], mask) * s
+            elif s:
+                env = {d: self.arange(d, box) for d in e.dims}
+                off = off + (e.evaluate(env) + sh) * s
+        off_t = torch.as_tensor(off, device=self.dev)
+        off_t = off_t.reshape([1] * (len(self.dims) - off_t.dim()) + list(off_t.shape))
+        t = src.data[off_t]
+        if used_only:
+            ldims = self.load_dims(ld)
+            full = [box[d][1] if d in ldims else 1 for d in self.dims]
+            t = torch.broadcast_to(t, full).reshape([box[d][1] for d in ldims])
+        for dtype in chain:
+            t = t.to(dtype)
+        return t
+
+    def index_value(
+        self, e: Indirect, box: Box, n: int, mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """The int64 values of an indirect index entry on the box (broadcastable over the
+        loop dims), checked to lie in ``[0, n)`` where ``mask`` (executed instances) holds;
+        elsewhere they are replaced by 0."""
+        v = torch.as_tensor(self.eval(e.expr, box, index=True), device=self.dev)
+        if v.is_floating_point() or v.is_complex():
+            raise ValueError(f"{self.where}: indirect index {e} has non-integer dtype {v.dtype}")
+        v = v.to(torch.int64)
+        if v.dim() < len(self.dims):
+            v = v.reshape([1] * (len(self.dims) - v.dim()) + list(v.shape))
+        if mask is not None:
+            v = torch.where(mask, v, 0)
+        if v.numel() and (int(v.min()) < 0 or int(v.max()) >= n):
+            raise ValueError(
+                f"{self.where}: indirect index {e} takes values in "
+                f"[{int(v.min())}, {int(v.max())}], outside [0, {n})"
+            )
+        return v
+
     def load_dims(self, ld: Load) -> list[str]:
-        """The loop dims ``ld`` uses, in nest order."""
+        """The loop dims ``ld`` uses (with those its indirect indices use), in nest order."""
         return [d for d in self.dims if any(d in e.dims for e in ld.index)]
 
     def load_chain(self, dtype: torch.dtype) -> tuple[torch.dtype, ...]:
@@ -440,14 +552,22 @@ class _StatementRun:
             def cost(box: Box) -> int:
                 return math.prod(n for _, n in box.values())
 
-        reads_out = any(self.ex.p.base(ld.tensor) == self.out_base for ld in self.st.loads())
+        st = self.st
+        reads_out = any(self.ex.p.base(ld.tensor) == self.out_base for ld in st.loads())
         if reads_out and cost(self.full) > CHUNK_ELEMENTS:
             self.snapshot = self.ex.flat[self.out_base].clone()
-        splittable = [d for d in self.par if self.ext[d] > 1]
+        whole = {st.scan, st.parallel_dims[-1].name if st.extern else None}
+        splittable = [d for d in self.par if self.ext[d] > 1 and d not in whole]
+        if st.out.indirect and st.reduce is not None and not st.accumulate:
+            splittable = []  # include_self=False: chunks could hit the same positions
         try:
             for box in self._boxes(dict(self.full), splittable, cost):
                 if self.never:
                     self._run_never(box)
+                elif st.scan is not None:
+                    self._run_scan(box)
+                elif st.extern is not None:
+                    self._run_extern(box)
                 elif plan is not None:
                     self._run_contraction(plan, box)
                 else:
@@ -478,6 +598,9 @@ class _StatementRun:
         combining with the current contents for ``accumulate`` and keeping them where
         ``mask`` (non-reduction guards) is false."""
         st = self.st
+        if st.out.indirect:
+            self._scatter(box, val, mask)
+            return
         base, _, strides, offset = self.ex.layout(st.out.tensor)
         flat = self.ex.flat[base]
         offset += sum(_at_start(e, box) * s for e, s in zip(st.out.index, strides, strict=True))
@@ -507,9 +630,85 @@ class _StatementRun:
             new = new.clone()
         out.copy_(new)
 
+    def _scatter(self, box: Box, val: torch.Tensor, mask: torch.Tensor | None) -> None:
+        """Write ``val`` (over the parallel dims) through an output with indirect entries,
+        skipping instances where ``mask`` is false."""
+        st = self.st
+        base, shape, strides, offset = self.ex.layout(st.out.tensor)
+        flat = self.ex.flat[base]
+        sizes = [box[d][1] for d in self.par]
+        red_axes = sorted((self.axis[d] for d in self.red), reverse=True)
+        off: object = offset
+        for k, (e, s) in enumerate(zip(st.out.index, strides, strict=True)):
+            if isinstance(e, Indirect):
+                pmask = mask
+                if pmask is not None and red_axes:  # over the parallel dims: add size-1 axes
+                    pmask = pmask.reshape(
+                        [1 if d in self.red else pmask.shape[self.par.index(d)] for d in self.dims]
+                    )
+                v = self.index_value(e, box, shape[k], pmask)
+                for ax in red_axes:  # the index does not depend on reduction dims
+                    v = v.select(ax, 0)
+                off = off + v * s
+            elif s:
+                env = {d: self.arange(d, box, self.par) for d in e.dims}
+                off = off + e.evaluate(env) * s
+        off_t = torch.broadcast_to(torch.as_tensor(off, device=self.dev), sizes).reshape(-1)
+        val = torch.broadcast_to(torch.as_tensor(val, device=self.dev), sizes).reshape(-1)
+        if mask is not None:
+            keep = torch.broadcast_to(mask, sizes).reshape(-1)
+            off_t, val = off_t[keep], val[keep]
+        combine = st.accumulate or st.reduce is not None
+        work = flat.to(_upcast(flat.dtype)) if combine else flat
+        val = val.to(work.dtype)
+        if not combine:
+            work.index_put_((off_t,), val)
+        elif st.reduce == "logsumexp":
+            raise ValueError(f"{self.where}: a logsumexp scatter is not supported")
+        elif st.accumulate and st.reduce in (None, "sum"):
+            work.index_put_((off_t,), val, accumulate=True)
+        else:
+            work.scatter_reduce_(0, off_t, val, _SCATTER[st.reduce], include_self=st.accumulate)
+        if work is not flat:
+            flat.copy_(work)
+
+    def _run_scan(self, box: Box) -> None:
+        """An inclusive scan along ``st.scan``: masked-out instances contribute the identity
+        and keep the output's contents."""
+        st = self.st
+        assert st.reduce is not None and st.scan is not None
+        val = self.eval(st.expr, box)
+        val = torch.as_tensor(val, device=self.dev)
+        val = torch.broadcast_to(val, [box[d][1] for d in self.dims])
+        mask = self.mask(self.guards, box) if self.guards else None
+        if mask is not None:
+            val = torch.where(mask, val, _identity(st.reduce, val.dtype))
+        self._write(box, SCANS[st.reduce](val, self.axis[st.scan]), mask)
+
+    def _run_extern(self, box: Box) -> None:
+        """Rows ``(*batch, n)`` of the expression through the routine, written over
+        ``(*batch, pos)``."""
+        st = self.st
+        op = extern_op(st.extern)  # type: ignore[arg-type]
+        pos, batch = self.par[-1], self.par[:-1]
+        val = torch.as_tensor(self.eval(st.expr, box), device=self.dev)
+        val = torch.broadcast_to(val, [1 if d == pos else box[d][1] for d in self.dims])
+        val = val.squeeze(self.axis[pos])
+        rest = [d for d in self.dims if d != pos]
+        rows = val.permute([rest.index(d) for d in [*batch, *self.red]])
+        rows = rows.reshape([box[d][1] for d in batch] + [-1])
+        res = op.fn(rows, **dict(st.extern_attrs))
+        want = tuple(box[d][1] for d in self.par)
+        if tuple(res.shape) != want:
+            raise ValueError(
+                f"{self.where}: extern {st.extern} returned shape {tuple(res.shape)}, "
+                f"expected {want}"
+            )
+        self._write(box, res, None)
+
     def _run_never(self, box: Box) -> None:
         """A constant guard is false: reductions produce their identity, others nothing."""
-        if self.st.reduce is None:
+        if self.st.reduce is None or self.st.scan is not None or self.st.out.indirect:
             return
         dtype = _upcast(self.out_dtype)
         sizes = [box[d][1] for d in self.par]
@@ -517,9 +716,12 @@ class _StatementRun:
         self._write(box, val, None)
 
     # ---------------------------------------------------------------------- generic path
-    def eval(self, e: Expr, box: Box) -> torch.Tensor:
+    def eval(self, e: Expr, box: Box, index: bool = False) -> torch.Tensor:
+        """``e`` on the box, broadcastable over the loop dims. ``index``: an indirect index
+        expression, whose loads keep their own (integer) dtype."""
         if isinstance(e, Load):
-            chain = self.load_chain(torch_dtype(self.ex.p.tensors[e.tensor].dtype))
+            native = torch_dtype(self.ex.p.tensors[e.tensor].dtype)
+            chain = () if index else self.load_chain(native)
             return self.view(e, box, chain, used_only=False)
         if isinstance(e, Const):
             return torch.tensor(e.value, device=self.dev)
@@ -529,7 +731,7 @@ class _StatementRun:
             return v if isinstance(v, torch.Tensor) else torch.tensor(v, device=self.dev)
         if isinstance(e, Call):
             op = scalar_op(e.op)
-            args = [self.eval(a, box) for a in e.args]
+            args = [self.eval(a, box, index) for a in e.args]
             if len(args) != op.arity:
                 raise ValueError(f"{self.where}: {e.op} takes {op.arity} arguments, got {e}")
             return op.fn(*args, **dict(e.attrs))
@@ -538,6 +740,17 @@ class _StatementRun:
     def _run_generic(self, box: Box) -> None:
         st = self.st
         val = self.eval(st.expr, box)
+        if st.out.indirect and st.reduce is not None:  # parallel-only guards drop instances
+            par = set(self.par)
+            pg = [g for g in self.guards if set(g.expr.dims) <= par]
+            rg = [g for g in self.guards if not set(g.expr.dims) <= par]
+            if rg:
+                val = torch.where(self.mask(rg, box), val, _identity(st.reduce, val.dtype))
+            if self.red:
+                val = torch.broadcast_to(val, [box[d][1] for d in self.dims])
+                val = REDUCTIONS[st.reduce][1](val, tuple(self.axis[d] for d in self.red))
+            self._write(box, val, self.mask(pg, box, self.par) if pg else None)
+            return
         mask = self.mask(self.guards, box) if self.guards else None
         if st.reduce is None:
             self._write(box, val, mask)
@@ -552,7 +765,9 @@ class _StatementRun:
     # ------------------------------------------------------------------ contraction path
     def _contraction_plan(self) -> _Plan | None:
         st = self.st
-        if st.reduce != "sum":
+        if st.reduce != "sum" or st.scan or st.extern or st.out.indirect:
+            return None
+        if st.gathers and self.guards:
             return None
         factors = _product_factors(st.expr)
         if factors is None:
@@ -593,6 +808,8 @@ class _StatementRun:
         for ld in loads:
             _, shape, _, _ = self.ex.layout(ld.tensor)
             for k, e in enumerate(ld.index):
+                if isinstance(e, Indirect):
+                    continue
                 diff = g.expr - e
                 if diff.is_const and g.lo - diff.const <= 0 and g.hi - diff.const >= shape[k]:
                     return True

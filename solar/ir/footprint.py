@@ -38,6 +38,17 @@ elements; otherwise the largest part, as a lower bound.
 executed instances (the number of distinct argument tuples a hoisted scalar subexpression must
 be evaluated on); :func:`guarded_count` counts executed instances (or distinct combinations of
 some loop dims among them).
+
+Indirect (data-dependent) index entries: the elements such an access touches depend on the
+index data, so only the provable minimum is counted, with ``exact=False``: the entry is taken
+as one fixed value (all indices equal), i.e. the footprint of the access with the indirect
+entries dropped (:func:`_flat_form` gives them stride 0). That is a lower bound whenever the
+tensor's layout maps distinct indices to distinct elements (any plain tensor, any
+non-overlapping view): then the touched elements determine the affine sub-index, whose
+distinct values are what is counted. For an overlapping view the minimum claimed is one
+element. In a union, an indirect access's elements may coincide with any others, so it adds
+nothing: the union counts the exact union of the affine accesses or the largest indirect
+minimum, whichever is larger (``exact=False``).
 """
 
 from __future__ import annotations
@@ -51,6 +62,7 @@ import numpy as np
 
 from solar.ir.affine import Affine
 from solar.ir.program import Guard, Program, Statement
+from solar.ir.scalar import Indirect
 
 ENUM_LIMIT = 1 << 22  # largest set enumerated explicitly (vectorised)
 MASK_LIMIT = 1 << 24  # largest base marked in a boolean mask by union_footprint
@@ -574,7 +586,28 @@ def _form_set(dom: _Domain, terms: tuple[tuple[str, int], ...], const: int) -> _
     return _fold(const, parts)
 
 
-def _flat_form(program: Program, tensor: str, index: Sequence[Affine]) -> Affine:
+def has_indirect(index: Sequence[object]) -> bool:
+    return any(isinstance(e, Indirect) for e in index)
+
+
+def injective_layout(program: Program, tensor: str) -> bool:
+    """Whether distinct indices of ``tensor`` address distinct storage elements (a plain
+    tensor, or a view whose strides do not overlap)."""
+    decl = program.tensors[tensor]
+    if decl.view is None:
+        return True
+    span = 0  # largest offset reachable with the smaller strides
+    strides = zip(decl.shape, decl.view.strides, strict=True)
+    for stride, n in sorted((abs(st), n) for n, st in strides if n > 1):
+        if stride <= span:
+            return False
+        span += stride * (n - 1)
+    return True
+
+
+def _flat_form(program: Program, tensor: str, index: Sequence[Affine | Indirect]) -> Affine:
+    """Storage offset of ``tensor[index]`` as an affine form; indirect entries contribute
+    nothing (stride 0: the provable-minimum convention of the module docstring)."""
     decl = program.tensors[tensor]
     if len(index) != len(decl.shape):
         raise ValueError(f"{tensor} has {len(decl.shape)} dims, indexed by {len(index)}")
@@ -587,7 +620,7 @@ def _flat_form(program: Program, tensor: str, index: Sequence[Affine]) -> Affine
             acc *= n
         strides, flat = tuple(reversed(strides)), Affine()
     for s, e in zip(strides, index, strict=True):
-        if s:
+        if s and not isinstance(e, Indirect):
             flat = flat + Affine.of(e) * int(s)
     return flat
 
@@ -597,12 +630,22 @@ def _access_set(program: Program, st: Statement, tensor: str, index) -> _Set:
     return _form_set(_statement_domain(st), flat.terms, flat.const)
 
 
+def _indirect_min(program: Program, st: Statement, tensor: str, index) -> int:
+    """Provable minimum of the elements an access with indirect entries touches."""
+    n = _access_set(program, st, tensor, index).count  # exact, or itself a lower bound
+    if not injective_layout(program, tensor):
+        n = min(n, 1)
+    return min(n, program.tensors[program.base(tensor)].numel)
+
+
 def access_footprint(
-    program: Program, st: Statement, tensor: str, index: tuple[Affine, ...]
+    program: Program, st: Statement, tensor: str, index: tuple[Affine | Indirect, ...]
 ) -> Footprint:
     """Distinct storage elements of ``tensor``'s base that ``tensor[index]`` touches over the
-    executed instances of ``st``."""
+    executed instances of ``st`` (with indirect entries: the provable minimum, inexact)."""
     numel = program.tensors[program.base(tensor)].numel
+    if has_indirect(index):
+        return Footprint(_indirect_min(program, st, tensor, index), False)
     s = _access_set(program, st, tensor, index)
     return Footprint(min(s.count, numel), s.exact)
 
@@ -620,6 +663,11 @@ def union_footprint(
     bases = {program.base(t) for _, t, _ in accesses}
     if len(bases) != 1:
         raise ValueError(f"union_footprint needs accesses of one storage base, got {bases}")
+    indirect = [a for a in accesses if has_indirect(a[2])]
+    if indirect:
+        direct = union_footprint(program, [a for a in accesses if not has_indirect(a[2])])
+        lb = max(_indirect_min(program, *a) for a in indirect)
+        return Footprint(max(direct.elements, lb), False)
     numel = program.tensors[bases.pop()].numel
     uniq: dict[tuple, _Set] = {}
     for st, t, idx in accesses:

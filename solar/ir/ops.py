@@ -104,10 +104,32 @@ REDUCTIONS: dict[str, tuple[float, Callable[..., torch.Tensor]]] = {
     "prod": (1.0, lambda t, dims: _prod(t, dims)),
     "max": (-math.inf, lambda t, dims: t.amax(dim=dims)),
     "min": (math.inf, lambda t, dims: t.amin(dim=dims)),
+    "logsumexp": (-math.inf, lambda t, dims: torch.logsumexp(t, dim=dims)),
 }
 
 # Combining two partial results costs one CUDA-core op for every reduction operator.
 REDUCTION_COMBINE_ALU = 1
+
+# (CUDA-core flops, MUFU ops) per combine of each reduction operator. logsumexp: the
+# max-shifted form m + log Σ exp(x - m) needs per element one exp (MUFU), a subtract and an
+# add (plus a max pass and one log per row), cheaper than pairwise log(exp(a) + exp(b)), so a
+# combine counts 2 flops and 1 MUFU op.
+REDUCTION_COMBINE_COST: dict[str, tuple[int, int]] = {
+    "sum": (REDUCTION_COMBINE_ALU, 0),
+    "prod": (REDUCTION_COMBINE_ALU, 0),
+    "max": (REDUCTION_COMBINE_ALU, 0),
+    "min": (REDUCTION_COMBINE_ALU, 0),
+    "logsumexp": (2, 1),
+}
+
+# Inclusive scans (prefix reductions) along dim ``d``, per reduction operator.
+SCANS: dict[str, Callable[[torch.Tensor, int], torch.Tensor]] = {
+    "sum": lambda t, d: torch.cumsum(t, dim=d),
+    "prod": lambda t, d: torch.cumprod(t, dim=d),
+    "max": lambda t, d: torch.cummax(t, dim=d).values,
+    "min": lambda t, d: torch.cummin(t, dim=d).values,
+    "logsumexp": lambda t, d: torch.logcumsumexp(t, dim=d),
+}
 
 # A transcendental may also be emulated on the FMA pipe (FlashAttention-4 does this for exp2):
 # range reduction plus a degree-3 polynomial is at least 4 FMAs = 8 flops. The compute bound

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from solar.ir.program import Kernel, Program, Statement
 
-_ASSIGN = {None: "=", "sum": "+=", "prod": "*=", "max": "max=", "min": "min="}
+_ASSIGN = {
+    None: "=",
+    "sum": "+=",
+    "prod": "*=",
+    "max": "max=",
+    "min": "min=",
+    "logsumexp": "logaddexp=",
+}
 
 
 def format_statement(st: Statement) -> str:
@@ -12,14 +19,21 @@ def format_statement(st: Statement) -> str:
     red = ", ".join(f"{d.name}<{d.extent}" for d in st.reduction_dims)
     head = f"for {par} | {red}:" if red else f"for {par}:" if par else "do:"
     op = _ASSIGN[st.reduce] if st.reduce or not st.accumulate else "+="
+    rhs = str(st.expr)
     tail = []
     if st.guards:
         tail.append("where " + ", ".join(map(str, st.guards)))
-    if st.reduce and not st.accumulate:
-        tail.append("init identity")
+    if st.scan is not None:
+        op, rhs = "=", f"scan_{st.reduce}[{st.scan}]({rhs})"
+    elif st.extern is not None:
+        attrs = "".join(f", {k}={v}" for k, v in st.extern_attrs)
+        row = ",".join(d.name for d in st.reduction_dims)
+        op, rhs = "=", f"{st.extern}[{row}]({rhs}{attrs})"
+    elif st.reduce and not st.accumulate:
+        tail.append("init identity at the positions hit" if st.out.indirect else "init identity")
     if st.precision:
         tail.append(f"precision {st.precision}")
-    line = f"  {st.out} {op} {st.expr}"
+    line = f"  {st.out} {op} {rhs}"
     if tail:
         line += "   " + "; ".join(tail)
     return f"  {head}\n  {line}"

@@ -11,19 +11,31 @@ parallel dims before the bar, reduction dims after, an output access, a scalar e
 over affine loads, a reduction operator and optional affine guards (instances outside a guard
 do not execute). Views are declared, not computed: a view tensor is ``as_strided`` over a
 contiguous base tensor, so reading it is reading the base at an affine offset.
+
+Extensions beyond plain loop nests (each executed vectorised and costed soundly):
+
+- *sequential kernel loops* (``Kernel.loops``): the kernel's statement list runs once per
+  iteration, in order (a recurrence over time); statements may index with the loop dims.
+- *indirect indices* (:class:`~solar.ir.scalar.Indirect`): a load or output index entry whose
+  value is data (``table[ids[i], j]`` gathers, ``out[ids[i], j] += src[i, j]`` scatters).
+- *scans* (``Statement.scan``): ``out[.., i] = ⊕_{i' <= i} expr[.., i']`` along one parallel
+  dim, in increasing order of that dim (cumsum, cumprod, cummax, logcumsumexp).
+- *extern statements* (``Statement.extern``): an opaque library routine over rows (sort, topk,
+  kthvalue, median) from :data:`solar.ir.extern.EXTERN_OPS`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from math import prod
 
 from solar.ir.affine import Affine, AffineLike, affines
 from solar.ir.dtypes import itemsize
-from solar.ir.scalar import Expr, Load
+from solar.ir.scalar import Expr, Index, Indirect, Load
 
 ROLES = ("input", "weight", "constant", "intermediate", "output", "local")
-REDUCE_OPS = ("sum", "max", "min", "prod")
+# logsumexp combines a, b as log(exp(a) + exp(b)) (logcumsumexp, logsumexp).
+REDUCE_OPS = ("sum", "max", "min", "prod", "logsumexp")
 
 
 @dataclass(frozen=True)
@@ -37,8 +49,15 @@ class Dim:
 
 @dataclass(frozen=True)
 class Access:
+    """``tensor[index]``: entries are affine, or :class:`~solar.ir.scalar.Indirect` for a
+    data-dependent (scatter) write."""
+
     tensor: str
-    index: tuple[Affine, ...]
+    index: tuple[Affine | Indirect, ...]
+
+    @property
+    def indirect(self) -> bool:
+        return any(isinstance(e, Indirect) for e in self.index)
 
     def __str__(self) -> str:
         return f"{self.tensor}[{','.join(map(str, self.index))}]"
@@ -88,6 +107,22 @@ class TensorDecl:
 
 @dataclass
 class Statement:
+    """One loop nest. Beyond ``for dims: out op= expr``:
+
+    - ``scan``: the name of a parallel dim; the statement is then an inclusive prefix
+      reduction along it, ``out[.., i] = reduce_{i' <= i} expr[.., i']`` (in increasing order
+      of the dim; reverse and exclusive scans are index arithmetic on the output and the
+      loads). Needs ``reduce``, no reduction dims, no ``accumulate``.
+    - ``extern``: the name of an opaque row routine of :data:`solar.ir.extern.EXTERN_OPS`.
+      Its dims are ``(*batch, pos | *row)``: parallel batch dims, then the output position
+      dim ``pos`` (the *last* parallel dim; extent 1 when the routine returns one element per
+      row), and the reduction dims, which span the row (flattened row-major in nest order).
+      ``expr`` is evaluated per element of the rows (over the batch and row dims; it must not
+      use ``pos``), the routine maps each row to ``extent(pos)`` outputs, written to ``out``
+      (indexed by the parallel dims). No ``reduce``, ``accumulate`` or guards.
+      ``extern_attrs`` are its static arguments.
+    """
+
     dims: tuple[Dim, ...]
     out: Access
     expr: Expr
@@ -96,6 +131,9 @@ class Statement:
     guards: tuple[Guard, ...] = ()
     precision: str | None = None  # math mode of a contraction: None (native), "tf32", "ieee"
     dtype: str | None = None  # compute dtype of the scalar ops; None: promoted from the loads
+    scan: str | None = None  # the parallel dim of an inclusive prefix scan (see above)
+    extern: str | None = None  # name of an opaque row routine (solar.ir.extern.EXTERN_OPS)
+    extern_attrs: tuple[tuple[str, object], ...] = ()
 
     @property
     def extents(self) -> dict[str, int]:
@@ -114,7 +152,29 @@ class Statement:
         return prod(d.extent for d in self.dims)
 
     def loads(self) -> list[Load]:
-        return self.expr.loads()
+        """Every load, including index-tensor loads inside indirect indices (of the
+        expression and of the output)."""
+        out = [ld for e in self.out.index if isinstance(e, Indirect) for ld in e.expr.loads()]
+        return self.expr.loads() + out
+
+    @property
+    def gathers(self) -> bool:
+        """Whether the expression reads through a data-dependent index."""
+        return any(ld.indirect for ld in self.expr.loads())
+
+    @property
+    def scatters(self) -> bool:
+        """Whether the output is written through a data-dependent index."""
+        return self.out.indirect
+
+
+def with_loops(st: Statement, loops: tuple[Dim, ...]) -> Statement:
+    """``st`` with the sequential loop dims of its kernel prepended as parallel dims: the
+    iteration domain its accesses range over in the whole kernel (for footprints and op
+    counts). ``st`` itself when there are no loops."""
+    if not loops:
+        return st
+    return replace(st, dims=tuple(Dim(d.name, d.extent) for d in loops) + tuple(st.dims))
 
 
 @dataclass
@@ -223,12 +283,18 @@ class ProgramBuilder:
         guards=(),
         precision: str | None = None,
         dtype: str | None = None,
+        scan: str | None = None,
+        extern: str | None = None,
+        extern_attrs=(),
     ) -> Statement:
+        """Add a statement to the open kernel (see :class:`Statement` for ``scan`` and
+        ``extern``; ``extern_attrs`` is a dict or a tuple of pairs)."""
         if self._kernel is None:
             raise RuntimeError("begin_kernel() before adding statements")
         if reduce is not None and reduce not in REDUCE_OPS:
             raise ValueError(f"unknown reduction {reduce!r}; one of {REDUCE_OPS}")
         dims = tuple(d if isinstance(d, Dim) else Dim(*d) for d in dims)
+        attrs = extern_attrs.items() if isinstance(extern_attrs, dict) else extern_attrs
         st = Statement(
             dims,
             Access(out[0], affines(out[1])),
@@ -238,6 +304,9 @@ class ProgramBuilder:
             tuple(guards),
             precision,
             dtype,
+            scan,
+            extern,
+            tuple(sorted((str(k), v) for k, v in attrs)),
         )
         check_statement(st, self.program, self._kernel.loops)
         self._kernel.statements.append(st)
@@ -262,11 +331,54 @@ def check_statement(st: Statement, program: Program, loops: tuple[Dim, ...] = ()
         for e in acc.index:
             if not set(e.dims) <= known:
                 raise ValueError(f"{acc} uses loop dims {set(e.dims) - known} not in the nest")
-    for d in st.dims:
+    for d in (*loops, *st.dims):
         if int(d.extent) < 1:
             raise ValueError(f"loop dim {d.name} has extent {d.extent} < 1")
+    for node in st.expr.walk():
+        if isinstance(node, Index) and not set(node.expr.dims) <= known:
+            raise ValueError(f"{node} uses loop dims {set(node.expr.dims) - known} not in the nest")
     reduction = {d.name for d in st.reduction_dims}
-    if reduction and st.reduce is None:
+    if reduction and st.reduce is None and st.extern is None:
         raise ValueError("reduction dims given without a reduction operator")
     if any(set(e.dims) & reduction for e in st.out.index):
         raise ValueError(f"output {st.out} is indexed by a reduction dim")
+    if st.scan is not None:
+        _check_scan(st)
+    if st.extern is not None:
+        _check_extern(st)
+
+
+def _check_scan(st: Statement) -> None:
+    where = f"scan statement writing {st.out}"
+    if st.scan not in {d.name for d in st.parallel_dims}:
+        raise ValueError(f"{where}: scan dim {st.scan!r} is not a parallel dim of the nest")
+    if st.reduce is None or st.reduction_dims or st.accumulate:
+        raise ValueError(
+            f"{where}: a scan needs a reduce operator, no reduction dims and no accumulate"
+        )
+    if st.out.indirect or st.extern is not None:
+        raise ValueError(f"{where}: a scan cannot scatter or be extern")
+
+
+def _check_extern(st: Statement) -> None:
+    from solar.ir.extern import extern_op
+
+    extern_op(st.extern)  # type: ignore[arg-type]
+    where = f"extern statement {st.extern} writing {st.out}"
+    par, red = st.parallel_dims, st.reduction_dims
+    if not red or not par:
+        raise ValueError(f"{where}: needs parallel dims (*batch, pos) and row (reduction) dims")
+    if st.reduce is not None or st.accumulate or st.guards or st.out.indirect:
+        raise ValueError(f"{where}: takes no reduce, accumulate, guards or scatter")
+    pos = par[-1].name
+    used = {d for n in st.expr.walk() for d in _expr_node_dims(n)}
+    if pos in used:
+        raise ValueError(f"{where}: the row expression uses the output position dim {pos}")
+
+
+def _expr_node_dims(e: Expr) -> set[str]:
+    if isinstance(e, Load):
+        return {d for x in e.index for d in x.dims}
+    if isinstance(e, Index):
+        return set(e.expr.dims)
+    return set()

@@ -70,4 +70,6 @@ def _conv_mode() -> str:
     ):
         if mode in MODES:
             return str(mode)
+    if _read(lambda: torch.backends.cudnn.conv.fp32_precision) is not None:
+        return "ieee"  # torch >= 2.9: "none" at every level is no TF32 (the legacy flag may raise)
     return "ieee" if _read(lambda: torch.backends.cudnn.allow_tf32) is False else "tf32"

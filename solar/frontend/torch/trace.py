@@ -5,6 +5,11 @@ the ``meta`` device works) and records every aten operator the dispatcher sees, 
 decomposition table: what it records is what eager PyTorch launches (CompositeImplicit
 operators such as ``linear`` arrive already decomposed, as in eager). Parameters and buffers are
 passed in through ``torch.func.functional_call`` so they become graph inputs.
+
+The exceptions are library calls that eager CUDA runs as one fused kernel but a CPU/meta trace
+records as their decomposition (``scaled_dot_product_attention``, cuDNN's LSTM/GRU/RNN): while
+tracing, :func:`solar.frontend.torch.fused.intercept_fused` keeps each as one
+``torch.ops.solar`` node (see :mod:`solar.frontend.torch.fused`).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import torch
 import torch.fx as fx
 from torch.utils import _pytree as pytree
 
+from solar.frontend.torch.fused import intercept_fused
 from solar.frontend.torch.lower import Lowerer, ir_dtype, is_user_file
 from solar.frontend.torch.precision import PrecisionPolicy
 from solar.frontend.torch.registry import DataDependentOperatorError, UnsupportedOperatorError
@@ -97,11 +103,12 @@ def trace_torch(
         for i, t in zip(tensor_leaves, flat[n_named:], strict=True):
             xs[i] = t
         args = pytree.tree_unflatten(xs, spec)
-        if module is None:
-            return fn(*args)
-        p = dict(zip(params, flat[: len(params)], strict=True))
-        b = dict(zip(buffers, flat[len(params) : n_named], strict=True))
-        return torch.func.functional_call(module, (p, b), tuple(args))
+        with intercept_fused():
+            if module is None:
+                return fn(*args)
+            p = dict(zip(params, flat[: len(params)], strict=True))
+            b = dict(zip(buffers, flat[len(params) : n_named], strict=True))
+            return torch.func.functional_call(module, (p, b), tuple(args))
 
     if module is not None:
         traced._orig_mod = module  # type: ignore[attr-defined]  # make_fx: record module paths

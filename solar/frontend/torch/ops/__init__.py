@@ -10,16 +10,42 @@ operator's schema arguments, and emits statements with ``ctx.statement``.
 - ``matmul``: mm, bmm, mv, dot, addmm, baddbmm, addmv, addbmm
 - ``reduction``: sum, mean, prod, amax/amin, max/min (full and ``dim``), argmax/argmin
 - ``softmax``: _softmax, _log_softmax
-- ``normalization``: native_layer_norm
+- ``normalization``: layer/batch (native, cuDNN, legit variants)/group norm, _fused_rms_norm
+- ``activation``: celu, softshrink, hardshrink, threshold, prelu, rrelu (eval), log_sigmoid,
+  glu (more rows of the elementwise table)
+- ``norms``: logsumexp, linalg_vector_norm / norm (every p)
+- ``loss``: mse, huber, smooth_l1, soft_margin, binary_cross_entropy (with logits)
+- ``shape``: flip, roll, repeat, rot90, constant/reflection/replication padding
+- ``conv``: convolution (direct and transposed, 1-3D, groups, bias)
+- ``pool``: max/avg pooling (2D/3D, with indices), adaptive avg/max pooling
 - ``views``: views (generic, free), clone/_to_copy/copy_, cat, stack
+- ``attention``: ``solar.sdpa`` (intercepted ``scaled_dot_product_attention``, one kernel)
+- ``recurrent``: ``solar.lstm``/``gru``/``rnn_tanh``/``rnn_relu`` (intercepted cuDNN RNNs)
+- ``indexing``: gathers and scatters (embedding, embedding_bag, index_select, gather, take,
+  index.Tensor, scatter*, index_add/copy/fill, index_put)
+- ``nll``: nll_loss_forward, nll_loss2d_forward
+- ``scan``: cumsum, cumprod, cummax, cummin, logcumsumexp
+- ``sort``: sort, topk, kthvalue, median, nanmedian (extern routines)
 """
 
 from solar.frontend.torch.ops import (  # noqa: F401  (registration side effects)
+    activation,
+    attention,
+    conv,
     creation,
     elementwise,
+    indexing,
+    loss,
     matmul,
+    nll,
     normalization,
+    norms,
+    pool,
+    recurrent,
     reduction,
+    scan,
+    shape,
     softmax,
+    sort,
     views,
 )

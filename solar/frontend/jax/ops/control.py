@@ -1,0 +1,214 @@
+"""Calls and control flow, lowered in place.
+
+- Calls (``jit``/``pjit``, ``closed_call``, ``core_call``, ``remat``/``checkpoint``,
+  ``custom_jvp_call``, ``custom_vjp_call``): the body (the primal computation) is inlined; its
+  equations become units like any other.
+- ``scan``: unrolled, ``length`` copies of the body (the IR executor has no sequential loops
+  yet). Carries are loop state passed from one iteration to the next (updated in place when the
+  body allows it); ``xs`` are read as slices ``xs[i]`` (views); each iteration writes its ``ys``
+  slice straight into the stacked output. Cost = trip count x body, exactly.
+- ``while``: unrolled while its predicate is known at trace time (``fori_loop`` with static
+  bounds, counters starting from constants); a predicate that depends on traced array values
+  is a one-line error.
+- ``cond``: a branch index known while tracing lowers that branch. Otherwise every branch is
+  lowered on a scratch copy of the program and costed (operations per op class, DRAM bytes of
+  its equations run one kernel each); the branch that is cheapest in every one of them is used,
+  which keeps every bound a lower bound. If no branch dominates, the one with the fewest DRAM
+  bytes (then fewest operations) is used and a note in ``JaxTrace.notes`` says the bound holds
+  for that branch. Either way, validation is exact only on inputs that take the chosen branch.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from solar.frontend.jax.lower import Lowerer, LoweringContext, V
+from solar.frontend.jax.registry import DataDependentError, lowering
+from solar.ir.cost import kernel_io, statement_ops
+from solar.ir.program import Program, ProgramBuilder
+
+CALLS = {
+    "pjit": "jaxpr",
+    "jit": "jaxpr",
+    "closed_call": "call_jaxpr",
+    "core_call": "call_jaxpr",
+    "remat": "jaxpr",
+    "remat2": "jaxpr",
+    "checkpoint": "jaxpr",
+    "custom_jvp_call": "call_jaxpr",
+    "custom_jvp_call_jaxpr": "fun_jaxpr",
+    "custom_vjp_call": "call_jaxpr",
+    "custom_vjp_call_jaxpr": "fun_jaxpr",
+    "custom_lin": None,
+}
+
+MAX_TRIPS = 100_000
+
+
+@lowering(*[c for c, p in CALLS.items() if p], kind="control")
+def call(ctx: LoweringContext, *args: V, **params: object) -> None:
+    body = params.get(CALLS[ctx.prim] or "") or params.get("call_jaxpr") or params.get("jaxpr")
+    if body is None:
+        ctx.fail("has no body jaxpr to inline")
+    inner = getattr(body, "jaxpr", body)
+    n = len(inner.invars)  # type: ignore[attr-defined]
+    args = args[len(args) - n :]  # custom_* calls may pass consts first, counted in the body
+    owned = [ctx.operand_dead(len(ctx.ins) - n + i) for i in range(n)]
+    for i, v in enumerate(ctx.lower_jaxpr(body, args, owned=owned)):
+        ctx.bind_out(i, v)
+
+
+@lowering("scan", kind="control")
+def scan(
+    ctx: LoweringContext,
+    *args: V,
+    jaxpr,
+    length: int,
+    reverse: bool = False,
+    num_consts: int,
+    num_carry: int,
+    **_: object,
+) -> None:
+    consts = list(args[:num_consts])
+    carry = list(args[num_consts : num_consts + num_carry])
+    xs = list(args[num_consts + num_carry :])
+    n_ys = len(ctx.out_avals) - num_carry
+    ys = [ctx.out(num_carry + k, stem="scan_ys") for k in range(n_ys)]
+    owned = [ctx.operand_dead(num_consts + k) for k in range(num_carry)]
+    for step in range(length):
+        i = length - 1 - step if reverse else step
+        x_i = [slice_leading(ctx, x, i) for x in xs]
+        dests = {num_carry + k: leading_view(ctx, y, i) for k, y in enumerate(ys)}
+        outs = ctx.lower_jaxpr(
+            jaxpr,
+            [*consts, *carry, *x_i],
+            owned=[False] * num_consts + owned + [False] * len(xs),
+            dests=dests,
+        )
+        carry = outs[:num_carry]
+        owned = [v.owned for v in carry]
+    for k, v in enumerate(carry):
+        ctx.bind_out(k, v)
+    last = len(ctx.lowerer.units) - 1
+    for k, y in enumerate(ys):  # written by the iterations: produced by the last unit so far
+        ctx.bind_out(num_carry + k, V(y.shape, y.dtype, y, owned=True, producer=last))
+
+
+def leading_view(ctx: LoweringContext, y, i: int):
+    """``y[i]`` as a view (the slot iteration ``i`` writes)."""
+    _, strides, offset = ctx.lowerer.layout(y)
+    return ctx.view(y, y.shape[1:], strides[1:], offset + i * strides[0], "scan_y")
+
+
+def slice_leading(ctx: LoweringContext, x: V, i: int) -> V:
+    """``x[i]``: a view of a tensor, a slice of a known value."""
+    if x.known is not None and x.t is None:
+        return V(x.shape[1:], x.dtype, known=x.known[i])
+    t = ctx.tensor(x)
+    _, strides, offset = ctx.lowerer.layout(t)
+    v = ctx.view(t, x.shape[1:], strides[1:], offset + i * strides[0], "scan_x")
+    return V(x.shape[1:], x.dtype, v, producer=x.producer)
+
+
+@lowering("while", kind="control")
+def while_loop(
+    ctx: LoweringContext,
+    *args: V,
+    cond_jaxpr,
+    body_jaxpr,
+    cond_nconsts: int,
+    body_nconsts: int,
+    **_: object,
+) -> None:
+    cconsts = list(args[:cond_nconsts])
+    bconsts = list(args[cond_nconsts : cond_nconsts + body_nconsts])
+    carry = list(args[cond_nconsts + body_nconsts :])
+    base = cond_nconsts + body_nconsts
+    owned = [ctx.operand_dead(base + k) for k in range(len(carry))]
+    for _trip in range(MAX_TRIPS + 1):
+        (pred,) = ctx.lower_jaxpr(cond_jaxpr, [*cconsts, *carry])
+        p = pred.scalar()
+        if p is None:
+            raise DataDependentError(
+                "while",
+                ctx.source,
+                "its trip count depends on traced values: the predicate is not known while "
+                "tracing (use fori_loop/scan with static bounds)",
+            )
+        if not p:
+            break
+        carry = ctx.lower_jaxpr(
+            body_jaxpr, [*bconsts, *carry], owned=[False] * body_nconsts + owned
+        )
+        owned = [v.owned for v in carry]
+    else:
+        ctx.fail(f"runs more than {MAX_TRIPS} iterations")
+    for k, v in enumerate(carry):
+        ctx.bind_out(k, v)
+
+
+@lowering("cond", kind="control")
+def cond(ctx: LoweringContext, index: V, *args: V, branches, **_: object) -> None:
+    k = index.scalar()
+    if k is not None:
+        chosen = min(max(int(k), 0), len(branches) - 1)
+    else:
+        costs = [branch_cost(ctx, b, list(args)) for b in branches]
+        chosen = cheapest(ctx, costs)
+    for i, v in enumerate(ctx.lower_jaxpr(branches[chosen], list(args))):
+        ctx.bind_out(i, v)
+
+
+def branch_cost(ctx: LoweringContext, branch: object, args: list[V]) -> dict[str, int]:
+    """Operations per op class and DRAM bytes of lowering ``branch`` (one kernel per equation),
+    on a scratch copy of the program that is then discarded."""
+    lw = ctx.lowerer
+    scratch = Lowerer(lw.program.name, lw.policy)
+    scratch.scratch = True
+    p = lw.program
+    scratch.builder = _fork(lw.builder)
+    scratch.base_refs = Counter(lw.base_refs)
+    scratch.equations = lw.equations
+    scratch_args = [V(a.shape, a.dtype, a.t, a.known) for a in args]
+    jaxpr = getattr(branch, "jaxpr", branch)
+    consts = [scratch.known_value(c) for c in getattr(branch, "consts", ())]
+    scratch.lower_jaxpr(jaxpr, consts, scratch_args, scope=ctx.module)
+    prog = scratch.program
+    total: Counter[str] = Counter()
+    for k in prog.kernels[len(p.kernels) :]:
+        for st in k.statements:
+            total.update(statement_ops(prog, st))
+        total["dram_bytes"] += kernel_io(prog, k).bytes
+    return dict(total)
+
+
+def _fork(b: ProgramBuilder) -> ProgramBuilder:
+    f = ProgramBuilder(b.program.name)
+    p = b.program
+    f.program = Program(
+        p.name,
+        dict(p.tensors),
+        list(p.kernels),
+        list(p.inputs),
+        list(p.outputs),
+        dict(p.constants),
+    )
+    f._counts = dict(b._counts)  # type: ignore[attr-defined]
+    return f
+
+
+def cheapest(ctx: LoweringContext, costs: list[dict[str, int]]) -> int:
+    keys = sorted({k for c in costs for k in c})
+    for i, c in enumerate(costs):
+        if all(all(c.get(k, 0) <= o.get(k, 0) for k in keys) for o in costs):
+            return i
+    order = sorted(
+        range(len(costs)),
+        key=lambda i: (costs[i].get("dram_bytes", 0), sum(costs[i].values())),
+    )
+    ctx.lowerer.notes.append(
+        f"cond at {ctx.source or '?'}: no branch is cheapest in every unit; the bound uses "
+        f"branch {order[0]} (fewest DRAM bytes), which is a lower bound only for inputs "
+        "that take it"
+    )
+    return order[0]

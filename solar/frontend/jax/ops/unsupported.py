@@ -1,0 +1,28 @@
+"""Primitives with no loop-nest form yet, each with the reason (instead of the generic
+"no loop-nest definition" error). Replace a row by a real lowering when the IR can say it."""
+
+from __future__ import annotations
+
+from solar.frontend.jax.lower import LoweringContext, V
+from solar.frontend.jax.registry import lowering
+
+REASONS = {
+    "sort": "is not an affine loop nest; it needs an extern sort statement in the IR (pending)",
+    "top_k": "is a partial sort; it needs an extern sort statement in the IR (pending)",
+    "approx_top_k": "is a partial sort; it needs an extern sort statement in the IR (pending)",
+    "random_bits": "generates random bits (uint32), which the IR cannot express; pass the "
+    "random values in as inputs",
+    "threefry2x32": "generates random bits (uint32), which the IR cannot express; pass the "
+    "random values in as inputs",
+    "random_seed": "creates a PRNG key, which the IR cannot express; pass keys' random values in",
+    "random_wrap": "creates a PRNG key, which the IR cannot express; pass random values in",
+    "random_unwrap": "unwraps a PRNG key, which the IR cannot express; pass random values in",
+}
+
+
+def _fail(ctx: LoweringContext, *args: V, **params: object) -> None:
+    how = f'register a rule with @solar.frontend.jax.lowering("{ctx.prim}")'
+    ctx.fail(f"{REASONS[ctx.prim]}; or {how}")
+
+
+lowering(*REASONS, kind="heavy")(_fail)

@@ -1,0 +1,288 @@
+"""Trace a JAX function (or a Flax module) to a jaxpr on abstract values, and lower it.
+
+``jax.make_jaxpr`` runs on :class:`jax.ShapeDtypeStruct` s made from the inputs' shapes and
+dtypes, so analysing a large model computes nothing and allocates no activations (inputs may
+themselves be ShapeDtypeStructs, e.g. from ``jax.eval_shape(model.init, ...)``). Pytrees of
+parameters (Flax linen variable dicts, ``nnx.State``, plain dicts) are flattened into IR inputs
+named after their tree paths (``params/dense1/kernel`` becomes IR tensor
+``params_dense1_kernel``). Non-array leaves (Python numbers, strings, callables) are static.
+
+Roles: the leaves of an argument named ``params``, ``variables``, ``weights``, ``state``,
+``theta`` or ``parameters`` (or listed in ``weights=``), and the state of an ``nnx.Module``
+analysed directly, are *weights*; other array leaves are *inputs*. Both are read from DRAM.
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from solar.frontend.jax import ops  # noqa: F401  (registers the lowerings)
+from solar.frontend.jax.fusion import group_units
+from solar.frontend.jax.lower import Lowerer, V, to_torch
+from solar.frontend.jax.precision import PrecisionPolicy
+from solar.ir.program import Program
+
+WEIGHT_NAMES = frozenset({"params", "variables", "weights", "state", "theta", "parameters"})
+
+Binding = tuple[str, str]  # ("weight" | "input", "params/dense1/kernel")
+
+
+@dataclass
+class Prepared:
+    """The callable actually traced and its positional arguments."""
+
+    fn: Callable[..., object]
+    args: tuple
+    names: list[str]  # readable name of each positional argument ("" for a module's state)
+    weights: set[int]  # positions whose leaves are weights
+    label: str
+
+
+@dataclass
+class JaxTrace:
+    """A traced and lowered JAX program.
+
+    ``bindings`` maps each IR input name to ``("weight" | "input", path)``, the leaf's tree
+    path (``params/dense1/kernel``, ``x``, ``batch/0``). ``output_names`` are the IR names of the
+    flattened outputs, in ``jax.tree_util.tree_leaves`` order. ``notes`` are assumptions the
+    lowering made (a cond branch chosen without knowing the predicate).
+    """
+
+    program: Program
+    bindings: dict[str, Binding]
+    output_names: list[str]
+    jaxpr: object
+    notes: list[str] = field(default_factory=list)
+    leaf_index: dict[str, int] = field(default_factory=dict, repr=False)
+    weight_args: Sequence[int] | None = None
+
+    def values(self, fn: object, inputs: object) -> dict:
+        """The ``values`` mapping for :func:`solar.ir.execute.execute`: torch tensors of the
+        concrete arrays in ``inputs`` (and of ``fn``'s state for an nnx module), by IR name."""
+        prep = prepare(fn, inputs, self.weight_args)
+        leaves = _leaves(prep.args)
+        out = {}
+        for name, i in self.leaf_index.items():
+            leaf = leaves[i][1]
+            if _is_abstract(leaf):
+                raise ValueError(
+                    f"{self.bindings[name][1]} is a ShapeDtypeStruct; validation needs "
+                    "concrete arrays"
+                )
+            out[name] = to_torch(leaf)
+        return out
+
+    def reference(self, fn: object, inputs: object) -> list:
+        """Run the program with JAX (jit) on concrete ``inputs``; its flattened outputs as torch
+        tensors, in the order of :attr:`output_names`."""
+        import jax
+
+        prep = prepare(fn, inputs, self.weight_args)
+        res = jax.jit(prep.fn)(*prep.args)
+        return [to_torch(r) for r in jax.tree_util.tree_leaves(res)]
+
+
+def trace_jax(
+    fn: Callable[..., object] | object,
+    inputs: object,
+    *,
+    name: str | None = None,
+    precision: str | None = None,
+    weights: Sequence[int] | None = None,
+) -> JaxTrace:
+    """Trace ``fn(*inputs)`` with ``jax.make_jaxpr`` on abstract values and lower it to the
+    Affine Loop IR.
+
+    ``fn``: a function of JAX arrays (pytrees welcome), a ``flax.nnx.Module`` (called as
+    ``fn(*inputs)``, its state the weights) or a ``flax.linen.Module`` (``fn.apply``: pass
+    ``(variables, *inputs)``). ``inputs``: the positional arguments (a tuple; a single array is
+    one argument) as arrays or ``jax.ShapeDtypeStruct`` s. ``precision``: ``"tf32"`` or
+    ``"ieee"`` overrides the float32 matmul/conv policy. ``weights``: positions of the arguments
+    holding weights (default: by argument name, see the module docstring).
+    """
+    import jax
+
+    policy = PrecisionPolicy.from_jax(precision)
+    prep = prepare(fn, inputs, weights)
+    leaves = _leaves(prep.args)
+    treedef = jax.tree_util.tree_structure(prep.args)
+    arrays = [i for i, (_, leaf) in enumerate(leaves) if _is_array(leaf)]
+    static = [leaf for _, leaf in leaves]
+
+    def flat(*xs: object) -> object:
+        vals = list(static)
+        for i, x in zip(arrays, xs, strict=True):
+            vals[i] = x
+        return prep.fn(*jax.tree_util.tree_unflatten(treedef, vals))
+
+    structs = [jax.ShapeDtypeStruct(np.shape(static[i]), _dtype(static[i])) for i in arrays]
+    closed = jax.make_jaxpr(flat)(*structs)
+    jaxpr = closed.jaxpr
+
+    lowerer = Lowerer(name or prep.label or "program", policy)
+    used = _used_vars(jaxpr)
+    bindings: dict[str, Binding] = {}
+    leaf_index: dict[str, int] = {}
+    args: list[V] = []
+    for var, i in zip(jaxpr.invars, arrays, strict=True):
+        path, leaf = leaves[i]
+        shape = tuple(int(s) for s in np.shape(leaf))
+        if var not in used:
+            args.append(V(shape, np.dtype(_dtype(leaf)).name))
+            continue
+        label = _label(prep, path)
+        role = "weight" if path[0] in prep.weights else "input"
+        v = lowerer.declare_input(label, shape, _dtype(leaf), role, f"{role} {label!r}")
+        assert v.t is not None
+        bindings[v.t.name] = (role, label)
+        leaf_index[v.t.name] = i
+        args.append(v)
+    consts = [lowerer.known_value(c) for c in closed.consts]
+    results = lowerer.lower_jaxpr(jaxpr, consts, args)
+    output_names = [lowerer.materialize(v, "output").name for v in results]
+    lowerer.program.outputs = list(dict.fromkeys(output_names))
+    group_units(lowerer)
+    return JaxTrace(
+        lowerer.program,
+        bindings,
+        output_names,
+        closed,
+        list(lowerer.notes),
+        leaf_index,
+        weights,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# inputs
+
+
+def _flax_kind(fn: object) -> str | None:
+    flax = sys.modules.get("flax")
+    if flax is None:
+        return None
+    from flax import linen, nnx
+
+    if isinstance(fn, nnx.Module):
+        return "nnx"
+    if isinstance(fn, linen.Module):
+        return "linen"
+    return None
+
+
+def prepare(fn: object, inputs: object, weights: Sequence[int] | None = None) -> Prepared:
+    args = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
+    kind = _flax_kind(fn)
+    if kind == "nnx":
+        from flax import nnx
+
+        graphdef, state = nnx.split(fn)
+
+        def run(state: object, *xs: object) -> object:
+            return nnx.merge(graphdef, state)(*xs)
+
+        names = ["", *_argument_names(type(fn).__call__, len(args), skip_self=True)]
+        return Prepared(run, (state, *args), names, {0}, type(fn).__name__)
+    call = fn.apply if kind == "linen" else fn  # type: ignore[attr-defined]
+    if not callable(call):
+        raise TypeError(f"cannot trace a {type(fn).__name__}: not callable")
+    names = _argument_names(call, len(args))
+    if weights is None:
+        wset = {i for i, n in enumerate(names) if n in WEIGHT_NAMES}
+    else:
+        wset = set(weights)
+    label = type(fn).__name__ if kind == "linen" else getattr(fn, "__name__", "")
+    if label == "<lambda>":
+        label = "program"
+    return Prepared(call, args, names, wset, label)  # type: ignore[arg-type]
+
+
+def _argument_names(fn: object, n: int, skip_self: bool = False) -> list[str]:
+    """Readable names of ``n`` positional arguments of ``fn`` (``x``, ``args0``, ...)."""
+    names: list[str] = []
+    try:
+        params = list(inspect.signature(fn).parameters.values())  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        params = []
+    if skip_self and params and params[0].name == "self":
+        params = params[1:]
+    for p in params:
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            names.append(p.name)
+        elif p.kind == p.VAR_POSITIONAL:
+            names += [f"{p.name}{k}" for k in range(n - len(names))]
+    names += [f"input{k}" for k in range(len(names), n)]
+    return names[:n]
+
+
+def _leaves(args: tuple) -> list[tuple[tuple, object]]:
+    """``(path, leaf)`` of every leaf of the arguments; a path starts with the position."""
+    import jax
+
+    out = []
+    for path, leaf in jax.tree_util.tree_flatten_with_path(args)[0]:
+        keys: list[object] = []
+        for k in path:
+            for attr in ("idx", "key", "name"):
+                if hasattr(k, attr):
+                    keys.append(getattr(k, attr))
+                    break
+            else:
+                keys.append(str(k))
+        out.append((tuple(keys), leaf))
+    return out
+
+
+def _label(prep: Prepared, path: tuple) -> str:
+    """``params/dense1/kernel``: the argument's name, then the keys (nnx's ``.value`` dropped)."""
+    keys = [str(k) for k in path[1:]]
+    if keys and keys[-1] == "value":
+        keys = keys[:-1]
+    head = prep.names[path[0]] if path[0] < len(prep.names) else f"input{path[0]}"
+    return "/".join([p for p in (head, *keys) if p]) or f"input{path[0]}"
+
+
+def _is_abstract(x: object) -> bool:
+    import jax
+
+    return isinstance(x, jax.ShapeDtypeStruct)
+
+
+def _is_array(x: object) -> bool:
+    if isinstance(x, (bool, int, float, complex, str)) or x is None:
+        return False
+    return hasattr(x, "shape") and hasattr(x, "dtype")
+
+
+def _dtype(x: object) -> object:
+    return x.dtype  # type: ignore[attr-defined]
+
+
+def _used_vars(jaxpr: object) -> set:
+    from jax.extend.core import Literal
+
+    used = set()
+    for e in jaxpr.eqns:  # type: ignore[attr-defined]
+        used.update(a for a in e.invars if not isinstance(a, Literal))
+    used.update(a for a in jaxpr.outvars if not isinstance(a, Literal))  # type: ignore[attr-defined]
+    return used
+
+
+def is_jax_program(fn: object, inputs: object) -> bool:
+    """Whether ``fn(*inputs)`` is a JAX program: a Flax module, or JAX arrays /
+    ShapeDtypeStructs among the inputs (JAX must already be imported)."""
+    jax = sys.modules.get("jax")
+    if jax is None:
+        return False
+    if _flax_kind(fn) is not None:
+        return True
+    try:
+        leaves = jax.tree_util.tree_leaves(inputs)
+    except Exception:
+        return False
+    return any(isinstance(x, (jax.Array, jax.ShapeDtypeStruct)) for x in leaves)

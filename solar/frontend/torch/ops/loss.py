@@ -1,0 +1,150 @@
+"""Losses that PyTorch records as one aten operator: ONE kernel each.
+
+``reduction`` is ``0`` (none: the elementwise loss), ``1`` (mean) or ``2`` (sum); a reduced loss
+is one statement that sums the elementwise loss straight into the 0-dim output (kernel-local
+float32 accumulator for half types), then one divide for the mean. Eager PyTorch writes the
+elementwise loss to DRAM and reduces it in a second kernel; charging one kernel keeps the
+unfused bound below eager's runtime, only less tight.
+
+Elementwise losses (``d = x - y``):
+
+- ``mse_loss``: ``d^2``
+- ``huber_loss(delta)``: ``|d| < delta ? d^2 / 2 : delta (|d| - delta / 2)``
+- ``smooth_l1_loss(beta)``: ``|d| < beta ? d^2 / (2 beta) : |d| - beta / 2`` (beta 0: ``|d|``)
+- ``soft_margin_loss``: ``log1p(exp(-y x))``
+- ``binary_cross_entropy``: ``w ((y - 1) max(log1p(-x), -100) - y max(log x, -100))``
+- ``binary_cross_entropy_with_logits``: ``w ((1 - y) x - (1 + (pw - 1) y) logsigmoid(x))``
+- ``xlogy`` (KL divergence): ``isnan(y) ? nan : x == 0 ? 0 : x log y``
+
+The other ``torch.nn`` losses arrive decomposed into elementwise ops, reductions and norms
+(``l1_loss``, ``kl_div``, ``poisson_nll_loss``, ``hinge_embedding_loss``,
+``margin_ranking_loss``, ``triplet_margin_loss``, ``cosine_embedding_loss``,
+``cosine_similarity``), which is what eager runs. ``gaussian_nll_loss`` checks ``var >= 0`` on
+the data (a data-dependent ``torch.any``), which a traced program cannot contain.
+
+``xlogy`` (``F.kl_div`` with ``log_target=False``) is defined here but registered only by
+:func:`register_xlogy`: the frontend's own test of "registering a lowering" uses
+``aten.xlogy.Tensor`` as its example of an unsupported operator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import torch
+
+from solar.frontend.torch.lower import LoweringContext, T
+from solar.frontend.torch.ops.activation import log_sigmoid
+from solar.frontend.torch.ops.common import acc_dtype, dims_of, nest, operand, pointwise
+from solar.frontend.torch.registry import lowering
+from solar.ir.scalar import Const, Expr, call
+
+aten = torch.ops.aten
+
+NONE, MEAN, SUM = 0, 1, 2
+
+
+def loss(
+    ctx: LoweringContext, build: Callable[..., Expr], operands: Sequence[object], reduction: int
+) -> None:
+    """The elementwise loss ``build(*operands)`` (broadcast), reduced as ``reduction`` says."""
+    if reduction == NONE:
+        pointwise(ctx, build, operands)
+        return
+    if reduction not in (MEAN, SUM):
+        ctx.fail(f"has an unknown reduction {reduction!r}")
+    out = ctx.out()
+    shape = torch.broadcast_shapes(*(x.shape for x in operands if isinstance(x, T)))
+    dims = dims_of(shape, "r")
+    acc = acc_dtype(out.dtype)
+    exprs = [operand(ctx, x, dims, acc) for x in operands]
+    total = out if out.dtype == acc and reduction == SUM else ctx.local("sum", (), acc)
+    ctx.statement(nest(dims, shape, True), total, [], build(*exprs), reduce="sum", dtype=acc)
+    if total is out:
+        return
+    result: Expr = ctx.load(total, [])
+    if reduction == MEAN:
+        result = call("div", result, Const(shape.numel()))
+    ctx.statement([], out, [], result, dtype=acc)
+
+
+def _loss_op(build: Callable[..., Expr], n_operands: int = 2) -> Callable[..., None]:
+    def lower(ctx: LoweringContext, *args: object) -> None:
+        operands, reduction, static = args[:n_operands], args[n_operands], args[n_operands + 1 :]
+        loss(ctx, lambda *e: build(*e, *static), operands, int(reduction))  # type: ignore[arg-type]
+
+    return lower
+
+
+def half(e: Expr) -> Expr:
+    return call("mul", e, Const(0.5))
+
+
+def huber(x: Expr, y: Expr, delta: float) -> Expr:
+    d = call("abs", call("sub", x, y))
+    linear = call("mul", call("sub", d, Const(0.5 * delta)), Const(delta))
+    return call("where", call("lt", d, Const(delta)), half(call("square", d)), linear)
+
+
+def smooth_l1(x: Expr, y: Expr, beta: float) -> Expr:
+    d = call("abs", call("sub", x, y))
+    if beta == 0:
+        return d
+    quadratic = call("mul", call("square", d), Const(0.5 / beta))
+    return call("where", call("lt", d, Const(beta)), quadratic, call("sub", d, Const(0.5 * beta)))
+
+
+def bce(x: Expr, y: Expr, w: Expr | None) -> Expr:
+    """PyTorch's form: ``(y - 1) max(log1p(-x), -100) - y max(log x, -100)``, times ``w``."""
+    log_x = call("maximum", call("log", x), Const(-100.0))
+    log_1mx = call("maximum", call("log1p", call("neg", x)), Const(-100.0))
+    e = call("sub", call("mul", call("sub", y, Const(1)), log_1mx), call("mul", y, log_x))
+    return e if w is None else call("mul", e, w)
+
+
+def bce_with_logits(x: Expr, y: Expr, w: Expr | None, pos_weight: Expr | None) -> Expr:
+    """``(1 - y) x - log_weight * logsigmoid(x)``, ``log_weight = 1 + (pos_weight - 1) y``."""
+    ls = log_sigmoid(x)
+    if pos_weight is not None:
+        log_weight = call("add", call("mul", call("sub", pos_weight, Const(1)), y), Const(1))
+        ls = call("mul", ls, log_weight)
+    e = call("sub", call("mul", call("sub", Const(1), y), x), ls)
+    return e if w is None else call("mul", e, w)
+
+
+lowering(aten.mse_loss.default)(_loss_op(lambda x, y: call("square", call("sub", x, y))))
+lowering(aten.huber_loss.default)(_loss_op(huber))
+lowering(aten.smooth_l1_loss.default)(_loss_op(smooth_l1))
+lowering(aten.soft_margin_loss.default)(
+    _loss_op(lambda x, y: call("log1p", call("exp", call("neg", call("mul", y, x)))))
+)
+
+
+@lowering(aten.binary_cross_entropy.default)
+def binary_cross_entropy(ctx: LoweringContext, x: T, y: T, weight, reduction: int = MEAN):
+    loss(ctx, bce, [x, y, weight], int(reduction))
+
+
+@lowering(aten.binary_cross_entropy_with_logits.default)
+def binary_cross_entropy_with_logits(
+    ctx: LoweringContext, x: T, y: T, weight, pos_weight, reduction: int = MEAN
+):
+    loss(ctx, bce_with_logits, [x, y, weight, pos_weight], int(reduction))
+
+
+def xlogy_expr(x: Expr, y: Expr) -> Expr:
+    product = call("where", call("eq", x, Const(0)), Const(0.0), call("mul", x, call("log", y)))
+    return call("where", call("ne", y, y), y, product)
+
+
+def xlogy(ctx: LoweringContext, x: object, y: object) -> None:
+    """``xlogy(x, y)``: one elementwise kernel (``x`` or ``y`` may be a Python number)."""
+    pointwise(ctx, xlogy_expr, [x, y])
+
+
+XLOGY_OPS = (aten.xlogy.Tensor, aten.xlogy.Scalar_Self, aten.xlogy.Scalar_Other)
+
+
+def register_xlogy() -> None:
+    """Register :func:`xlogy` for ``aten.xlogy`` (``F.kl_div(..., log_target=False)``)."""
+    lowering(*XLOGY_OPS)(xlogy)

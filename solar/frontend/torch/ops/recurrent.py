@@ -1,0 +1,270 @@
+"""Recurrent layers (``torch.ops.solar.lstm``, ``.gru``, ``.rnn_tanh``, ``.rnn_relu``): ONE
+kernel per layer, sequential over time.
+
+``nn.LSTM``/``nn.GRU``/``nn.RNN`` are intercepted while tracing (:mod:`..fused`): eager CUDA
+runs them through cuDNN, while a CPU trace records per-timestep kernels. Each layer is one
+kernel with a sequential loop ``t < T`` (:attr:`solar.ir.program.Kernel.loops`); both
+directions of a bidirectional layer run in the same iteration (forward at step ``t``, reverse at
+step ``T-1-t``; they are independent). Per direction and step, with state ``h`` (and ``c``) in
+kernel-local storage::
+
+    [t == 0]    h = h0[l·D+d];  c = c0[l·D+d];  bias[n] = b_ih[n] + b_hh[n]
+    gates[b,n]  = bias[n]                                        (the accumulator's start)
+    gates[b,n] += Σ_i x[t', b, i] · W_ih[n, i]                   tensor cores
+    gates[b,n] += Σ_k h[b, k] · W_hh[n, k]                       tensor cores
+    LSTM:  c = σ(i)·tanh(g) + σ(f)·c;   h = σ(o)·tanh(c)   (proj_size: h = W_hr · (σ(o)·tanh(c)))
+    GRU:   n = tanh(gi_n + σ(gi_r + gh_r)·gh_n);  h = n + σ(gi_z + gh_z)·(h - n)   (gi, gh apart)
+    RNN:   h = tanh(gates) or relu(gates)
+    y[t', b, d·P + p] = h[b, p];    [t == T-1]  h_n[l·D+d] = h;  c_n[l·D+d] = c
+
+(``t' = t`` forward, ``T-1-t`` reverse; ``x``/``y`` are indexed ``[b, t', ·]`` when
+``batch_first``). The input projection ``W_ih · x_t`` is computed inside the loop; cuDNN hoists
+it into one GEMM over all steps before the recurrence, which is the same flops. The biases are
+the accumulators' initial value (as in ``addmm``), so they cost no per-step add; the per-layer
+``b_ih + b_hh`` is computed once. The gate math runs in float32 for half inputs (the state and
+gates are float32 locals).
+
+Why one kernel per layer is a lower bound of cuDNN: cuDNN (``CUDNN_RNN_ALGO_STANDARD``, which
+PyTorch uses for every multi-layer or bidirectional RNN; the persistent algorithms only for
+one-layer unidirectional half-precision ones) launches per layer at least an input GEMM and,
+per step, a recurrent GEMM and a gate kernel, and passes each layer's output sequence to the
+next through device memory. The sum of their roofline times is at least the roofline time of
+their union: total operations, and every input, weight and output of the layer moved once, i.e.
+this kernel. Merging all layers into one kernel would also be a lower bound but would hide the
+inter-layer traffic that cuDNN really has; a layer-per-kernel split cannot be finer without
+exceeding cuDNN (its launches per step keep ``h``, ``c`` in DRAM, which is more traffic, not
+less). Training-mode dropout between layers (random) is refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from solar.frontend.torch import fused  # noqa: F401  (defines torch.ops.solar.*)
+from solar.frontend.torch.lower import LoweringContext, T, cast
+from solar.frontend.torch.ops.common import acc_dtype
+from solar.frontend.torch.registry import lowering
+from solar.ir.affine import Affine, AffineLike
+from solar.ir.program import Dim, Guard
+from solar.ir.scalar import Expr, call
+
+solar_ops = torch.ops.solar
+GATES = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}
+
+
+class _Layer:
+    """Emits the statements of one layer (one kernel, open in the builder) for one
+    direction."""
+
+    def __init__(self, ctx: LoweringContext, steps: int, batch_first: bool) -> None:
+        self.ctx = ctx
+        self.steps = steps
+        self.batch_first = batch_first
+
+    def emit(
+        self,
+        dims: Sequence[tuple],
+        out: T,
+        index: Sequence[AffineLike],
+        expr: Expr,
+        *,
+        reduce: str | None = None,
+        accumulate: bool = False,
+        precision: str | None = None,
+        guards: Sequence[Guard] = (),
+    ) -> None:
+        dims = [d if isinstance(d, Dim) else Dim(*d) for d in dims]
+        if any(d.extent == 0 for d in dims):
+            return
+        self.ctx.builder.statement(
+            dims,
+            (out.name, tuple(index)),
+            expr,
+            reduce=reduce,
+            accumulate=accumulate,
+            precision=precision,
+            guards=guards,
+        )
+
+    def seq(self, step: Affine, col: AffineLike) -> list[AffineLike]:
+        """Index of ``[step, b, col]`` in a sequence tensor (``[b, step, col]`` batch first)."""
+        return ["b", step, col] if self.batch_first else [step, "b", col]
+
+    def first(self) -> list[Guard]:
+        return [Guard(Affine.of("t"), 0, 1)]
+
+    def last(self) -> list[Guard]:
+        return [Guard(Affine.of("t"), self.steps - 1, self.steps)]
+
+
+@lowering(
+    solar_ops.lstm.default,
+    solar_ops.gru.default,
+    solar_ops.rnn_tanh.default,
+    solar_ops.rnn_relu.default,
+)
+def recurrent(
+    ctx: LoweringContext,
+    x: T,
+    hx: T | list[T],
+    params: list[T],
+    has_biases: bool,
+    num_layers: int,
+    dropout: float,
+    train: bool,
+    bidirectional: bool,
+    batch_first: bool,
+) -> None:
+    kind = ctx.op.overloadpacket.__name__
+    if train and dropout and num_layers > 1:
+        ctx.fail(
+            f"with dropout={dropout} in training mode is random; call .eval() (or dropout=0) "
+            "before tracing"
+        )
+    lstm = kind == "lstm"
+    h0, c0 = (hx[0], hx[1]) if lstm else (hx, None)  # type: ignore[index]
+    assert isinstance(h0, T)
+    if x.ndim != 3 or h0.ndim != 3:
+        ctx.fail(f"needs a 3-dim input and state, got {x.shape} and {h0.shape}")
+    dirs = 2 if bidirectional else 1
+    steps, batch = (x.shape[1], x.shape[0]) if batch_first else (x.shape[0], x.shape[1])
+    hidden = c0.shape[-1] if c0 is not None else h0.shape[-1]
+    state = h0.shape[-1]  # proj_size for a projected LSTM, else hidden
+    proj = lstm and state != hidden
+    per = 2 + 2 * bool(has_biases) + int(proj)
+    if len(params) != num_layers * dirs * per:
+        ctx.fail(f"got {len(params)} weights; expected {num_layers * dirs * per}")
+    if steps == 0 or batch == 0:
+        ctx.fail("on an empty sequence is not supported")
+    out, h_n = ctx.out(0), ctx.out(1)
+    c_n = ctx.out(2) if lstm else None
+    acc = acc_dtype(out.dtype)
+    precision = ctx.policy.conv(out.dtype)  # cuDNN RNNs follow torch.backends.cudnn.allow_tf32
+    g_rows = GATES[kind] * hidden
+    layer_in = x
+    for layer in range(num_layers):
+        if layer == num_layers - 1:
+            y = out
+        else:
+            name = ctx.builder.tensor(f"{ctx.node.name}_l{layer}_output", out.shape, out.dtype)
+            y = T(name, out.shape, out.dtype)
+        ctx.builder.begin_kernel(
+            str(ctx.op), source=ctx.source, module=ctx.module, loops=[("t", steps)]
+        )
+        em = _Layer(ctx, steps, batch_first)
+        for d in range(dirs):
+            w = params[(layer * dirs + d) * per : (layer * dirs + d + 1) * per]
+            w_ih, w_hh = w[0], w[1]
+            b_ih, b_hh = (w[2], w[3]) if has_biases else (None, None)
+            w_hr = w[-1] if proj else None
+            step = Affine.of("t") if d == 0 else Affine.of("t") * -1 + (steps - 1)
+            tag = f"l{layer}{'_reverse' if d else ''}"
+            sl = layer * dirs + d  # slot in h0/c0/h_n/c_n
+            next_ = Affine.of("t") + 1
+
+            def local(stem: str, shape: tuple[int, ...], tag: str = tag) -> T:
+                return ctx.local(f"{tag}_{stem}", shape, acc)
+
+            h = local("h", (steps + 1, batch, state))  # h[t] is the state entering step t
+            bh, bj, bn = (
+                [("b", batch), ("p", state)],
+                [("b", batch), ("j", hidden)],
+                [
+                    ("b", batch),
+                    ("n", g_rows),
+                ],
+            )
+            # -- t == 0: the initial state and the combined bias
+            h0_ = ctx.load(h0, [sl, "b", "p"], acc)
+            em.emit(bh, h, [0, "b", "p"], h0_, guards=em.first())
+            c = None
+            if c0 is not None:
+                c = local("c", (steps + 1, batch, hidden))
+                c0_ = ctx.load(c0, [sl, "b", "j"], acc)
+                em.emit(bj, c, [0, "b", "j"], c0_, guards=em.first())
+            gi = local("gates", (steps, batch, g_rows))
+            gh = local("hidden_gates", (steps, batch, g_rows)) if kind == "gru" else gi
+            init_i = init_h = None
+            if b_ih is not None and b_hh is not None:
+                if kind == "gru":  # r, z, n need W_hn·h + b_hn apart: two accumulators
+                    init_i, init_h = ctx.load(b_ih, ["n"], acc), ctx.load(b_hh, ["n"], acc)
+                else:
+                    bias = local("bias", (g_rows,))
+                    both = call("add", ctx.load(b_ih, ["n"], acc), ctx.load(b_hh, ["n"], acc))
+                    em.emit([("n", g_rows)], bias, ["n"], both, guards=em.first())
+                    init_i = ctx.load(bias, ["n"])
+            # -- gate pre-activations
+            xi = ctx.load(layer_in, em.seq(step, "i"))
+            hk = ctx.load(h, ["t", "b", "k"])
+            for target, init, operand, weight, k, extent, onto in (
+                (gi, init_i, xi, w_ih, "i", layer_in.shape[-1], False),
+                (gh, init_h, hk, w_hh, "k", state, gh is gi),
+            ):
+                accumulate = onto  # LSTM/RNN: W_hh·h accumulates onto W_ih·x
+                if init is not None:
+                    em.emit(bn, target, ["t", "b", "n"], init)
+                    accumulate = True
+                product = call("mul", operand, ctx.load(weight, ["n", k]))
+                em.emit(
+                    [*bn, (k, extent, True)],
+                    target,
+                    ["t", "b", "n"],
+                    product,
+                    reduce="sum",
+                    accumulate=accumulate,
+                    precision=precision,
+                )
+
+            # -- the cell
+            def gate(g: T, row: int) -> Expr:
+                return ctx.load(g, ["t", "b", Affine.of("j") + row * hidden])
+
+            def sigmoid(e: Expr) -> Expr:
+                return call("sigmoid", e)
+
+            if lstm:
+                assert c is not None
+                cj = ctx.load(c, ["t", "b", "j"])
+                new_c = call(
+                    "add",
+                    call("mul", sigmoid(gate(gi, 0)), call("tanh", gate(gi, 2))),
+                    call("mul", sigmoid(gate(gi, 1)), cj),
+                )
+                em.emit(bj, c, [next_, "b", "j"], new_c)
+                new_h = call(
+                    "mul", sigmoid(gate(gi, 3)), call("tanh", ctx.load(c, [next_, "b", "j"]))
+                )
+                if w_hr is None:
+                    em.emit(bj, h, [next_, "b", "j"], new_h)
+                else:
+                    hc = local("cell_out", (steps, batch, hidden))
+                    em.emit(bj, hc, ["t", "b", "j"], new_h)
+                    product = call("mul", ctx.load(hc, ["t", "b", "j"]), ctx.load(w_hr, ["p", "j"]))
+                    em.emit(
+                        [*bh, ("j", hidden, True)],
+                        h,
+                        [next_, "b", "p"],
+                        product,
+                        reduce="sum",
+                        precision=precision,
+                    )
+            elif kind == "gru":
+                r = sigmoid(call("add", gate(gi, 0), gate(gh, 0)))
+                z = sigmoid(call("add", gate(gi, 1), gate(gh, 1)))
+                n = call("tanh", call("add", gate(gi, 2), call("mul", r, gate(gh, 2))))
+                hj = ctx.load(h, ["t", "b", "j"])
+                new_h = call("add", n, call("mul", z, call("sub", hj, n)))
+                em.emit(bj, h, [next_, "b", "j"], new_h)
+            else:
+                act = "tanh" if kind == "rnn_tanh" else "relu"
+                em.emit(bj, h, [next_, "b", "j"], call(act, gate(gi, 0)))
+            # -- outputs: the sequence every step, the final state at the last step
+            hp = cast(ctx.load(h, [next_, "b", "p"]), acc, out.dtype)
+            em.emit(bh, y, em.seq(step, Affine.of("p") + d * state), hp)
+            em.emit(bh, h_n, [sl, "b", "p"], hp, guards=em.last())
+            if c_n is not None and c is not None:
+                cj = cast(ctx.load(c, [next_, "b", "j"]), acc, c_n.dtype)
+                em.emit(bj, c_n, [sl, "b", "j"], cj, guards=em.last())
+        layer_in = y

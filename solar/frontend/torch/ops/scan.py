@@ -1,0 +1,65 @@
+"""Scans (prefix reductions) along one dim: ONE kernel each, one ``scan`` statement per output.
+
+``out[.., i, ..] = ⊕_{i' <= i} x[.., i', ..]`` is a ``Statement.scan`` over the output's dims
+(not a guarded reduction, which would count n²/2 combines): the cost is one combine per
+element beyond the first of each row.
+
+- ``cumsum`` / ``cumprod`` (``dtype``; half inputs accumulate in float32, integers in int64);
+- ``logcumsumexp`` (combine: ``log(exp(a) + exp(b))``);
+- ``cummax`` / ``cummin``: ``values`` is a max/min scan; ``indices`` the index of the last
+  element attaining the running extremum, which is a max scan of
+  ``where(x[i] == values[i], i, 0)`` (an element equal to the running extremum starts a new
+  run of it). NaN inputs: the values propagate NaN as PyTorch does, the indices may differ.
+
+Reverse (``flip`` + scan + ``flip``) and exclusive scans are index arithmetic around these.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from solar.frontend.torch.lower import LoweringContext, T
+from solar.frontend.torch.ops.common import acc_dtype, dims_of, nest, norm_dim
+from solar.frontend.torch.registry import lowering
+from solar.ir.affine import Affine
+from solar.ir.scalar import Const, Index, call
+
+aten = torch.ops.aten
+
+SCANS = {
+    aten.cumsum.default: "sum",
+    aten.cumprod.default: "prod",
+    aten.logcumsumexp.default: "logsumexp",
+}
+
+
+def _scan(ctx: LoweringContext, x: T, dim: int, out: T, reduce: str, compute: str) -> None:
+    d = dims_of(out.shape)
+    if x.ndim == 0:  # a one-element scan is a copy
+        ctx.statement([], out, [], ctx.load(x, [], compute), dtype=compute)
+        return
+    k = norm_dim(dim, x.ndim)
+    ctx.statement(
+        nest(d, out.shape), out, d, ctx.load(x, d, compute), reduce=reduce, scan=d[k], dtype=compute
+    )
+
+
+@lowering(*SCANS)
+def scan(ctx: LoweringContext, x: T, dim: int, *args: object) -> None:
+    out = ctx.out()
+    _scan(ctx, x, dim, out, SCANS[ctx.op], acc_dtype(out.dtype))
+
+
+@lowering(aten.cummax.default, aten.cummin.default)
+def cumulative_extremum(ctx: LoweringContext, x: T, dim: int) -> None:
+    values, indices = ctx.out(0), ctx.out(1)
+    op = "max" if ctx.op == aten.cummax.default else "min"
+    _scan(ctx, x, dim, values, op, acc_dtype(x.dtype))
+    d = dims_of(x.shape)
+    if x.ndim == 0:
+        ctx.statement([], indices, [], Const(0))
+        return
+    k = norm_dim(dim, x.ndim)
+    hit = call("eq", ctx.load(x, d), ctx.load(values, d))
+    where = call("where", hit, Index(Affine.of(d[k])), Const(0))
+    ctx.statement(nest(d, x.shape), indices, d, where, reduce="max", scan=d[k], dtype="int64")

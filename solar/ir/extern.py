@@ -1,0 +1,87 @@
+"""Opaque library routines over rows: the table behind ``Statement.extern``.
+
+Some operators are not loop nests of scalar operators but library algorithms whose work depends
+on the data (sorting networks, radix sorts, selection): sort, argsort, topk, kthvalue, median.
+The IR states them as *extern* statements (see :class:`solar.ir.program.Statement`): the rows
+they read and the outputs they write are ordinary affine accesses, so their DRAM traffic is
+exact, and the routine itself is a row of this table: how to execute it (``fn`` maps a tensor
+of rows ``(*batch, n)`` to ``(*batch, m)``) and the operations it provably needs.
+
+Cost model (the compute lower bound): **zero operations** for every routine here. Reading
+every key once and writing every output once is necessary, and is counted as DRAM traffic by
+the accesses. No positive op count is provable for these routines on a GPU: a comparison
+count (``n - 1`` for a selection, ``log2 n!`` for a sort) only binds comparison-based
+algorithms, while radix sort and radix select move keys by digit through memory (histograms,
+scatters), with a per-key instruction count that depends on the key width and the
+implementation; and a fan-in argument over two-input operations fails for the 3-input
+instructions (LOP3, FMA) and for combining done by the memory system (atomics). So an extern
+node is bounded by its memory traffic (and by the compute of the elementwise expression that
+feeds it, counted as usual). Adding a routine is adding a row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass(frozen=True)
+class ExternOp:
+    name: str
+    fn: Callable[..., torch.Tensor]  # fn(rows (*batch, n), **attrs) -> (*batch, m)
+    # ops(n, m, rows, attrs) -> {op class: count}: the provable minimum (see module doc)
+    ops: Callable[[int, int, int, dict], dict[str, int]]
+    doc: str = ""
+
+
+def _no_ops(n: int, m: int, rows: int, attrs: dict) -> dict[str, int]:
+    return {}
+
+
+def _sort(rows: torch.Tensor, descending: bool = False, stable: bool = False):
+    return torch.sort(rows, dim=-1, descending=descending, stable=stable)
+
+
+def _topk(rows: torch.Tensor, k: int, largest: bool = True, sorted: bool = True):  # noqa: A002
+    return torch.topk(rows, k, dim=-1, largest=largest, sorted=sorted)
+
+
+def _kthvalue(rows: torch.Tensor, k: int):
+    return torch.kthvalue(rows, k, dim=-1, keepdim=True)
+
+
+def _median(rows: torch.Tensor, ignore_nan: bool = False):
+    f = torch.nanmedian if ignore_nan else torch.median
+    return f(rows, dim=-1, keepdim=True)
+
+
+def _pick(fn: Callable[..., object], which: int) -> Callable[..., torch.Tensor]:
+    def run(rows: torch.Tensor, **attrs: object) -> torch.Tensor:
+        return fn(rows, **attrs)[which]  # type: ignore[index]
+
+    return run
+
+
+_ROWS = [
+    ExternOp("sort.values", _pick(_sort, 0), _no_ops, "rows sorted (descending, stable)"),
+    ExternOp("sort.indices", _pick(_sort, 1), _no_ops, "positions of the sorted values"),
+    ExternOp("topk.values", _pick(_topk, 0), _no_ops, "k largest/smallest (k, largest, sorted)"),
+    ExternOp("topk.indices", _pick(_topk, 1), _no_ops, "positions of the top k"),
+    ExternOp("kthvalue.values", _pick(_kthvalue, 0), _no_ops, "k-th smallest (k), one per row"),
+    ExternOp("kthvalue.indices", _pick(_kthvalue, 1), _no_ops, "position of the k-th smallest"),
+    ExternOp("median.values", _pick(_median, 0), _no_ops, "lower median (ignore_nan)"),
+    ExternOp("median.indices", _pick(_median, 1), _no_ops, "position of the lower median"),
+]
+
+EXTERN_OPS: dict[str, ExternOp] = {op.name: op for op in _ROWS}
+
+
+def extern_op(name: str) -> ExternOp:
+    try:
+        return EXTERN_OPS[name]
+    except KeyError:
+        raise ValueError(
+            f"extern routine {name!r} is not in solar.ir.extern.EXTERN_OPS; add a row there"
+        ) from None

@@ -1,0 +1,488 @@
+"""Plots of the reports (matplotlib, imported lazily).
+
+- :func:`roofline_plot` — every kernel placed by arithmetic intensity (ops per DRAM byte,
+  unfused) at the rate its bound allows, under the per-unit ceilings of the GPU (one line per
+  rate the program uses) and the DRAM roof; the fused and cache-aware program points too;
+- :func:`capacity_plot` — the "ski slope": cache-aware DRAM bytes against on-chip capacity,
+  with the GPU's L2 and its total on-chip storage marked (and the catalog's GPUs);
+- :func:`kernels_plot` — per-kernel time, stacked by level (unfused, cache-aware, fused; shares
+  as in :func:`solar.frame.kernel_attribution`);
+- :func:`region_plot` — the inverse roofline's feasible region, catalog GPUs placed in it;
+- :func:`compare_plot` — bounds per GPU; :func:`sweep_plot` — latency per problem size.
+
+Each takes an optional matplotlib ``ax`` and returns the Figure. ``python -m solar.plots --all
+examples/mlp_bf16.py --out docs/img`` (or ``solar plot``) writes them all as PNGs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+from solar.frame import COLORS, kernel_attribution, spec_of
+from solar.report import fmt_bytes, fmt_time
+
+KINDS = ("roofline", "capacity", "kernels", "region", "compare")
+
+
+def _ax(ax, size=(7.0, 4.5)):
+    if ax is not None:
+        return ax
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=size, layout="constrained")
+    return fig.subplots()
+
+
+def _color(by: str) -> str:
+    return COLORS.get(by, "#7f7f7f")
+
+
+def _labels(ax, points, fontsize=7, rotation=0) -> None:
+    """Annotate ``(x, y, text)`` points, merging coincident ones and staggering neighbours
+    (log axes: points within a factor 1.4 of each other count as neighbours)."""
+    merged: list[list] = []
+    for x, y, text in sorted(points, key=lambda p: (p[0], p[1])):
+        for m in merged:
+            if abs(math.log(x / m[0])) < 1e-3 and abs(math.log(y / m[1])) < 1e-3:
+                m[2] += f", {text}"
+                break
+        else:
+            merged.append([x, y, text])
+    level = 0
+    for i, (x, y, text) in enumerate(merged):
+        near = i > 0 and abs(math.log(x / merged[i - 1][0])) < math.log(1.4)
+        level = level + 1 if near else 0
+        ax.annotate(
+            text,
+            (x, y),
+            textcoords="offset points",
+            xytext=(4, 4 + 9 * (level % 4)),
+            fontsize=fontsize,
+            rotation=rotation,
+        )
+
+
+def roofline_plot(b, ax=None, hw=None, label_kernels: int = 12):
+    """Kernels by arithmetic intensity under the per-unit ceilings and the DRAM roof."""
+    from solar.backend.units import compute_time
+
+    spec = spec_of(b, hw)
+    ax = _ax(ax)
+    pts = []
+    for k in b.kernels:
+        ops, nbytes = sum(k.flops.values()), k.bytes_read + k.bytes_written
+        if ops > 0 and nbytes > 0 and k.time_s > 0:
+            pts.append((ops / nbytes, ops / k.time_s, k))
+    total_ops = sum(b.flops.values())
+    prog = []
+    if total_ops > 0:
+        for name, t, nb, marker in (
+            ("fused", b.fused, b.bytes_fused, "*"),
+            ("cache-aware", b.cache_aware, b.bytes_cache_aware, "D"),
+        ):
+            if t > 0 and nb > 0:
+                prog.append((name, total_ops / nb, total_ops / t, marker))
+    xs = [p[0] for p in pts] + [p[1] for p in prog] or [1.0]
+    lo, hi = min(xs) / 8, max(xs) * 8
+    rates = sorted(set(compute_time(b.flops, spec).rates_used.values()), key=spec.peak)
+    peaks = [spec.peak(r) for r in rates] or [spec.dram_bandwidth * hi]
+    top = max(peaks)
+    # DRAM roof up to the highest ceiling
+    knee = top / spec.dram_bandwidth
+    ax.plot(
+        [lo, min(knee, hi)],
+        [spec.dram_bandwidth * lo, spec.dram_bandwidth * min(knee, hi)],
+        color=_color("dram"),
+        lw=1.5,
+    )
+    ax.text(
+        lo * 1.3,
+        spec.dram_bandwidth * lo * 1.6,
+        f"DRAM {spec.dram_bandwidth / 1e12:.3g} TB/s",
+        color=_color("dram"),
+        fontsize=8,
+        rotation=0,
+    )
+    from solar.backend.units import UNIT_OF_RATE
+
+    for r, pk in zip(rates, peaks):
+        unit = UNIT_OF_RATE.get(r, "none")
+        x0 = max(lo, pk / spec.dram_bandwidth)
+        ax.hlines(pk, x0, hi, color=_color(unit), lw=1.2, linestyles="--")
+        ax.text(
+            hi,
+            pk,
+            f" {r} {pk / 1e12:.4g} T/s",
+            va="center",
+            ha="left",
+            fontsize=8,
+            color=_color(unit),
+        )
+    for x, y, k in pts:
+        ax.scatter([x], [y], s=36, color=_color(k.bound_by), edgecolor="black", lw=0.4, zorder=3)
+    _labels(
+        ax, [(x, y, k.name) for x, y, k in sorted(pts, key=lambda p: -p[2].time_s)][:label_kernels]
+    )
+    for name, x, y, marker in prog:
+        ax.scatter(
+            [x],
+            [y],
+            s=90,
+            marker=marker,
+            color="gold",
+            edgecolor="black",
+            zorder=4,
+            label=f"program, {name}",
+        )
+    for by in sorted({k.bound_by for _, _, k in pts}):
+        ax.scatter(
+            [], [], color=_color(by), edgecolor="black", lw=0.4, label=f"kernel bound by {by}"
+        )
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(lo, hi)
+    ymin = min([p[1] for p in pts] + [p[2] for p in prog] + [spec.dram_bandwidth * lo]) / 3
+    ax.set_ylim(ymin, top * 3)
+    ax.set_xlabel("arithmetic intensity (ops per DRAM byte, unfused kernels)")
+    ax.set_ylabel("ops/s at the speed-of-light bound")
+    ax.set_title(f"{b.program} on {b.hw}: roofline", fontsize=10)
+    ax.legend(fontsize=7, loc="lower right")
+    ax.grid(True, which="major", alpha=0.3)
+    return ax.figure
+
+
+def capacity_plot(b, ax=None, hw=None, catalog: bool = True):
+    """Cache-aware DRAM bytes against on-chip capacity, L2 and total on-chip marked."""
+    from solar.backend.cache_aware import CacheAwareModel, default_capacities
+
+    spec = spec_of(b, hw)
+    ax = _ax(ax)
+    model = CacheAwareModel(b.graph)
+    caps = default_capacities()
+    ys = [model.bytes(c) for c in caps]
+    ax.plot(caps, ys, color="#1f77b4", lw=2, label="cache-aware DRAM bytes (lower bound)")
+    ax.axhline(model.fused, color="gray", ls=":", lw=1.2, label="fused (infinite on-chip)")
+    for x, name, style in (
+        (spec.l2_capacity, f"L2 {fmt_bytes(spec.l2_capacity)}", "--"),
+        (spec.on_chip_capacity, f"all on-chip {fmt_bytes(spec.on_chip_capacity)}", "-"),
+    ):
+        ax.axvline(x, color="#d62728", ls=style, lw=1)
+        ax.text(x * 1.08, max(ys) * 0.9, name, rotation=90, va="top", fontsize=8, color="#d62728")
+    here = model.bytes(spec.on_chip_capacity)
+    ax.scatter(
+        [spec.on_chip_capacity],
+        [here],
+        color="#d62728",
+        zorder=3,
+        label=f"{spec.key}: {fmt_bytes(here)}",
+    )
+    if catalog:
+        from solar.hw import list_specs
+
+        others = [s for s in list_specs() if s.key != spec.key]
+        ax.scatter(
+            [s.on_chip_capacity for s in others],
+            [model.bytes(s.on_chip_capacity) for s in others],
+            marker="|",
+            s=120,
+            color="black",
+            zorder=3,
+            label="catalog GPUs (on-chip)",
+        )
+        for s in others:
+            ax.annotate(
+                s.key,
+                (s.on_chip_capacity, model.bytes(s.on_chip_capacity)),
+                textcoords="offset points",
+                xytext=(2, 6),
+                fontsize=6,
+                rotation=45,
+            )
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_ylim(model.fused / 1.5, max(ys) * 1.5)
+    ax.set_xlabel("on-chip capacity S (bytes: L2 + shared memory + registers)")
+    ax.set_ylabel("DRAM bytes")
+    ax.set_title(f"{b.program}: DRAM traffic vs on-chip capacity", fontsize=10)
+    ax.legend(fontsize=7, loc="upper right")
+    ax.grid(True, which="major", alpha=0.3)
+    return ax.figure
+
+
+def kernels_plot(b, ax=None, hw=None, top: int = 9):
+    """Time per level as stacked bars of the kernels' shares."""
+    rows = kernel_attribution(b, hw)
+    ax = _ax(ax, (7.0, 3.2))
+    order = sorted(range(len(rows)), key=lambda i: -rows[i]["unfused_s"])
+    named, rest = order[:top], order[top:]
+    levels = [("unfused", "unfused_s"), ("cache-aware", "cache_aware_s"), ("fused", "fused_s")]
+    import matplotlib
+
+    cmap = matplotlib.colormaps["tab10"]
+    scale, unit = _time_unit(max(b.unfused, b.cache_aware, b.fused))
+    for y, (_, key) in enumerate(levels):
+        left = 0.0
+        for j, i in enumerate(named):
+            w = rows[i][key] / scale
+            ax.barh(
+                y,
+                w,
+                left=left,
+                color=cmap(j % 10),
+                edgecolor="white",
+                lw=0.5,
+                label=rows[i]["kernel"] if y == 0 else None,
+            )
+            left += w
+        w = sum(rows[i][key] for i in rest) / scale
+        if rest:
+            ax.barh(
+                y,
+                w,
+                left=left,
+                color="#cccccc",
+                edgecolor="white",
+                lw=0.5,
+                label=f"{len(rest)} more" if y == 0 else None,
+            )
+            left += w
+        ax.text(left, y, f" {fmt_time(left * scale)}", va="center", fontsize=8)
+    ax.set_yticks(range(len(levels)), [lv for lv, _ in levels])
+    ax.invert_yaxis()
+    ax.set_xlabel(f"time ({unit}), lower bound")
+    ax.set_title(f"{b.program} on {b.hw}: per-kernel time by level", fontsize=10)
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    return ax.figure
+
+
+def _time_unit(t: float) -> tuple[float, str]:
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if t >= scale:
+            return scale, unit
+    return 1e-9, "ns"
+
+
+def region_plot(p, ax=None):
+    """Minimum DRAM bandwidth per on-chip capacity for the target; catalog GPUs placed."""
+    ax = _ax(ax, (8.5, 4.5))
+    xs = [pt.capacity for pt in p.region]
+    ys = [pt.bandwidth for pt in p.region]
+    finite = [y for y in ys if math.isfinite(y)]
+    gpus = [c for c in p.catalog if not c.error]
+    ytop = max(finite + [c.dram_bandwidth for c in gpus] + [1.0]) * 4
+    if finite:
+        ax.plot(xs, ys, color="#1f77b4", lw=2, label="minimum DRAM bandwidth")
+        ax.fill_between(xs, ys, ytop, color="#1f77b4", alpha=0.12, label="feasible (memory)")
+        ax.axhline(p.bandwidth_floor, color="gray", ls=":", lw=1, label="infinite on-chip")
+    for c in gpus:
+        ok_mem = c.dram_bandwidth >= c.bandwidth_needed
+        color = "#2ca02c" if c.meets else ("#ff7f0e" if ok_mem else "#d62728")
+        ax.scatter(
+            [c.on_chip_capacity], [c.dram_bandwidth], color=color, edgecolor="black", zorder=3
+        )
+        ax.annotate(
+            c.key,
+            (c.on_chip_capacity, c.dram_bandwidth),
+            textcoords="offset points",
+            xytext=(4, 4),
+            fontsize=7,
+        )
+    for color, label in (
+        ("#2ca02c", "meets the target"),
+        ("#ff7f0e", "memory ok, compute too slow"),
+        ("#d62728", "memory too slow"),
+    ):
+        ax.scatter([], [], color=color, edgecolor="black", label=label)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_ylim(min(finite + [c.dram_bandwidth for c in gpus]) / 4, ytop)
+    ax.set_xlabel("on-chip capacity (bytes)")
+    ax.set_ylabel("DRAM bandwidth (bytes/s)")
+    ax.set_title(
+        f"{p.program}: {p.level.replace('_', '-')} bound <= {fmt_time(p.target_s)} "
+        f"(compute x{p.compute_scale:.2g} of {p.hw_key})",
+        fontsize=10,
+    )
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.grid(True, which="major", alpha=0.3)
+    return ax.figure
+
+
+def compare_plot(c, ax=None):
+    """Unfused, cache-aware and fused bounds per GPU."""
+    ax = _ax(ax, (7.5, 3.8))
+    bounds = sorted(c.bounds, key=lambda b: b.cache_aware)
+    scale, unit = _time_unit(max((b.unfused for b in bounds), default=1.0))
+    width = 0.27
+    for j, (label, attr, color) in enumerate(
+        (
+            ("unfused", "unfused", "#aec7e8"),
+            ("cache-aware", "cache_aware", "#1f77b4"),
+            ("fused", "fused", "#ff7f0e"),
+        )
+    ):
+        xs = [i + (j - 1) * width for i in range(len(bounds))]
+        ax.bar(xs, [getattr(b, attr) / scale for b in bounds], width, label=label, color=color)
+    ax.set_xticks(range(len(bounds)), [b.hw_key for b in bounds], rotation=20, fontsize=8)
+    ax.set_ylabel(f"time ({unit}), lower bound")
+    ax.set_title(f"{c.program}: bounds per GPU", fontsize=10)
+    ax.legend(fontsize=8)
+    ax.grid(True, axis="y", alpha=0.3)
+    return ax.figure
+
+
+def sweep_plot(s, ax=None):
+    """Bounds per problem size (log-log), the target if any."""
+    ax = _ax(ax)
+    for label, attr, color, style in (
+        ("unfused", "unfused", "#aec7e8", "-"),
+        ("cache-aware", "cache_aware", "#1f77b4", "-"),
+        ("fused", "fused", "#ff7f0e", "--"),
+    ):
+        ax.plot(
+            s.sizes,
+            [getattr(b, attr) for b in s.bounds],
+            marker="o",
+            label=label,
+            color=color,
+            ls=style,
+            lw=2.5 if style == "-" else 1.2,
+        )
+    if s.target_s is not None:
+        ax.axhline(s.target_s, color="#d62728", ls="--", label=f"target {fmt_time(s.target_s)}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel(s.param)
+    ax.set_ylabel("best-case latency (s)")
+    ax.set_title(f"{s.program} on {s.hw}: latency per {s.param}", fontsize=10)
+    ax.legend(fontsize=8)
+    ax.grid(True, which="major", alpha=0.3)
+    return ax.figure
+
+
+def plot_bound(b, kind: str = "roofline", **kw):
+    """``Bound.plot(kind)``: ``roofline``, ``capacity`` or ``kernels``."""
+    fns = {"roofline": roofline_plot, "capacity": capacity_plot, "kernels": kernels_plot}
+    if kind not in fns:
+        raise ValueError(f"kind must be one of {', '.join(fns)}, got {kind!r}")
+    return fns[kind](b, **kw)
+
+
+# ---------------------------------------------------------------------------------------------
+# writing PNGs
+
+
+def _save(fig, path: Path) -> Path:
+    fig.savefig(path, dpi=120, metadata={"Software": None})
+    return path
+
+
+def save_all(
+    file,
+    out,
+    *,
+    hw: str = "H100",
+    kinds=KINDS,
+    target_ms: float | None = None,
+    compare_hw="all",
+    sweep: str | None = None,
+    precision: str | None = None,
+) -> list[Path]:
+    """Trace problem ``file`` once and write the plots of ``kinds`` as PNGs into ``out``.
+    The region uses ``target_ms`` (default: the cache-aware bound on ``hw``, so the region is
+    "at least as fast as hw for this program")."""
+    from solar.comparison import compare_graph
+    from solar.graph import lift
+    from solar.hw import load_spec
+    from solar.problem import load_problem
+    from solar.provisioning import analyse, parse_sweep, provision_graph, sweep_problem
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    problem = load_problem(file)
+    from solar.api import trace
+
+    traced = trace(problem.model, problem.inputs, precision=precision, name=problem.name)
+    g = lift(traced.program)
+    spec = load_spec(hw)
+    b = analyse(traced.program, g, spec)
+    written = []
+    for kind in kinds:
+        if kind in ("roofline", "capacity", "kernels"):
+            fig = plot_bound(b, kind, hw=spec)
+        elif kind == "region":
+            t = target_ms * 1e-3 if target_ms is not None else b.cache_aware
+            fig = region_plot(provision_graph(traced.program, g, target_s=t, hw=spec))
+        elif kind == "compare":
+            fig = compare_plot(compare_graph(traced.program, g, compare_hw))
+        else:
+            raise ValueError(f"unknown plot kind {kind!r}; kinds: {', '.join(KINDS)}")
+        written.append(_save(fig, out / f"{kind}.png"))
+    if sweep:
+        param, sizes = parse_sweep(sweep)
+        s = sweep_problem(file, param, sizes, spec, target_ms=target_ms, precision=precision)
+        written.append(_save(sweep_plot(s), out / "sweep.png"))
+    return written
+
+
+def _add_args(sp, positional: bool = True) -> None:
+    from solar.provisioning import add_problem_args
+
+    add_problem_args(sp)
+    sp.add_argument("--out", default=".", help="directory for the PNGs (created if missing)")
+    sp.add_argument("--hw", default="H100", help="GPU for the per-program plots")
+    sp.add_argument(
+        "--kind",
+        action="append",
+        choices=KINDS,
+        help="which plot (repeatable); default: all of them",
+    )
+    sp.add_argument("--all", action="store_true", help="every plot (the default)")
+    sp.add_argument("--target-ms", type=float, default=None, help="target for the region plot")
+    sp.add_argument("--compare-hw", default="all", help="GPUs of the compare plot")
+    sp.add_argument("--sweep", metavar="NAME=v1,v2,...", help="also plot latency per size")
+
+
+def cmd_plot(args) -> int:
+    paths = save_all(
+        args.file,
+        args.out,
+        hw=args.hw,
+        kinds=tuple(args.kind) if args.kind and not args.all else KINDS,
+        target_ms=args.target_ms,
+        compare_hw=args.compare_hw,
+        sweep=args.sweep,
+        precision=args.precision,
+    )
+    for p in paths:
+        print(p)
+    return 0
+
+
+def register(sub) -> None:
+    """Add ``solar plot`` to the CLI's subparsers."""
+    sp = sub.add_parser("plot", help="write the roofline, capacity, kernel, region, compare PNGs")
+    _add_args(sp)
+    sp.set_defaults(func=cmd_plot)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m solar.plots --all FILE --out DIR``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    p = argparse.ArgumentParser(prog="python -m solar.plots", description=__doc__.split("\n")[0])
+    _add_args(p)
+    args = p.parse_args(argv)
+    try:
+        return cmd_plot(args)
+    except (ValueError, OSError) as e:
+        print(f"solar.plots: error: {str(e).splitlines()[0]}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
