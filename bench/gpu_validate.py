@@ -14,8 +14,10 @@ violations (see ``solar/gpu/headroom.py``).
 Robust and bounded: a failing program is recorded and the batch goes on; each program gets a
 share of the time left (fewer repetitions, no profiling when short), programs not reached by
 ``--budget`` seconds are marked skipped; when a program leaves the CUDA context unusable the
-script saves what it has and restarts itself on the remaining programs. Needs no network and
-no optional package (tqdm, matplotlib and rich are used when present).
+script saves what it has and restarts itself on the remaining programs. JAX problem files run
+last (JAX keeps the GPU memory it takes), with real random arrays in place of their
+ShapeDtypeStructs, timed with the host clock around ``block_until_ready`` and not profiled.
+Needs no network and no optional package (matplotlib is used when present).
 
 Writes OUTDIR/results.json (schema ``solar.headroom-batch/1``, rewritten after every program),
 OUTDIR/headroom.png (when matplotlib is there), OUTDIR/summary.txt; prints one line per program,
@@ -35,6 +37,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+# JAX (for the JAX problem files) must not grab most of the GPU's memory up front
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 LEVELS = ("unfused", "fused", "cache_aware")
 
@@ -56,6 +60,14 @@ def parse(argv):
     p.add_argument("--deadline", type=float, default=None, help=argparse.SUPPRESS)
     p.add_argument("--restarts", type=int, default=0, help=argparse.SUPPRESS)
     return p.parse_args(argv)
+
+
+def uses_jax(path: Path) -> bool:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return any(k in text for k in ("import jax", "from jax", "import flax", "from flax"))
 
 
 def fmt_t(s) -> str:
@@ -241,6 +253,8 @@ def main(argv=None) -> int:
     if args.only:
         keys = [k for k in args.only.split(",") if k]
         files = [f for f in files if any(k in f.stem for k in keys)]
+    # PyTorch programs first: JAX's allocator keeps what it takes, so JAX files run last
+    files = sorted(files, key=uses_jax)
     done: list[dict] = []
     if args.resume and results.exists():
         try:

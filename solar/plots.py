@@ -42,7 +42,7 @@ def _color(by: str) -> str:
 
 def _labels(ax, points, fontsize=7, rotation=0) -> None:
     """Annotate ``(x, y, text)`` points, merging coincident ones and staggering neighbours
-    (log axes: points within a factor 1.4 of each other count as neighbours)."""
+    (log axes: points within a factor 1.4 in x and 1.5 in y count as neighbours)."""
     merged: list[list] = []
     for x, y, text in sorted(points, key=lambda p: (p[0], p[1])):
         for m in merged:
@@ -53,13 +53,14 @@ def _labels(ax, points, fontsize=7, rotation=0) -> None:
             merged.append([x, y, text])
     level = 0
     for i, (x, y, text) in enumerate(merged):
-        near = i > 0 and abs(math.log(x / merged[i - 1][0])) < math.log(1.4)
+        px, py = merged[i - 1][:2] if i else (x, y)
+        near = i > 0 and abs(math.log(x / px)) < math.log(1.4) and abs(math.log(y / py)) < 0.4
         level = level + 1 if near else 0
         ax.annotate(
             text,
             (x, y),
             textcoords="offset points",
-            xytext=(4, 4 + 9 * (level % 4)),
+            xytext=(4, 4 + 9 * (level % 8)),
             fontsize=fontsize,
             rotation=rotation,
         )
@@ -70,7 +71,7 @@ def roofline_plot(b, ax=None, hw=None, label_kernels: int = 12):
     from solar.backend.units import compute_time
 
     spec = spec_of(b, hw)
-    ax = _ax(ax)
+    ax = _ax(ax, (8.0, 4.5))
     pts = []
     for k in b.kernels:
         ops, nbytes = sum(k.flops.values()), k.bytes_read + k.bytes_written
@@ -127,14 +128,15 @@ def roofline_plot(b, ax=None, hw=None, label_kernels: int = 12):
         ax, [(x, y, k.name) for x, y, k in sorted(pts, key=lambda p: -p[2].time_s)][:label_kernels]
     )
     for name, x, y, marker in prog:
+        big = marker == "D"
         ax.scatter(
             [x],
             [y],
-            s=90,
+            s=130 if big else 80,
             marker=marker,
-            color="gold",
+            color="gold" if big else "orange",
             edgecolor="black",
-            zorder=4,
+            zorder=4 if big else 5,
             label=f"program, {name}",
         )
     for by in sorted({k.bound_by for _, _, k in pts}):
@@ -192,15 +194,7 @@ def capacity_plot(b, ax=None, hw=None, catalog: bool = True):
             zorder=3,
             label="catalog GPUs (on-chip)",
         )
-        for s in others:
-            ax.annotate(
-                s.key,
-                (s.on_chip_capacity, model.bytes(s.on_chip_capacity)),
-                textcoords="offset points",
-                xytext=(2, 6),
-                fontsize=6,
-                rotation=45,
-            )
+        _labels(ax, [(s.on_chip_capacity, model.bytes(s.on_chip_capacity), s.key) for s in others])
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_ylim(model.fused / 1.5, max(ys) * 1.5)
@@ -283,13 +277,7 @@ def region_plot(p, ax=None):
         ax.scatter(
             [c.on_chip_capacity], [c.dram_bandwidth], color=color, edgecolor="black", zorder=3
         )
-        ax.annotate(
-            c.key,
-            (c.on_chip_capacity, c.dram_bandwidth),
-            textcoords="offset points",
-            xytext=(4, 4),
-            fontsize=7,
-        )
+    _labels(ax, [(c.on_chip_capacity, c.dram_bandwidth, c.key) for c in gpus])
     for color, label in (
         ("#2ca02c", "meets the target"),
         ("#ff7f0e", "memory ok, compute too slow"),

@@ -121,6 +121,7 @@ class Provision:
     region: list[RegionPoint]
     catalog: list[CatalogFit]
     reference: Bound = field(repr=False)
+    spec: object = field(default=None, repr=False)  # the reference HardwareSpec
 
     def bandwidth_needed(self, capacity: float) -> float:
         """Minimum DRAM bandwidth at on-chip ``capacity`` bytes (exact, not interpolated)."""
@@ -228,7 +229,7 @@ class Provision:
 
     @property
     def reference_spec(self):
-        return getattr(self.reference, "spec", None) or _spec_or_none(self.hw_key)
+        return self.spec or getattr(self.reference, "spec", None) or _spec_or_none(self.hw_key)
 
     def __str__(self) -> str:
         return _render(self.renderables())
@@ -457,6 +458,7 @@ def provision_graph(
         region=region,
         catalog=_catalog(program, g, level, target_s, specs),
         reference=ref,
+        spec=spec,
     )
 
 

@@ -14,6 +14,7 @@ from solar.backend.cache_aware import (
     RULE_SEGMENT_ONCHIP,
     RULE_SMITH,
     CacheAwareModel,
+    access_indices,
     cache_aware_bytes,
     contraction_io,
     parse_affine,
@@ -113,6 +114,7 @@ def test_matmul_monotone_in_capacity_and_never_below_fused(m, n, k, chain, caps)
 )
 def test_conv_invariants(nb, c, k, h, taps, stride, dilation, fused_out, caps):
     role = "intermediate" if fused_out else "output"
+    h = max(h, dilation * (taps - 1) + 1)  # a valid convolution has at least one output
     g, _ = _conv(nb, c, k, h, taps, stride, dilation, out_role=role)
     _invariants(g, caps)
 
@@ -315,3 +317,66 @@ def test_curve_and_selection_are_capacity_independent():
     assert all(a >= b for (_, a), (_, b) in zip(curve, curve[1:]))
     assert curve[-1][1] == model.fused
     assert [i.node for i in model.items] == ["mm_0/0"]
+
+
+def _schedule_matmul_words(m, n, k, s):
+    """I/O words of a real schedule: b x b output tiles in fast memory, streaming k (one column
+    of A and one row of B at a time: b² + 2b <= S words)."""
+    b = max(1, int(math.isqrt(int(s) + 1)) - 1)
+    return k * (m * -(-n // b) + n * -(-m // b)) + m * n
+
+
+def _schedule_qk_words(n, d, s):
+    """QKᵀ with scores consumed on chip: a block of br query rows stays in fast memory, keys
+    stream one row at a time, one score accumulator (br·d + d + 1 <= S words)."""
+    br = max(1, min(n, (int(s) - 1) // d - 1))
+    return n * d + -(-n // br) * n * d
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    m=st.integers(1, 4096),
+    n=st.integers(1, 4096),
+    k=st.integers(1, 4096),
+    s_words=st.integers(3, 1 << 22),
+)
+def test_matmul_bound_never_exceeds_a_real_schedule(m, n, k, s_words):
+    (c,) = contraction_io(_graph(m, n, k))
+    assert c.words(s_words * c.word)[0] <= _schedule_matmul_words(m, n, k, s_words)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    n=st.integers(2, 1 << 14),
+    d=st.sampled_from([16, 64, 128]),
+    s_factor=st.floats(min_value=2.5, max_value=1e4),
+)
+def test_attention_bound_never_exceeds_flash_style_schedule(n, d, s_factor):
+    (c,) = contraction_io(_sdpa(n, d))
+    s_words = s_factor * d  # at least two rows of Q plus a key row
+    assert c.word == 2
+    assert c.words(s_words * 2)[0] <= _schedule_qk_words(n, d, s_words)
+
+
+def test_lifter_attributes_index_and_guards_are_used():
+    """When the lifter provides ``index`` per access and ``guards`` per node, they are read
+    instead of parsing the einsum; guards on output ranks only keep k_min (causal SDPA)."""
+    q = meta(1, 2, 4096, 64, dtype=torch.bfloat16)
+
+    def causal(q, k, v):
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    g = lift(solar.trace(causal, [q, q.clone(), q.clone()]).program)
+    (c,) = contraction_io(g)
+    assert c.segment.k_min is None  # fewer instances than the box, guards unknown
+    node = g.nodes[c.node]
+    for acc, axes in zip([*node["operands"], node["output"]], access_indices(node)):
+        acc["index"] = [{"terms": t, "const": k} for t, k in axes]
+    node["einsum"] = "unparsable"
+    out_ranks = node["output"]["ranks"]  # [a, b, l, s] with the causal guard s <= l
+    node["guards"] = [{"terms": {out_ranks[3]: 1, out_ranks[2]: -1}, "const": 0, "lo": -4096,
+                       "hi": 1}]  # fmt: skip
+    (c2,) = contraction_io(g)
+    assert c2.segment.k_min == 64 and c2.volume == c.volume
+    node["guards"] = [{"terms": {node["reduction_ranks"][0]: 1}, "const": 0, "lo": 0, "hi": 8}]
+    assert contraction_io(g)[0].segment.k_min is None

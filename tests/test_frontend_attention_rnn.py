@@ -134,6 +134,7 @@ ATTENTION = [
     case(sdpa_mask(), Q, K, V, BOOL, id="bool_mask_broadcast"),
     case(sdpa_mask(scale=2.0), Q, K, V, ADD, id="additive_mask_broadcast"),
     case(sdpa_mask(), Q, K, V, ADD_INF, id="additive_minus_inf_full"),
+    case(sdpa_mask(is_causal=True), Q, K, K, BOOL, id="causal_and_bool_mask"),  # CPU flash
     case(sdpa(enable_gqa=True), rand(2, 4, 5, 8), K[:, :1], V[:, :1], id="gqa_one_kv_head"),
     case(
         sdpa(enable_gqa=True, is_causal=True),
@@ -485,10 +486,22 @@ def ir_costs(program):
     return Costs(kernels, program_io(program).bytes)
 
 
+def costs_of(trace):
+    """The IR's cost facts, checked to be what the bounds report (einsum graph and backend)."""
+    costs = ir_costs(trace.program)
+    b = bound(trace)
+    assert [k.flops for k in b.kernels] == [k.flops for k in costs.kernels]
+    assert [(k.bytes_read, k.bytes_written) for k in b.kernels] == [
+        (k.bytes_read, k.bytes_written) for k in costs.kernels
+    ]
+    assert (b.bytes_unfused, b.bytes_fused) == (costs.bytes_unfused, costs.bytes_fused)
+    assert b.fused <= b.unfused
+    return costs
+
+
 def recurrent_kernel(module, *state):
     x = meta(T_, B_, I_)
-    trace = trace_torch(module.to(torch.bfloat16), (x, *state))
-    b = ir_costs(trace.program)
+    b = costs_of(trace_torch(module.to(torch.bfloat16), (x, *state)))
     (k,) = b.kernels
     return k, b
 
@@ -539,8 +552,7 @@ def test_layers_pass_their_sequence_through_dram():
     (cuDNN's standard algorithm does the same); the fused bound keeps it on chip."""
     with torch.device("meta"):
         m = nn.GRU(I_, H_, num_layers=2)
-    trace = trace_torch(m.to(torch.bfloat16), (meta(T_, B_, I_), meta(2, B_, H_)))
-    b = ir_costs(trace.program)
+    b = costs_of(trace_torch(m.to(torch.bfloat16), (meta(T_, B_, I_), meta(2, B_, H_))))
     k0, k1 = b.kernels
     seq = 2 * T_ * B_ * H_
     assert k0.bytes_written == seq + 2 * B_ * H_

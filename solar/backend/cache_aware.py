@@ -5,7 +5,23 @@ SM): data may live in any of them, so only their total keeps the bound a lower b
 proofs are in :mod:`solar.backend.io_bounds`; this module reads the einsum graph, decides which
 of them apply to which node, and adds them up soundly.
 
-Which nodes, which bound (the ``rules`` of a report name the one binding at the capacity):
+Per operator (the ``rules`` of a report name the bound binding at the capacity):
+
+=====================================  =========================================================
+matmul / linear, C a graph output      ``RULE_SMITH`` (Smith et al. 2022, ``2V/sqrt(S) - 2S``)
+                                       or ``RULE_SEGMENT``, whichever is larger
+batched matmul, einsum, C in DRAM      ``RULE_SEGMENT``: segment + Loomis–Whitney (Hong–Kung;
+                                       Irony–Toledo–Tiskin), ``~sqrt(2) V/sqrt(S) - 4S``
+GEMM / QKᵀ whose C stays on chip        ``RULE_SEGMENT_ONCHIP``: the same with on-chip
+(fused epilogue, attention scores)     completion; attention: ``~N²d²/S`` (FlashAttention
+                                       Prop. 3; Saha & Ye 2024)
+convolution (strided, dilated,         ``RULE_CONV``: segment + HBL over ``G`` tap classes
+grouped, transposed)                   (Demmel & Dinh 2018 style), ``~sqrt(2/G) V/sqrt(S)``
+normalisation by global statistics     ``RULE_BARRIER``: live-set (Hong–Kung) re-read
+(BatchNorm training, ``x / x.sum()``)
+=====================================  =========================================================
+
+Which nodes, which bound:
 
 - **contraction** nodes ``C[..] += A[..] * B[..]`` (matmul, batched matmul, einsum, the
   ``QKᵀ`` and ``PV`` of attention, convolutions incl. strided, dilated, grouped and transposed)
@@ -19,8 +35,11 @@ Which nodes, which bound (the ``rules`` of a report name the one binding at the 
     injective; an axis ``σp + δr`` over two ranks that can collide is a *tap axis* (conv
     windows); anything else, a rank in two axes of one tensor, or a data-dependent index
     makes the node unanalysable (no extra traffic). A view operand must be injective on what
-    it touches: its footprint (edge ``footprint_bytes``) must equal its index-tuple count.
-  - every rank must index at least two of A, B, C (Loomis–Whitney); then
+    it touches: with the access's ``strides`` (when the lifter provides them) broadcast axes
+    are dropped and the others must not overlap; without them its footprint (edge
+    ``footprint_bytes``) must equal its index-tuple count.
+  - every rank (of extent > 1) must index at least two of A, B, C (Loomis–Whitney), and an
+    (A element, B element) pair must fix every rank (each product serves one instance); then
     :class:`~solar.backend.io_bounds.SegmentBound` (segment / Hölder–Brascamp–Lieb argument,
     tap classes for convolutions) gives a proven ``Q(S)``; a plain matrix product whose C is
     a graph output (no batch rank, no guards) also gets Smith et al.'s tight
@@ -365,6 +384,23 @@ def _injective_storage(g, node: str, acc: dict, shape: AccessShape, known: bool,
     return fp is not None and shape.tuples is not None and fp == shape.tuples * acc["itemsize"]
 
 
+def _pairs_determine_instances(a: AccessShape, b: AccessShape, ranks: dict[str, int]) -> bool:
+    """Whether an (A element, B element) pair fixes every rank, so each product serves one
+    instance (no product reuse across segments to account for)."""
+    known = set()
+    for s in (a, b):
+        tapped = {r for t in s.taps for r in t[:2]}
+        known |= s.deps - tapped
+    changed = True
+    while changed:
+        changed = False
+        for p, r, _, _ in (*a.taps, *b.taps):
+            if (p in known) != (r in known):
+                known |= {p, r}
+                changed = True
+    return all(r in known for r, n in ranks.items() if n > 1)
+
+
 def _k_min(d: dict, c: AccessShape, box: int, volume: int, ranks: dict[str, int]) -> int | None:
     """Fewest products of any executed C element (None when it cannot be shown)."""
     if c.taps:
@@ -409,14 +445,17 @@ def contraction_item(g: nx.MultiDiGraph, n: str, d: dict) -> ContractionIO | Non
     sa, sb, sc = shapes
     if any(sum(r in s.deps for s in shapes) < 2 for r, e in ranks.items() if e > 1):
         return None  # Loomis-Whitney needs every rank (of extent > 1) in two of A, B, C
+    if not _pairs_determine_instances(sa, sb, ranks):
+        return None
     taps = _tap_classes(shapes, ranks)
     if taps is None:
         return None
     classes, partitioned = taps
-    volume = sum(d["ops"].values()) // 2
+    box = math.prod(ranks.values())
+    # 2 ops of the contraction's class per multiply-add (the node's only, hence largest, class)
+    volume = min(box, max(d["ops"].values(), default=0) // 2)
     if volume <= 0:
         return None
-    box = math.prod(ranks.values())
     c_in_dram = c["role"] == "output"
     fio = g.graph["fused_io"]
     compulsory = fio["reads"].get(a["base"], 0) + fio["reads"].get(b["base"], 0)

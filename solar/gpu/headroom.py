@@ -100,6 +100,7 @@ __all__ = [
     "KernelHeadroom",
     "Violation",
     "assess",
+    "build_report",
     "classify",
     "headroom",
     "headroom_paths",
@@ -637,7 +638,7 @@ def _status(ok: bool | None) -> str:
     return "not run" if ok is None else ("passed" if ok else "failed")
 
 
-def _report_from(
+def build_report(
     bound,
     spec,
     info: DeviceInfo | dict,
@@ -651,6 +652,7 @@ def _report_from(
     tol=DEFAULT_TOL,
     path=None,
 ) -> HeadroomReport:
+    """A :class:`HeadroomReport` from a bound and measurements (pure: see :func:`assess`)."""
     rows, violations = assess(
         bound,
         spec,
@@ -794,10 +796,17 @@ def measure_subject(
     seconds["time"] = time.perf_counter() - t0
 
     mapping = None
+    if measured is not None and measured.median_s > 0:  # long programs: fewer profiled runs
+        profile_reps = min(profile_reps, max(1, int(2 * budget_s / measured.median_s)))
+        if measured.median_s > 5 * budget_s:
+            profile = False
+            notes.append("not profiled: one run takes over 5 timing budgets")
     if profile and candidate is None and subject.framework == "torch" and profile_reps > 0:
         t0 = time.perf_counter()
         try:
-            events = profile_events(target, device=dev, reps=profile_reps, flush=flush)
+            events = profile_events(
+                target, device=dev, reps=profile_reps, flush=flush, warmup=0 if measured else 1
+            )
             mapping = map_reps([k.op for k in subject.program.kernels], events)
             if mapping.unmatched_ir:
                 notes.append(
@@ -814,7 +823,7 @@ def measure_subject(
             errors["profile"] = f"{type(e).__name__}: {_line(e)}"
         seconds["profile"] = time.perf_counter() - t0
 
-    rep = _report_from(
+    rep = build_report(
         bound,
         spec,
         info,
@@ -1037,6 +1046,7 @@ def headroom_problem(
     device: str | torch.device = "cuda",
     seed: int = 0,
     overrides: Mapping[str, object] | None = None,
+    strict_overrides: bool = True,
     precision: str | None = None,
     info: DeviceInfo | None = None,
     **kw,
@@ -1047,7 +1057,13 @@ def headroom_problem(
     entry = BatchEntry(str(path), path.stem, "error")
     try:
         entry.stage = "load"
-        problem, notes = load_real_problem(path, device=device, seed=seed, overrides=overrides)
+        problem, notes = load_real_problem(
+            path,
+            device=device,
+            seed=seed,
+            overrides=overrides,
+            strict_overrides=strict_overrides,
+        )
         entry.stage = "trace"
         try:
             subject = make_subject(
@@ -1109,11 +1125,13 @@ def headroom_paths(
     show_progress: bool = True,
     on_entry: Callable[[BatchEntry], None] | None = None,
     skip: Iterable[str] = (),
+    overrides: Mapping[str, object] | None = None,
     **kw,
 ) -> BatchReport:
     """Measure every problem file under ``paths``. A failing program never stops the batch.
     ``budget_total_s`` bounds the whole batch: each program gets a share of what is left for
-    timing and profiling, and programs not reached are marked skipped. ``on_entry`` is called
+    timing and profiling, and programs not reached are marked skipped. ``overrides`` set
+    module-level constants of the files that define them. ``on_entry`` is called
     after each program (to save partial results); ``skip`` lists paths already done. Raises
     :class:`DeviceLost` when a program leaves the CUDA context unusable (the entries so far
     have been passed to ``on_entry``)."""
@@ -1140,7 +1158,15 @@ def headroom_paths(
             elif share < 4:
                 opts.setdefault("profile_reps", 1)
         entry = headroom_problem(
-            path, spec, device=device, seed=seed, precision=precision, info=info, **opts
+            path,
+            spec,
+            device=device,
+            seed=seed,
+            precision=precision,
+            info=info,
+            overrides=overrides,
+            strict_overrides=False,
+            **opts,
         )
         batch.entries.append(entry)
         if on_entry:
@@ -1230,8 +1256,14 @@ def plot_headroom(reports: Sequence, path=None, *, per_kernel: bool = False):
 # Command line
 
 
+def add_set_option(p) -> None:
+    from solar.gpu.validate import add_set_option as add
+
+    add(p)
+
+
 def cmd_headroom(args) -> int:
-    from solar.gpu.validate import _default_device
+    from solar.gpu.validate import _default_device, parse_sets
 
     device = args.device or _default_device()
     files = discover(args.paths)
@@ -1243,9 +1275,16 @@ def cmd_headroom(args) -> int:
     )
     if args.budget_s is not None:
         kw["budget_s"] = args.budget_s
+    sets = parse_sets(args.set)
     if len(files) == 1 and not Path(args.paths[0]).is_dir():
         entry = headroom_problem(
-            files[0], args.hw, device=device, seed=args.seed, precision=args.precision, **kw
+            files[0],
+            args.hw,
+            device=device,
+            seed=args.seed,
+            precision=args.precision,
+            overrides=sets,
+            **kw,
         )
         if entry.report is None:
             raise ValueError(f"{files[0]}: {entry.error}")
@@ -1263,6 +1302,7 @@ def cmd_headroom(args) -> int:
         seed=args.seed,
         precision=args.precision,
         show_progress=not args.json,
+        overrides=sets,
         **kw,
     )
     if args.out:
@@ -1296,4 +1336,5 @@ def register(subparsers) -> None:
     p.add_argument("--no-validate", action="store_true", help="skip IR validation")
     p.add_argument("--no-profile", action="store_true", help="skip per-kernel profiling")
     p.add_argument("--precision", choices=["tf32", "ieee"], default=None)
+    add_set_option(p)
     p.set_defaults(func=cmd_headroom)

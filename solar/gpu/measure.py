@@ -400,7 +400,8 @@ def time_fn(
     CUDA; needed when the work runs on streams torch does not own, e.g. JAX): the host clock
     around ``run(); sync()``. ``flush=True`` makes an :class:`L2Flush` (CUDA only) and runs it
     before every timed repetition, outside the timed region. Without ``reps``, the count adapts
-    so the timed loop takes about ``budget_s`` (at least ``min_reps``, at most ``max_reps``).
+    so the timed loop takes about ``budget_s`` (at least ``min_reps``, at most ``max_reps``;
+    fewer, down to one, when ``min_reps`` repetitions would take over three budgets).
     """
     device = torch.device(device)
     timer = timer or ("cuda_events" if device.type == "cuda" else "host")
@@ -425,9 +426,12 @@ def time_fn(
         return time.perf_counter() - t0
 
     with torch.no_grad():
-        for _ in range(max(warmup, 0)):
+        for i in range(max(warmup, 0)):
+            t0 = time.perf_counter()
             run()
-        done()
+            done()
+            if i == 0 and time.perf_counter() - t0 > budget_s:
+                break  # a long program: one warm-up is enough
         # estimate one repetition (and the flush) to size the loop
         t_est = one_host()
         if reps is None:
@@ -438,7 +442,8 @@ def time_fn(
                 done()
                 t_flush = time.perf_counter() - t0
             n = int(budget_s / max(t_est + t_flush, 1e-6))
-            reps = max(min_reps, min(max_reps, n))
+            floor = min_reps if t_est * min_reps <= 3 * budget_s else 1
+            reps = max(floor, min(max_reps, n))
         reps = max(int(reps), 1)
         if timer == "host":
             times = [one_host() for _ in range(reps)]

@@ -207,6 +207,31 @@ def _is_jax(x) -> bool:
     return type(x).__module__.split(".")[0] in ("jax", "jaxlib")
 
 
+def _is_jax_program(fn, args) -> bool:
+    import sys
+
+    if "jax" not in sys.modules:
+        return False
+    try:
+        from solar.frontend.jax.trace import is_jax_program
+    except ImportError:
+        import jax
+
+        return any(_is_jax(x) for x in jax.tree_util.tree_leaves(args))
+    return is_jax_program(fn, args)
+
+
+def _trace(model, args, *, precision, name):
+    """:func:`solar.trace`, or the JAX frontend directly for JAX programs."""
+    if _is_jax_program(model, args):
+        from solar.frontend.jax import trace_jax
+
+        return trace_jax(model, args, precision=precision, name=name)
+    from solar.api import trace
+
+    return trace(model, args, precision=precision, name=name)
+
+
 def _torch_leaves(result) -> list[torch.Tensor]:
     from torch.utils import _pytree as pytree
 
@@ -266,7 +291,7 @@ class Subject:
         (``program``, ``output_names``, ``values(fn, inputs)``: see the module docstring)."""
         args = tuple(inputs) if isinstance(inputs, (list, tuple)) else (inputs,)
         if framework is None:
-            framework = "jax" if any(_is_jax(a) for a in args) else "torch"
+            framework = "jax" if _is_jax_program(fn, args) else "torch"
         if framework == "jax":
             import jax
 
@@ -327,7 +352,12 @@ class Subject:
 def _device_of(fn, args) -> torch.device:
     from torch.utils import _pytree as pytree
 
-    for t in pytree.tree_leaves(args):
+    leaves = pytree.tree_leaves(args)
+    if any(_is_jax(x) for x in leaves) or _is_jax_program(fn, args):
+        import jax
+
+        leaves = jax.tree_util.tree_leaves(args)
+    for t in leaves:
         if isinstance(t, torch.Tensor) and t.device.type != "meta":
             return t.device
         if _is_jax(t) and hasattr(t, "devices"):
@@ -355,9 +385,7 @@ def make_subject(
     args = tuple(inputs) if isinstance(inputs, (list, tuple)) else (inputs,)
     t0 = time.perf_counter()
     if trace is None:
-        from solar.api import trace as trace_fn
-
-        trace = trace_fn(model, args, precision=precision, name=name)
+        trace = _trace(model, args, precision=precision, name=name)
     s = Subject.from_trace(model, args, trace, name=name, path=path, notes=notes)
     s.trace_s = time.perf_counter() - t0
     return s
@@ -433,26 +461,38 @@ def load_real_problem(
     seed: int = 0,
     overrides: Mapping[str, object] | None = None,
     randomize: bool = True,
+    strict_overrides: bool = True,
 ):
     """Build a KernelBench-style problem file with real tensors on ``device``:
     ``Model(*get_init_inputs())`` and ``get_inputs()`` after ``torch.manual_seed(seed)``, in
     eval mode, with constant-filled tensors randomized. ``overrides`` sets module-level
-    constants first (``{"BATCH": 4}``: small CPU runs of full-size files). Returns
-    ``(solar.problem.Problem, notes)``."""
+    constants first (``{"BATCH": 4}``: small CPU runs of full-size files); a name the file
+    lacks is an error, or ignored when ``strict_overrides`` is false (one set for a folder).
+    Returns ``(solar.problem.Problem, notes)``."""
     from solar.problem import Problem, ProblemError, load_module
 
     path = Path(path)
     module = load_module(path)
+    jax_problem = _real_jax_problem(
+        module, path, device=device, seed=seed, overrides=overrides, strict=strict_overrides,
+        randomize=randomize,
+    )  # fmt: skip
+    if jax_problem is not None:
+        return jax_problem
     missing = [n for n in ("Model", "get_inputs") if not hasattr(module, n)]
     if missing:
         raise ProblemError(
             f"{path}: defines no {' or '.join(missing)}; a problem file needs a Model class, "
             "get_inputs() and optionally get_init_inputs()"
         )
+    notes: list[str] = []
     for k, v in (overrides or {}).items():
         if not hasattr(module, k):
-            raise ProblemError(f"{path}: has no module-level name {k!r} to override")
+            if strict_overrides:
+                raise ProblemError(f"{path}: has no module-level name {k!r} to override")
+            continue
         setattr(module, k, v)
+        notes.append(f"{k} = {v!r} (overridden)")
     init = getattr(module, "get_init_inputs", lambda: [])
     torch.manual_seed(seed)
     try:
@@ -468,10 +508,132 @@ def load_real_problem(
         ) from e
     if isinstance(model, torch.nn.Module):
         model.eval()
-    notes: list[str] = []
     if randomize:
-        inputs, notes = randomize_constants(model, inputs, seed=seed)
+        inputs, more = randomize_constants(model, inputs, seed=seed)
+        notes += more
     return Problem(path, path.stem, model, tuple(inputs)), notes
+
+
+def _flax_kind(obj) -> str | None:
+    if not isinstance(obj, type):
+        return None
+    try:
+        from flax import linen, nnx
+    except ImportError:
+        return None
+    if issubclass(obj, nnx.Module):
+        return "nnx"
+    if issubclass(obj, linen.Module):
+        return "linen"
+    return None
+
+
+def _real_jax_problem(module, path, *, device, seed, overrides, strict, randomize):
+    """A JAX problem file (see :mod:`solar.frontend.jax.problem`) with real arrays: each
+    ``jax.ShapeDtypeStruct`` of ``get_inputs()``/``get_params()`` becomes random values
+    (normal floats, integers in [0, 8), fair bools), Flax models are initialised for real
+    with the seed, constant-filled weights are randomized. None if not a JAX problem file."""
+    import sys
+
+    model_cls = getattr(module, "Model", None)
+    forward = getattr(module, "forward", None)
+    if "jax" not in sys.modules:
+        return None
+    kind = _flax_kind(model_cls)
+    if kind is None and not (model_cls is None and callable(forward)):
+        return None
+    import inspect
+    import itertools
+    import os
+
+    from solar.problem import Problem, ProblemError
+
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # leave memory to torch
+    import jax
+    import jax.numpy as jnp
+
+    notes: list[str] = []
+    for k, v in (overrides or {}).items():
+        if not hasattr(module, k):
+            if strict:
+                raise ProblemError(f"{path}: has no module-level name {k!r} to override")
+            continue
+        setattr(module, k, v)
+        notes.append(f"{k} = {v!r} (overridden)")
+    want_gpu = torch.device(device).type == "cuda"
+    devs = [d for d in jax.devices() if (d.platform == "gpu") == want_gpu] or jax.devices()
+    jdev = devs[0]
+    key = jax.random.key(seed)
+    count = itertools.count()
+
+    def is_struct(x) -> bool:
+        return isinstance(x, jax.ShapeDtypeStruct)
+
+    def real(x):
+        if not is_struct(x):
+            return x
+        k = jax.random.fold_in(key, next(count))
+        dt = jnp.dtype(x.dtype)
+        if jnp.issubdtype(dt, jnp.floating):
+            v = jax.random.normal(k, x.shape, jnp.float32).astype(dt)
+        elif dt == jnp.bool_:
+            v = jax.random.bernoulli(k, 0.5, x.shape)
+        elif jnp.issubdtype(dt, jnp.integer):
+            v = jax.random.randint(k, x.shape, 0, 8).astype(dt)
+        else:
+            raise ProblemError(f"{path}: cannot make random values of dtype {dt}")
+        return jax.device_put(v, jdev)
+
+    def fresh(x):
+        """Random values in place of a constant-filled float array."""
+        if not isinstance(x, jax.Array) or x.size <= 1:
+            return x
+        if not jnp.issubdtype(x.dtype, jnp.floating):
+            return x
+        flat = x.reshape(-1)
+        c = flat[0]
+        if not bool(jnp.isfinite(c)) or not bool(jnp.all(flat == c)):
+            return x
+        u = jax.random.uniform(jax.random.fold_in(key, next(count)), x.shape, jnp.float32)
+        c = float(c)
+        new = (u - 0.5) if c == 0 else c * (0.5 + u)
+        return new.astype(x.dtype)
+
+    try:
+        with jax.default_device(jdev):
+            init = list(getattr(module, "get_init_inputs", lambda: [])())
+            inputs = jax.tree_util.tree_map(real, tuple(module.get_inputs()), is_leaf=is_struct)
+            if kind == "nnx":
+                from flax import nnx
+
+                takes = "rngs" in inspect.signature(model_cls.__init__).parameters
+                model = model_cls(*init, rngs=nnx.Rngs(seed)) if takes else model_cls(*init)
+                if randomize:
+                    nnx.update(model, jax.tree_util.tree_map(fresh, nnx.state(model)))
+                fn, args = model, inputs
+            elif kind == "linen":
+                model = model_cls(*init)
+                variables = model.init(key, *inputs)
+                if randomize:
+                    variables = jax.tree_util.tree_map(fresh, variables)
+                fn, args = model, (variables, *inputs)
+            else:
+                get_params = getattr(module, "get_params", None)
+                if get_params is not None:
+                    params = jax.tree_util.tree_map(real, get_params(*init), is_leaf=is_struct)
+                    fn, args = forward, (params, *inputs)
+                else:
+                    fn, args = forward, inputs
+            if randomize and kind is None:
+                args = jax.tree_util.tree_map(fresh, args)
+    except ProblemError:
+        raise
+    except Exception as e:
+        raise ProblemError(
+            f"{path}: building the JAX problem with real arrays failed: {type(e).__name__}: {e}"
+        ) from e
+    notes.append("JAX problem: random arrays from its ShapeDtypeStructs (integers in [0, 8))")
+    return Problem(path, path.stem, fn, tuple(args)), notes
 
 
 def problem_subject(
@@ -482,10 +644,16 @@ def problem_subject(
     overrides: Mapping[str, object] | None = None,
     randomize: bool = True,
     precision: str | None = None,
+    strict_overrides: bool = True,
 ) -> Subject:
     """A :class:`Subject` for a problem file built with real tensors on ``device``."""
     problem, notes = load_real_problem(
-        path, device=device, seed=seed, overrides=overrides, randomize=randomize
+        path,
+        device=device,
+        seed=seed,
+        overrides=overrides,
+        randomize=randomize,
+        strict_overrides=strict_overrides,
     )
     return make_subject(
         problem.model,
@@ -856,13 +1024,19 @@ def validate_problem(
     tol: float | Mapping[str, float] | None = None,
     overrides: Mapping[str, object] | None = None,
     precision: str | None = None,
+    strict_overrides: bool = True,
 ) -> ValidationReport:
     """Validate a problem file built with real tensors on ``device`` (see
     :func:`load_real_problem`); errors become a report with status ``error``."""
     path = Path(path)
     try:
         subject = problem_subject(
-            path, device=device, seed=seed, overrides=overrides, precision=precision
+            path,
+            device=device,
+            seed=seed,
+            overrides=overrides,
+            precision=precision,
+            strict_overrides=strict_overrides,
         )
     except torch.cuda.OutOfMemoryError:
         raise
@@ -940,13 +1114,22 @@ def validate_paths(
     tol: float | Mapping[str, float] | None = None,
     precision: str | None = None,
     show_progress: bool = True,
+    overrides: Mapping[str, object] | None = None,
 ) -> list[ValidationReport]:
-    """Validate every problem file under ``paths``; a failing file never stops the batch."""
+    """Validate every problem file under ``paths``; a failing file never stops the batch.
+    ``overrides`` are applied to the files that define those names."""
     reports = []
     for path in progress(discover(paths), desc="validate", enable=show_progress):
         try:
             r = validate_problem(
-                path, device=device, seed=seed, per_kernel=per_kernel, tol=tol, precision=precision
+                path,
+                device=device,
+                seed=seed,
+                per_kernel=per_kernel,
+                tol=tol,
+                precision=precision,
+                overrides=overrides,
+                strict_overrides=False,
             )
         except torch.cuda.OutOfMemoryError as e:
             r = ValidationReport(path.stem, str(device), "error", reason=f"out of memory: {e}")
@@ -958,6 +1141,33 @@ def validate_paths(
 
 # ---------------------------------------------------------------------------------------------
 # Command line
+
+
+def parse_sets(items: Sequence[str] | None) -> dict[str, object]:
+    """``["BATCH=4", "DTYPE='x'"]`` -> ``{"BATCH": 4, "DTYPE": "x"}`` (Python literals; other
+    text stays a string)."""
+    import ast
+
+    out: dict[str, object] = {}
+    for item in items or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip().isidentifier():
+            raise ValueError(f"--set {item!r}: expected NAME=VALUE")
+        try:
+            out[name.strip()] = ast.literal_eval(value.strip())
+        except (ValueError, SyntaxError):
+            out[name.strip()] = value.strip()
+    return out
+
+
+def add_set_option(p) -> None:
+    p.add_argument(
+        "--set",
+        action="append",
+        metavar="NAME=VALUE",
+        help="override a module-level constant of the problem files (e.g. --set BATCH=4), "
+        "for small runs; repeatable",
+    )
 
 
 def _default_device() -> str:
@@ -976,6 +1186,7 @@ def cmd_validate(args) -> int:
         tol=args.tol,
         precision=args.precision,
         show_progress=len(files) > 1 and not args.json,
+        overrides=parse_sets(args.set),
     )
     if args.json or args.out:
         if len(reports) == 1:
@@ -1020,4 +1231,5 @@ def register(subparsers) -> None:
     p.add_argument("--precision", choices=["tf32", "ieee"], default=None)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--out", help="also write the JSON report to this file")
+    add_set_option(p)
     p.set_defaults(func=cmd_validate)

@@ -1,8 +1,18 @@
 """Affine Loop IR: kernels of loop nests with affine accesses; printable, executable, costed."""
 
 from solar.ir.affine import Affine
-from solar.ir.program import Access, Dim, Guard, Kernel, Program, ProgramBuilder, Statement, View
-from solar.ir.scalar import Call, Const, Expr, Index, Load, call
+from solar.ir.program import (
+    Access,
+    Dim,
+    Guard,
+    Kernel,
+    Program,
+    ProgramBuilder,
+    Statement,
+    View,
+    with_loops,
+)
+from solar.ir.scalar import Call, Const, Expr, Index, Indirect, Load, call
 
 __all__ = [
     "Access",
@@ -13,6 +23,7 @@ __all__ = [
     "Expr",
     "Guard",
     "Index",
+    "Indirect",
     "Kernel",
     "Load",
     "Program",
@@ -20,4 +31,5 @@ __all__ = [
     "Statement",
     "View",
     "call",
+    "with_loops",
 ]

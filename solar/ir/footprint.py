@@ -663,12 +663,14 @@ def union_footprint(
     bases = {program.base(t) for _, t, _ in accesses}
     if len(bases) != 1:
         raise ValueError(f"union_footprint needs accesses of one storage base, got {bases}")
+    numel = program.tensors[bases.pop()].numel
     indirect = [a for a in accesses if has_indirect(a[2])]
     if indirect:
         direct = union_footprint(program, [a for a in accesses if not has_indirect(a[2])])
+        if direct.exact and direct.elements >= numel:  # everything: nothing more to add
+            return Footprint(numel, True)
         lb = max(_indirect_min(program, *a) for a in indirect)
         return Footprint(max(direct.elements, lb), False)
-    numel = program.tensors[bases.pop()].numel
     uniq: dict[tuple, _Set] = {}
     for st, t, idx in accesses:
         s = _access_set(program, st, t, idx)

@@ -342,6 +342,8 @@ def check_statement(st: Statement, program: Program, loops: tuple[Dim, ...] = ()
         raise ValueError("reduction dims given without a reduction operator")
     if any(set(e.dims) & reduction for e in st.out.index):
         raise ValueError(f"output {st.out} is indexed by a reduction dim")
+    if st.out.indirect and st.reduce == "logsumexp":
+        raise ValueError(f"output {st.out}: a logsumexp scatter is not supported")
     if st.scan is not None:
         _check_scan(st)
     if st.extern is not None:

@@ -18,7 +18,9 @@ them disappears), grouping *more* than XLA does keeps the bound below XLA's exec
    XLA either fuses them or recomputes them in each consumer; charging nothing for them is below
    both. Results of heavy units cross DRAM when another kernel reads them; program outputs
    are always written.
-5. If a grouping would make kernels depend on each other in a cycle, light units on the cycle
+5. A scan lowered as one looped kernel (``Kernel.loops``) is a kernel of its own: nothing
+   outside the loop fuses into it.
+6. If a grouping would make kernels depend on each other in a cycle, light units on the cycle
    are split off into kernels of their own until the kernel graph is acyclic; kernels then run
    in a topological order that keeps the program's order where it can.
 
@@ -80,12 +82,13 @@ def group_units(lw: Lowerer) -> None:
         deps[u.index].discard(u.index)
         consumers[u.index].discard(u.index)
     kind = {u.index: u.kind for u in units}
+    loops = {u.index for u in units if u.kind == "loop"}  # looped kernels take nothing in
 
     # 1-2: anchors, consumer fusion (reverse order), then epilogue fusion of lone light groups
     group: dict[int, int] = {}
     for u in reversed(units):
         i = u.index
-        if kind[i] == "heavy" or not consumers[i]:
+        if kind[i] != "light" or not consumers[i] or group[min(consumers[i])] in loops:
             group[i] = i
         else:
             group[i] = group[min(consumers[i])]
@@ -94,11 +97,11 @@ def group_units(lw: Lowerer) -> None:
         members.setdefault(group[u.index], []).append(u.index)
     for g in sorted(members):
         ms = members[g]
-        if any(kind[i] == "heavy" for i in ms):
+        if any(kind[i] != "light" for i in ms):
             continue
         outside = {c for i in ms for c in consumers[i]} - set(ms)
         producers = {d for i in ms for d in deps[i]} - set(ms)
-        if outside or not producers:
+        if outside or not producers or group[max(producers)] in loops:
             continue
         target = group[max(producers)]
         for i in ms:
@@ -119,7 +122,7 @@ def group_units(lw: Lowerer) -> None:
         except nx.NetworkXNoCycle:
             break
         on_cycle = {a for a, _ in cycle}
-        split = [i for i in group if group[i] in on_cycle and kind[i] != "heavy" and group[i] != i]
+        split = [i for i in group if group[i] in on_cycle and kind[i] == "light" and group[i] != i]
         if not split:  # only anchors left on the cycle: cannot happen for a valid program
             raise RuntimeError("kernel grouping produced a cycle between heavy units")
         for i in split:
@@ -135,10 +138,10 @@ def group_units(lw: Lowerer) -> None:
     kernels = []
     for g in order:
         us = by_group[g]
-        anchor = next((u for u in us if u.kind == "heavy"), us[0])
+        anchor = next((u for u in us if u.kind != "light"), us[0])
         fused = list(dict.fromkeys(u.prim for u in us if u is not anchor))
         op = anchor.prim + (f" + {', '.join(fused)}" if fused else "")
-        stem = anchor.prim if anchor.kind == "heavy" else "fusion"
+        stem = anchor.prim if anchor.kind != "light" else "fusion"
         kernels.append(
             Kernel(
                 f"{stem}_{len(kernels)}",
@@ -146,6 +149,7 @@ def group_units(lw: Lowerer) -> None:
                 [st for u in us for st in u.kernel.statements],
                 anchor.kernel.source or next((u.kernel.source for u in us if u.kernel.source), ""),
                 anchor.kernel.module,
+                anchor.kernel.loops,
             )
         )
     p.kernels = kernels
@@ -158,8 +162,8 @@ def group_units(lw: Lowerer) -> None:
     for u in units:
         r, w = acc[u.index]
         for b in w:
-            light_only[b] = light_only.get(b, True) and kind[u.index] != "heavy"
-            if kind[u.index] == "heavy":
+            light_only[b] = light_only.get(b, True) and kind[u.index] == "light"
+            if kind[u.index] != "light":
                 heavy_groups.setdefault(b, set()).add(group[u.index])
         for b in r:
             read_groups.setdefault(b, set()).add(group[u.index])

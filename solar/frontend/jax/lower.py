@@ -3,8 +3,9 @@
 Each equation that computes something becomes one *unit*: a provisional kernel holding its
 statements. :mod:`solar.frontend.jax.fusion` later groups units into the kernels XLA would
 launch. Views (reshape, transpose, broadcast_in_dim, slice, squeeze) are ``as_strided`` views
-and emit nothing. Call-like primitives (jit, custom_jvp_call, remat, ...) are inlined; scan and
-while loops with static trip counts are unrolled; cond picks a branch (see ``ops/control.py``).
+and emit nothing. Call-like primitives (jit, custom_jvp_call, remat, ...) are inlined; scans
+are unrolled or become one looped kernel; while loops with trip counts known while tracing are
+unrolled; cond picks a branch (see ``ops/control.py``).
 
 Values (:class:`V`) are IR tensors, values known while tracing (literals, closed-over
 constants, and anything computed from them alone, evaluated with JAX itself when small: loop
@@ -30,7 +31,7 @@ from solar.frontend.jax.registry import (
     UnsupportedDtypeError,
     UnsupportedPrimitiveError,
 )
-from solar.ir.affine import Affine, AffineLike, affines
+from solar.ir.affine import AffineLike, affines
 from solar.ir.dtypes import ITEMSIZE
 from solar.ir.program import (
     REDUCE_OPS,
@@ -87,10 +88,10 @@ class V:
 
 def _is_splat(a: np.ndarray) -> bool:
     flat = a.reshape(-1)
-    if a.dtype.kind == "f" or a.dtype.name in ITEMSIZE:
-        f = flat.astype(np.float64) if a.dtype.kind not in "biu" else flat
-        return bool(np.all((f == f[0]) | (np.isnan(f) & np.isnan(f[0]))))
-    return bool(np.all(flat == flat[0]))
+    if a.dtype.kind in "biu":
+        return bool(np.all(flat == flat[0]))
+    f = flat.astype(np.float64)
+    return bool(np.all((f == f[0]) | (np.isnan(f) & np.isnan(f[0]))))
 
 
 @dataclass
@@ -99,12 +100,15 @@ class Unit:
 
     kernel: Kernel
     prim: str
-    kind: str  # "light" or "heavy"
+    kind: str  # "light", "heavy" or "loop" (a looped kernel: a whole scan)
     index: int
 
 
 def dtype_name(dtype: object) -> str:
-    return np.dtype(dtype).name
+    try:
+        return np.dtype(dtype).name
+    except TypeError:  # extended dtypes (PRNG keys): named, never expressible in the IR
+        return str(dtype)
 
 
 def ir_dtype(dtype: object, what: str) -> str:
@@ -124,8 +128,8 @@ _SOLAR_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__f
 
 
 def _is_user_path(path: str) -> bool:
-    if path.startswith("<") and path != "<stdin>":
-        return False
+    if path.startswith("<"):  # <stdin>, <string> (python -c), but not <frozen ...>
+        return not path.startswith("<frozen")
     path = os.path.abspath(path)
     return "site-packages" not in path and not path.startswith(_SOLAR_DIR)
 
@@ -145,8 +149,6 @@ def user_source(source_info: object) -> str:
     for fr in frames:
         if _is_user_path(fr.file_name):
             return f"{os.path.basename(fr.file_name)}:{fr.start_line}"
-    if frames:
-        return f"{os.path.basename(frames[0].file_name)}:{frames[0].start_line}"
     return ""
 
 
@@ -283,6 +285,11 @@ class LoweringContext:
         """Kernel-local scratch (row maxima, accumulators): never leaves the chip."""
         return self.lowerer.fresh_tensor(f"{self.prim}_{stem}", shape, dtype, "local")
 
+    def reset_outs(self) -> None:
+        """Forget the outputs declared so far (after a failed attempt was rolled back)."""
+        self._outs = [None] * len(self.out_avals)
+        self.unit = None
+
     def outs(self) -> list[V]:
         for i, v in enumerate(self._outs):
             if v is None:  # never written: an allocation only
@@ -290,9 +297,13 @@ class LoweringContext:
         out = [v for v in self._outs if v is not None]
         if self.unit is not None:
             for v in out:
-                if v.t is not None and v.known is None and v.producer is None:
-                    v.producer = self.unit.index
-                elif v.t is not None and v.owned:  # updated in place by this unit
+                if (
+                    v.t is not None
+                    and v.known is None
+                    and v.producer is None
+                    or v.t is not None
+                    and v.owned
+                ):
                     v.producer = self.unit.index
         return out
 
@@ -310,9 +321,13 @@ class LoweringContext:
         precision: str | None = None,
         dtype: str | None = None,
         guards: Sequence[Guard] = (),
+        scan: str | None = None,
+        extern: str | None = None,
+        extern_attrs: dict | None = None,
     ) -> Statement | None:
         """Emit one loop nest into this equation's unit (opened on the first statement). A
-        nest with an empty dim runs nothing and is skipped."""
+        nest with an empty dim runs nothing and is skipped. ``scan``/``extern``: see
+        :class:`solar.ir.program.Statement`."""
         dims = [d if isinstance(d, Dim) else Dim(*d) for d in dims]
         if any(int(d.extent) == 0 for d in dims):
             return None
@@ -332,6 +347,9 @@ class LoweringContext:
                 tuple(guards),
                 precision,
                 dtype,
+                scan,
+                extern,
+                tuple(sorted((extern_attrs or {}).items())),
             ),
         )
 
@@ -350,8 +368,14 @@ class LoweringContext:
         jaxpr = getattr(closed, "jaxpr", closed)
         consts = [self.lowerer.known_value(c) for c in getattr(closed, "consts", ())]
         own = owned if owned is not None else [False] * len(args)
-        bound = [replace(a, owned=a.owned and o) for a, o in zip(args, own, strict=True)]
-        return self.lowerer.lower_jaxpr(jaxpr, consts, bound, scope=self.module, dests=dests or {})
+        # a contraction's epilogue never folds across a call boundary (the caller may use it)
+        bound = [
+            replace(a, owned=a.owned and o, contraction=None)
+            for a, o in zip(args, own, strict=True)
+        ]
+        return self.lowerer.lower_jaxpr(
+            jaxpr, consts, bound, scope=self.module, dests=dests or {}, source=self.source
+        )
 
     def operand_dead(self, i: int) -> bool:
         return self._dead[i]
@@ -371,6 +395,8 @@ class Lowerer:
         self.base_refs: Counter[str] = Counter()
         self.equations = 0
         self.scratch = False  # a trial lowering (cond branch costing): never edit old units
+        self.scan_mode = "auto"  # "auto", "unroll" or "loop" (see ops/control.py)
+        self.in_loop = False  # lowering the body of a looped kernel
         self._splats: dict[tuple, T] = {}
 
     @property
@@ -438,10 +464,40 @@ class Lowerer:
             v.t = T(name, tuple(a.shape), dtype)
         return v.t
 
+    # -- trial lowering ------------------------------------------------------------------
+
+    def snapshot(self) -> tuple:
+        p = self.program
+        return (
+            len(self.units),
+            len(p.kernels),
+            dict(p.tensors),
+            dict(p.constants),
+            list(p.inputs),
+            dict(self.builder._counts),  # type: ignore[attr-defined]
+            Counter(self.base_refs),
+            len(self.notes),
+            dict(self._splats),
+            self.equations,
+        )
+
+    def restore(self, snap: tuple) -> None:
+        """Forget everything lowered since :meth:`snapshot` (a failed attempt)."""
+        p = self.program
+        units, kernels, tensors, constants, inputs, counts, refs, notes, splats, eqs = snap
+        del self.units[units:]
+        del p.kernels[kernels:]
+        p.tensors, p.constants, p.inputs = tensors, constants, inputs
+        self.builder._counts = counts  # type: ignore[attr-defined]
+        self.base_refs, self._splats, self.equations = refs, splats, eqs
+        del self.notes[notes:]
+
     # -- units ---------------------------------------------------------------------------
 
-    def begin_unit(self, prim: str, kind: str, source: str = "", module: str = "") -> Unit:
-        k = self.builder.begin_kernel(prim, source=source, module=module)
+    def begin_unit(
+        self, prim: str, kind: str, source: str = "", module: str = "", loops=()
+    ) -> Unit:
+        k = self.builder.begin_kernel(prim, source=source, module=module, loops=loops)
         u = Unit(k, prim, kind, len(self.units))
         self.units.append(u)
         return u
@@ -486,9 +542,12 @@ class Lowerer:
         *,
         scope: str = "",
         dests: dict[int, T] | None = None,
+        source: str = "",
     ) -> list[V]:
         """Lower ``jaxpr`` on ``args``; returns its outputs. ``dests`` maps output positions
-        to tensors the outputs should be written into (a copy if no equation writes them)."""
+        to tensors the outputs should be written into (a copy if no equation writes them).
+        ``scope`` and ``source`` are the calling equation's module path and user line (an
+        inlined body's equations whose traceback stops at the call use the caller's line)."""
         from jax.extend.core import Literal
 
         env: dict[object, V] = {}
@@ -530,7 +589,7 @@ class Lowerer:
             ins = [read(a) for a in e.invars]
             dead = [not isinstance(a, Literal) and last.get(a) == i for a in e.invars]
             nuses = [0 if isinstance(a, Literal) else uses[a] for a in e.invars]
-            outs = self.lower_eqn(e, ins, dead, nuses, scope, var_dests.get(id(e), {}))
+            outs = self.lower_eqn(e, ins, dead, nuses, scope, var_dests.get(id(e), {}), source)
             for var, val in zip(e.outvars, outs, strict=True):
                 if type(var).__name__ != "DropVar":
                     env[var] = val
@@ -539,7 +598,7 @@ class Lowerer:
             v = results[k]
             if v.t is not None and v.t.name == t.name:
                 continue
-            self.copy(v, t)
+            self.copy(v, t, source, scope)
             results[k] = V(t.shape, v.dtype, t, owned=False)
         return results
 
@@ -551,10 +610,11 @@ class Lowerer:
         uses: list[int],
         scope: str,
         dests: dict[int, T],
+        outer_source: str = "",
     ) -> list[V]:
         self.equations += 1
         prim = eqn.primitive.name  # type: ignore[attr-defined]
-        source = user_source(eqn.source_info)  # type: ignore[attr-defined]
+        source = user_source(eqn.source_info) or outer_source  # type: ignore[attr-defined]
         if self.equations > MAX_EQUATIONS:
             raise UnsupportedPrimitiveError(
                 prim,

@@ -1,22 +1,9 @@
 """JAX problem files, mirroring KernelBench's ``Model`` / ``get_inputs()`` / ``get_init_inputs()``.
 
-A JAX problem file defines one of:
+A JAX problem file imports ``jax`` (or ``flax``) and defines ``get_inputs()`` (arrays or
+``jax.ShapeDtypeStruct`` s), optionally ``get_init_inputs()``, and the program as one of:
 
-1. A function and its inputs::
-
-       def forward(params, x):            # or forward(x, ...) without parameters
-           ...
-       def get_params(*init):             # optional: the first argument of forward
-           return {"dense1": {"kernel": jax.ShapeDtypeStruct((1024, 4096), jnp.float32), ...}}
-       def get_inputs():
-           return [jax.ShapeDtypeStruct((8, 1024), jnp.float32)]   # or real arrays
-       def get_init_inputs():             # optional: arguments of get_params
-           return []
-
-   The program is ``forward(get_params(*get_init_inputs()), *get_inputs())`` (or
-   ``forward(*get_inputs())`` without ``get_params``).
-
-2. A Flax model class named ``Model``, built from ``get_init_inputs()``:
+1. ``Model``, a Flax module class, built from ``get_init_inputs()``:
 
    - ``flax.nnx.Module``: ``Model(*get_init_inputs(), rngs=nnx.Rngs(0))`` (``rngs`` only if
      ``__init__`` takes it), built under ``nnx.eval_shape``; the program is
@@ -25,7 +12,25 @@ A JAX problem file defines one of:
      ``jax.eval_shape(model.init, jax.random.key(0), *get_inputs())``; the program is
      ``model.apply(variables, *get_inputs())``.
 
-Everything is abstract (``ShapeDtypeStruct`` s, ``eval_shape``): loading a large problem
+2. ``Model``, any other class: ``model = Model(*get_init_inputs())`` holds a pytree
+   ``model.params`` (arrays or ShapeDtypeStructs) and a method ``apply(params, *inputs)``;
+   the program is ``model.apply(model.params, *get_inputs())`` (KernelBench's layout, with the
+   parameters passed explicitly, as JAX code keeps them)::
+
+       class Model:
+           def __init__(self, width=1024):
+               self.params = {"w": jax.ShapeDtypeStruct((width, width), jnp.float32)}
+
+           def apply(self, params, x):
+               return jax.nn.relu(x @ params["w"])
+
+       def get_inputs():
+           return [jax.ShapeDtypeStruct((8, 1024), jnp.float32)]
+
+3. A function ``forward(*inputs)``, or ``forward(params, *inputs)`` with
+   ``get_params(*get_init_inputs())`` returning the parameter pytree.
+
+Everything may be abstract (``ShapeDtypeStruct`` s, ``eval_shape``): loading a large problem
 allocates nothing. :func:`load_jax_problem` returns ``(fn, inputs)`` for
 ``solar.trace``/``solar.bound``, or None when the module is not a JAX problem file.
 """
@@ -50,6 +55,15 @@ def _is_flax_class(obj: object) -> str | None:
     return None
 
 
+def imports_jax(module: ModuleType) -> bool:
+    """Whether the module imported jax or flax (a module, or something defined in one)."""
+    for v in vars(module).values():
+        name = v.__name__ if isinstance(v, ModuleType) else getattr(v, "__module__", None)
+        if isinstance(name, str) and name.split(".")[0] in ("jax", "flax", "jaxlib"):
+            return True
+    return False
+
+
 def load_jax_problem(module: ModuleType) -> tuple[object, tuple] | None:
     """``(fn, inputs)`` of a JAX problem file (see the module docstring), or None if
     ``module`` is not one. Raises ValueError with a one-line reason when it is one but cannot
@@ -57,7 +71,9 @@ def load_jax_problem(module: ModuleType) -> tuple[object, tuple] | None:
     model_cls = getattr(module, "Model", None)
     kind = _is_flax_class(model_cls)
     forward = getattr(module, "forward", None)
-    if kind is None and not (callable(forward) and model_cls is None):
+    if kind is None and not imports_jax(module):
+        return None
+    if model_cls is None and not callable(forward):
         return None
     if not hasattr(module, "get_inputs"):
         raise ValueError("a JAX problem file needs get_inputs() next to its Model or forward")
@@ -80,6 +96,14 @@ def load_jax_problem(module: ModuleType) -> tuple[object, tuple] | None:
         model = model_cls(*init)  # type: ignore[misc]
         variables = jax.eval_shape(model.init, jax.random.key(0), *inputs)
         return model, (variables, *inputs)
+    if model_cls is not None:
+        model = model_cls(*init)
+        if not hasattr(model, "params") or not callable(getattr(model, "apply", None)):
+            raise ValueError(
+                "a JAX Model needs a params attribute and an apply(params, *inputs) method "
+                "(or use a Flax module; see solar/frontend/jax/problem.py)"
+            )
+        return model.apply, (model.params, *inputs)
     get_params = getattr(module, "get_params", None)
     if get_params is not None:
         return forward, (get_params(*init), *inputs)

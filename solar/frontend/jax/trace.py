@@ -31,6 +31,11 @@ WEIGHT_NAMES = frozenset({"params", "variables", "weights", "state", "theta", "p
 
 Binding = tuple[str, str]  # ("weight" | "input", "params/dense1/kernel")
 
+FUSION_NOTE = (
+    "unfused (JAX): kernels as XLA fuses them, approximated from below: one per dot, conv, "
+    "reduction, scatter or update, with elementwise work fused into its consumer (or producer)"
+)
+
 
 @dataclass
 class Prepared:
@@ -60,6 +65,11 @@ class JaxTrace:
     notes: list[str] = field(default_factory=list)
     leaf_index: dict[str, int] = field(default_factory=dict, repr=False)
     weight_args: Sequence[int] | None = None
+
+    @property
+    def assumptions(self) -> list[str]:
+        """Lines for the bound report: the kernel grouping rule, then :attr:`notes`."""
+        return [FUSION_NOTE, *self.notes]
 
     def values(self, fn: object, inputs: object) -> dict:
         """The ``values`` mapping for :func:`solar.ir.execute.execute`: torch tensors of the
@@ -94,6 +104,7 @@ def trace_jax(
     name: str | None = None,
     precision: str | None = None,
     weights: Sequence[int] | None = None,
+    scan: str = "auto",
 ) -> JaxTrace:
     """Trace ``fn(*inputs)`` with ``jax.make_jaxpr`` on abstract values and lower it to the
     Affine Loop IR.
@@ -103,7 +114,9 @@ def trace_jax(
     ``(variables, *inputs)``). ``inputs``: the positional arguments (a tuple; a single array is
     one argument) as arrays or ``jax.ShapeDtypeStruct`` s. ``precision``: ``"tf32"`` or
     ``"ieee"`` overrides the float32 matmul/conv policy. ``weights``: positions of the arguments
-    holding weights (default: by argument name, see the module docstring).
+    holding weights (default: by argument name, see the module docstring). ``scan``:
+    ``"unroll"`` every ``lax.scan``, lower each as ONE looped kernel (``"loop"``), or unroll
+    short ones and loop long ones (``"auto"``, see :mod:`solar.frontend.jax.ops.control`).
     """
     import jax
 
@@ -124,7 +137,10 @@ def trace_jax(
     closed = jax.make_jaxpr(flat)(*structs)
     jaxpr = closed.jaxpr
 
+    if scan not in ("auto", "unroll", "loop"):
+        raise ValueError(f"scan must be 'auto', 'unroll' or 'loop', not {scan!r}")
     lowerer = Lowerer(name or prep.label or "program", policy)
+    lowerer.scan_mode = scan
     used = _used_vars(jaxpr)
     bindings: dict[str, Binding] = {}
     leaf_index: dict[str, int] = {}
@@ -132,8 +148,8 @@ def trace_jax(
     for var, i in zip(jaxpr.invars, arrays, strict=True):
         path, leaf = leaves[i]
         shape = tuple(int(s) for s in np.shape(leaf))
-        if var not in used:
-            args.append(V(shape, np.dtype(_dtype(leaf)).name))
+        if var not in used:  # never read: not declared (PRNG keys of an nnx module, say)
+            args.append(V(shape, str(_dtype(leaf))))
             continue
         label = _label(prep, path)
         role = "weight" if path[0] in prep.weights else "input"
@@ -192,8 +208,10 @@ def prepare(fn: object, inputs: object, weights: Sequence[int] | None = None) ->
     if not callable(call):
         raise TypeError(f"cannot trace a {type(fn).__name__}: not callable")
     names = _argument_names(call, len(args))
+    if kind == "linen" and names:  # apply(variables, *args): params/dense1/kernel, x
+        names = ["", *_argument_names(type(fn).__call__, len(args) - 1, skip_self=True)]
     if weights is None:
-        wset = {i for i, n in enumerate(names) if n in WEIGHT_NAMES}
+        wset = {i for i, n in enumerate(names) if n in WEIGHT_NAMES or (kind and i == 0)}
     else:
         wset = set(weights)
     label = type(fn).__name__ if kind == "linen" else getattr(fn, "__name__", "")

@@ -28,8 +28,8 @@ from solar.frontend.common import T, dims_of, nest
 from solar.frontend.jax.lower import LoweringContext, V
 from solar.frontend.jax.registry import lowering
 from solar.ir.affine import Affine
-from solar.ir.program import Access, Dim, Guard, Statement, check_statement
-from solar.ir.scalar import Const, Expr, call
+from solar.ir.program import Dim, Guard, Statement, check_statement
+from solar.ir.scalar import Const, call
 
 
 def prepare(ctx: LoweringContext, v: V, mode: str | None) -> T:
@@ -88,9 +88,10 @@ def dot_general(
 
 
 def fold_bias(ctx: LoweringContext, x: V, y: V) -> bool:
-    """``add(dot, other)``: fold ``other`` into the dot's statement as its initial value
-    (``out = other; out += lhs * rhs``, the cuBLAS ``beta = 1`` epilogue XLA's GEMM rewriter
-    emits) when the dot's result is used only here and ``other`` exists before the dot."""
+    """``add(dot, other)``: fold ``other`` into the dot's (or convolution's) statement as its
+    initial value (``out = other; out += lhs * rhs``: the cuBLAS ``beta = 1`` epilogue XLA's
+    GEMM rewriter emits, cuDNN's fused bias) when the result is used only here and ``other``
+    exists before the contraction."""
     if ctx.lowerer.scratch:
         return False
     for d, other in ((x, y), (y, x)):
@@ -111,6 +112,8 @@ def fold_bias(ctx: LoweringContext, x: V, y: V) -> bool:
         if st.out.tensor != out.name or st not in kernel.statements:
             continue
         names = [e.single_dim for e in st.out.index]
+        if None in names:
+            continue
         init = Statement(st.parallel_dims, st.out, ctx.operand(other, names, out.dtype))
         check_statement(init, ctx.lowerer.program)
         kernel.statements.insert(kernel.statements.index(st), init)
@@ -170,7 +173,7 @@ def conv_general_dilated(
         lo, P, R = int(padding[s][0]), out.shape[os_[2 + s]], rhs.shape[rs[2 + s]]
         opts = []
         for a, b in product(range(ld), range(ld)):
-            if (st * a + rd * b - lo) % ld == 0 and P > a and R > b:
+            if (st * a + rd * b - lo) % ld == 0 and a < P and b < R:
                 opts.append(
                     (a, b, (st * a + rd * b - lo) // ld, -(-(P - a) // ld), -(-(R - b) // ld))
                 )
@@ -179,6 +182,7 @@ def conv_general_dilated(
     mode = ctx.policy.mode(precision, lhs.dtype)
     lt, rt = prepare(ctx, lhs, mode), prepare(ctx, rhs, mode)
     single = len(combos) == 1 and all(int(d) == 1 for d in lhs_dilation)
+    st = None
     if not single:  # several nests add into each output: start from zero
         dims = dims_of(out.shape)
         ctx.statement(nest(dims, out.shape), out, dims, Const(0))
@@ -208,7 +212,7 @@ def conv_general_dilated(
             lo_, hi_ = pos.bounds({p: np_, r: nr})
             if lo_ < 0 or hi_ >= size:
                 guards.append(Guard(pos, 0, size))
-        ctx.statement(
+        st = ctx.statement(
             [Dim(d, n) for d, n in par] + [Dim(d, n, True) for d, n in red],
             out,
             oidx,
@@ -218,3 +222,5 @@ def conv_general_dilated(
             precision=None if mode == "bf16" else mode,
             guards=guards,
         )
+    if single and st is not None:  # a bias added afterwards folds into it (cuDNN epilogue)
+        ctx.bind_out(0, V(out.shape, out.dtype, out, owned=True, contraction=st))

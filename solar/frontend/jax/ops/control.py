@@ -3,10 +3,18 @@
 - Calls (``jit``/``pjit``, ``closed_call``, ``core_call``, ``remat``/``checkpoint``,
   ``custom_jvp_call``, ``custom_vjp_call``): the body (the primal computation) is inlined; its
   equations become units like any other.
-- ``scan``: unrolled, ``length`` copies of the body (the IR executor has no sequential loops
-  yet). Carries are loop state passed from one iteration to the next (updated in place when the
-  body allows it); ``xs`` are read as slices ``xs[i]`` (views); each iteration writes its ``ys``
-  slice straight into the stacked output. Cost = trip count x body, exactly.
+- ``scan``: cost = trip count x body. Two forms, same numbers and the same fused bound:
+
+  * unrolled (``length`` copies of the body; what ``"auto"`` does while length x body
+    equations <= :data:`UNROLL_BUDGET`): carries are loop state passed from one iteration to
+    the next (updated in place when the body allows it), ``xs`` are read as slices ``xs[i]``
+    (views), each iteration writes its ``ys`` slice straight into the stacked output, and
+    known loop counters stay known (static slices). The unfused bound charges each
+    iteration's kernels, as XLA's while loop launches them.
+  * one looped kernel (``Kernel.loops``, :func:`scan_loop`; longer scans, or
+    ``trace_jax(..., scan="loop")``): compact IR, and the whole loop is one kernel in the
+    unfused bound (a looser lower bound). Nested scans inside it are unrolled; a body that
+    cannot live in one looped kernel falls back to unrolling, with a note.
 - ``while``: unrolled while its predicate is known at trace time (``fori_loop`` with static
   bounds, counters starting from constants); a predicate that depends on traced array values
   is a one-line error.
@@ -58,6 +66,9 @@ def call(ctx: LoweringContext, *args: V, **params: object) -> None:
         ctx.bind_out(i, v)
 
 
+UNROLL_BUDGET = 2048  # "auto": unroll a scan when length x body equations is at most this
+
+
 @lowering("scan", kind="control")
 def scan(
     ctx: LoweringContext,
@@ -69,6 +80,24 @@ def scan(
     num_carry: int,
     **_: object,
 ) -> None:
+    lw = ctx.lowerer
+    body_eqns = len(getattr(jaxpr, "jaxpr", jaxpr).eqns)
+    loop = lw.scan_mode == "loop" or (
+        lw.scan_mode == "auto" and length * max(body_eqns, 1) > UNROLL_BUDGET
+    )
+    if loop and length > 1 and not lw.in_loop and not lw.scratch:
+        snap = lw.snapshot()
+        try:
+            scan_loop(ctx, list(args), jaxpr, length, reverse, num_consts, num_carry)
+            return
+        except (ValueError, TypeError) as e:  # not expressible as one looped kernel: unroll
+            lw.restore(snap)
+            ctx.reset_outs()
+            lw.notes.append(f"scan at {ctx.source or '?'} unrolled ({e})")
+    scan_unrolled(ctx, list(args), jaxpr, length, reverse, num_consts, num_carry)
+
+
+def scan_unrolled(ctx, args, jaxpr, length, reverse, num_consts, num_carry) -> None:
     consts = list(args[:num_consts])
     carry = list(args[num_consts : num_consts + num_carry])
     xs = list(args[num_consts + num_carry :])
@@ -92,6 +121,110 @@ def scan(
     last = len(ctx.lowerer.units) - 1
     for k, y in enumerate(ys):  # written by the iterations: produced by the last unit so far
         ctx.bind_out(num_carry + k, V(y.shape, y.dtype, y, owned=True, producer=last))
+
+
+def scan_loop(ctx, args, jaxpr, length, reverse, num_consts, num_carry) -> None:
+    """The scan as ONE kernel with a sequential loop ``t < length`` (``Kernel.loops``)::
+
+        c_hist[0] = init                       (t == 0 only)
+        c_buf = c_hist[t];  x_buf = xs[i]      (i = t, or length-1-t when reversed)
+        ... the body, on c_buf, x_buf and the consts ...
+        c_hist[t+1] = new_carry;  ys[i] = y;  final = new_carry   (t == length-1 only)
+
+    The carry history makes every iteration's values new (the cost of the body is counted
+    ``length`` times); it lives on chip (kernel-local), so DRAM traffic is xs, consts and the
+    initial carry read once, ys and the final carry written once."""
+    from solar.frontend.common import dims_of, nest
+    from solar.ir.affine import Affine
+    from solar.ir.program import Dim, Guard
+
+    lw = ctx.lowerer
+    consts = list(args[:num_consts])
+    init = list(args[num_consts : num_consts + num_carry])
+    xs = list(args[num_consts + num_carry :])
+    t = "t"
+    step = Affine.of(length - 1) - Affine.of(t) if reverse else Affine.of(t)
+    first, last = Guard(Affine.of(t), 0, 1), Guard(Affine.of(t), length - 1, length)
+    pre: list = []  # (dims, out tensor, index, expr, guards)
+    c_hist, c_buf = [], []
+    for c in init:
+        dt = _dtype(c)
+        hist = lw.fresh_tensor("scan_carry_hist", (length + 1, *c.shape), dt)
+        buf = lw.fresh_tensor("scan_carry", c.shape, dt)
+        d = dims_of(c.shape)
+        pre.append((nest(d, c.shape), hist, [0, *d], ctx.operand(c, d, dt), [first]))
+        pre.append((nest(d, c.shape), buf, d, ctx.load(hist, [t, *d]), []))
+        c_hist.append(hist)
+        c_buf.append(buf)
+    x_buf = []
+    for x in xs:
+        shape = x.shape[1:]
+        buf = lw.fresh_tensor("scan_x", shape, _dtype(x))
+        d = dims_of(shape)
+        pre.append((nest(d, shape), buf, d, ctx.load(ctx.tensor(x), [step, *d]), []))
+        x_buf.append(buf)
+    start = len(lw.units)
+    lw.in_loop = True
+    try:
+        outs = ctx.lower_jaxpr(
+            jaxpr,
+            [
+                *consts,
+                *(V(b.shape, b.dtype, b, owned=True) for b in c_buf),
+                *(V(b.shape, b.dtype, b) for b in x_buf),
+            ],
+            owned=[False] * num_consts + [True] * num_carry + [False] * len(xs),
+        )
+    finally:
+        lw.in_loop = False
+    body = [st for u in lw.units[start:] for st in u.kernel.statements]
+    for u in lw.units[start:]:
+        u.kernel.statements = []
+    post: list = []
+    finals = [ctx.out(k) for k in range(num_carry)]
+    for k, v in enumerate(outs[:num_carry]):
+        d = dims_of(v.shape)
+        post.append(
+            (
+                nest(d, v.shape),
+                c_hist[k],
+                [Affine.of(t) + 1, *d],
+                ctx.operand(v, d, c_hist[k].dtype),
+                [],
+            )
+        )
+        post.append((nest(d, v.shape), finals[k], d, ctx.operand(v, d, finals[k].dtype), [last]))
+    for k, v in enumerate(outs[num_carry:]):
+        y = ctx.out(num_carry + k, stem="scan_ys")
+        d = dims_of(v.shape)
+        post.append((nest(d, v.shape), y, [step, *d], ctx.operand(v, d, y.dtype), []))
+    unit = lw.begin_unit("scan", "loop", ctx.source, ctx.module, loops=(Dim(t, length),))
+    from solar.ir.affine import affines
+    from solar.ir.program import Access, Statement
+
+    def add(dims, out, index, expr, guards) -> None:
+        dims = [Dim(*x) for x in dims]
+        if any(x.extent == 0 for x in dims):
+            return
+        lw.emit(
+            unit,
+            Statement(tuple(dims), Access(out.name, affines(index)), expr, guards=tuple(guards)),
+        )
+
+    for item in pre:
+        add(*item)
+    for st in body:
+        lw.emit(unit, st)
+    for item in post:
+        add(*item)
+    for v in ctx.outs():
+        v.producer = unit.index
+
+
+def _dtype(v: V) -> str:
+    from solar.frontend.jax.lower import ir_dtype
+
+    return ir_dtype(v.dtype, "a scan carry")
 
 
 def leading_view(ctx: LoweringContext, y, i: int):
@@ -172,7 +305,7 @@ def branch_cost(ctx: LoweringContext, branch: object, args: list[V]) -> dict[str
     scratch_args = [V(a.shape, a.dtype, a.t, a.known) for a in args]
     jaxpr = getattr(branch, "jaxpr", branch)
     consts = [scratch.known_value(c) for c in getattr(branch, "consts", ())]
-    scratch.lower_jaxpr(jaxpr, consts, scratch_args, scope=ctx.module)
+    scratch.lower_jaxpr(jaxpr, consts, scratch_args, scope=ctx.module, source=ctx.source)
     prog = scratch.program
     total: Counter[str] = Counter()
     for k in prog.kernels[len(p.kernels) :]:

@@ -3,11 +3,8 @@
 - ``reduce_sum/max/min/prod/and/or``: ``out[kept] op= x[kept, reduced]``.
 - ``argmax/argmin``: the extremum into a kernel-local tensor, then the first index attaining it
   (``min`` over ``where(x == m, r, R)``).
-- ``cumsum/cumprod/cummax/cummin`` (no scan statement in the IR yet): a reduction over a
-  triangle, ``out[.., i] op= x[.., j] where 0 <= i - j`` (``j - i`` when ``reverse``). Costs
-  stay lower bounds: the combine count of a statement is (distinct terms - distinct outputs),
-  0 here, below a real scan's ``n - 1`` per row; memory is one read and one write per element.
-  ``cumlogsumexp`` is ``m + log(Σ_{j<=i} exp(x_j - m))`` with ``m`` the row maximum.
+- ``cumsum/cumprod/cummax/cummin/cumlogsumexp``: a ``scan`` statement (``Statement.scan``,
+  one combine per element beyond a row's first); ``reverse`` reads and writes at ``n-1-i``.
 - ``reduce_window_sum/max/min`` (pooling): ``out[o] op= x[s*o + d*w - lo]``, padding guarded.
 - ``reduce``/``reduce_window`` with a jaxpr body: when the body is a single add/max/min/mul.
 """
@@ -17,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from math import prod
 
-from solar.frontend.common import acc_dtype, dims_of, nest
+from solar.frontend.common import dims_of, nest
 from solar.frontend.jax.lower import LoweringContext, V
 from solar.frontend.jax.registry import lowering
 from solar.ir.affine import Affine
@@ -72,52 +69,31 @@ def argreduce(ctx: LoweringContext, x: V, *, axes, index_dtype=None, **_: object
     ctx.statement(n.dims, out, n.out_index, first, reduce="min", dtype=t.dtype)
 
 
-CUMULATIVE = {"cumsum": "sum", "cumprod": "prod", "cummax": "max", "cummin": "min"}
-
-
-def triangle(x: V, axis: int, reverse: bool) -> tuple[list[str], list[Dim], Guard]:
-    names = [f"i{k}" for k in range(x.ndim)]
-    n = x.shape[axis]
-    dims = [Dim(d, e) for d, e in zip(names, x.shape, strict=True)] + [Dim("j", n, True)]
-    i = Affine.of(names[axis])
-    diff = (Affine.of("j") - i) if reverse else (i - Affine.of("j"))
-    return names, dims, Guard(diff, 0, n)
+CUMULATIVE = {
+    "cumsum": "sum",
+    "cumprod": "prod",
+    "cummax": "max",
+    "cummin": "min",
+    "cumlogsumexp": "logsumexp",
+}
 
 
 @lowering(*CUMULATIVE, kind="heavy")
 def cumulative(ctx: LoweringContext, x: V, *, axis: int, reverse: bool = False, **_) -> None:
+    """A ``scan`` statement along ``axis``; ``reverse`` reads and writes at ``n - 1 - i``."""
     out = ctx.out()
     axis %= x.ndim
-    names, dims, guard = triangle(x, axis, reverse)
-    src = [("j" if k == axis else d) for k, d in enumerate(names)]
+    dims = dims_of(x.shape)
+    n = x.shape[axis]
+    index = [n - 1 - Affine.of(d) if reverse and k == axis else d for k, d in enumerate(dims)]
     ctx.statement(
-        dims,
+        nest(dims, x.shape),
         out,
-        names,
-        ctx.operand_at(x, src, out.dtype),
+        index,
+        ctx.operand_at(x, index, out.dtype),
         reduce=CUMULATIVE[ctx.prim],
-        guards=[guard],
+        scan=dims[axis],
     )
-
-
-@lowering("cumlogsumexp", kind="heavy")
-def cumlogsumexp(ctx: LoweringContext, x: V, *, axis: int, reverse: bool = False, **_) -> None:
-    out = ctx.out()
-    axis %= x.ndim
-    acc = acc_dtype(out.dtype)
-    t = ctx.tensor(x)
-    names, dims, guard = triangle(x, axis, reverse)
-    row = [d for k, d in enumerate(names) if k != axis]
-    row_shape = [e for k, e in enumerate(x.shape) if k != axis]
-    m = ctx.local("max", row_shape, acc)
-    full = [Dim(d, e, k == axis) for k, (d, e) in enumerate(zip(names, x.shape, strict=True))]
-    ctx.statement(full, m, row, ctx.load(t, names, acc), reduce="max")
-    s = ctx.local("sum", x.shape, acc)
-    src = [("j" if k == axis else d) for k, d in enumerate(names)]
-    shifted = call("exp", call("sub", ctx.load(t, src, acc), ctx.load(m, row)))
-    ctx.statement(dims, s, names, shifted, reduce="sum", guards=[guard])
-    res = call("add", ctx.load(m, row), call("log", ctx.load(s, names)))
-    ctx.statement(nest(names, x.shape), out, names, res, dtype=acc)
 
 
 WINDOWS = {"reduce_window_sum": "sum", "reduce_window_max": "max", "reduce_window_min": "min"}
@@ -244,3 +220,67 @@ def _extreme(v: object, op: str) -> bool:
     except (TypeError, ValueError):
         return False
     return f == (-np.inf if op == "max" else np.inf) or (isinstance(v, int) and abs(v) >= 2**31 - 1)
+
+
+# ------------------------------------------------------------------------- sort and top_k
+def _extern_rows(
+    ctx: LoweringContext, x: V, axis: int, routine: str, out, m: int, **attrs: object
+) -> None:
+    """``out[.., p, ..] = routine(row)[p]`` for the rows of ``x`` along ``axis``: an extern
+    statement (batch dims, the output position ``p < m``, the row ``r``)."""
+    batch = [k for k in range(x.ndim) if k != axis]
+    dims = [Dim(f"i{k}", x.shape[k]) for k in batch] + [Dim("p", m), Dim("r", x.shape[axis], True)]
+    row = ctx.operand_at(x, ["r" if k == axis else f"i{k}" for k in range(x.ndim)], None)
+    index = ["p" if k == axis else f"i{k}" for k in range(x.ndim)]
+    ctx.statement(dims, out, index, row, extern=routine, extern_attrs=attrs)
+
+
+@lowering("sort", kind="heavy")
+def sort(ctx: LoweringContext, *ops: V, dimension: int, is_stable: bool, num_keys: int, **_):
+    """Sort along ``dimension`` by the first operand (an extern ``sort`` statement); the
+    other operands follow the permutation (the sorted positions, gathered). An operand that
+    is an iota along the dimension (``argsort``) is the permutation itself."""
+    from solar.ir.scalar import Indirect, Load
+
+    if num_keys != 1:
+        ctx.fail(f"with {num_keys} sort keys is not supported (one key only)")
+    x = ops[0]
+    axis = dimension % x.ndim
+    n = x.shape[axis]
+    _extern_rows(ctx, x, axis, "sort.values", ctx.out(0), n, stable=bool(is_stable))
+    if len(ops) == 1:
+        return
+    perm = ctx.local("perm", x.shape, "int64")
+    _extern_rows(ctx, x, axis, "sort.indices", perm, n, stable=bool(is_stable))
+    dims = dims_of(x.shape)
+    for k, v in enumerate(ops[1:], start=1):
+        out = ctx.out(k)
+        if _is_iota(v, axis):
+            expr = ctx.load(perm, dims, out.dtype)
+        else:
+            src = [Indirect(Load(perm.name, tuple(Affine.of(d) for d in dims))) if j == axis
+                   else d for j, d in enumerate(dims)]  # fmt: skip
+            expr = ctx.load(ctx.tensor(v), src, out.dtype)
+        ctx.statement(nest(dims, x.shape), out, dims, expr)
+
+
+def _is_iota(v: V, axis: int) -> bool:
+    import numpy as np
+
+    if v.known is None:
+        return False
+    shape = [1] * v.ndim
+    shape[axis] = v.shape[axis]
+    ramp = np.arange(v.shape[axis]).reshape(shape)
+    return bool(np.array_equal(np.broadcast_to(ramp, v.shape), v.known))
+
+
+@lowering("top_k", kind="heavy")
+def top_k(ctx: LoweringContext, x: V, *args: V, k: int | None = None, axis: int = -1, **_):
+    """The ``k`` largest along the last axis, sorted: extern ``topk`` statements."""
+    if k is None:
+        k = ctx.out_avals[0][0][axis]
+    axis %= x.ndim
+    attrs = dict(k=int(k), largest=True, sorted=True)
+    _extern_rows(ctx, x, axis, "topk.values", ctx.out(0), int(k), **attrs)
+    _extern_rows(ctx, x, axis, "topk.indices", ctx.out(1), int(k), **attrs)

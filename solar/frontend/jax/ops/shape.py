@@ -10,7 +10,9 @@ are light copies (fused); ``dynamic_update_slice`` and ``scatter`` are heavy (a 
 own, in place when the operand is dead afterwards, as XLA's buffer assignment does).
 
 Indices that depend on traced array values (an embedding lookup, ``x[i]`` with a traced
-``i``) need indirect accesses, which the IR does not have: a one-line error says so.
+``i``, ``dynamic_slice`` with traced starts) become indirect index entries
+(:class:`solar.ir.scalar.Indirect`): the index tensor is read, the index arithmetic (XLA's
+clamping of starts) is free, and the gathered elements are counted at their provable minimum.
 """
 
 from __future__ import annotations
@@ -24,9 +26,8 @@ import numpy as np
 from solar.frontend.common import T, dims_of, nest
 from solar.frontend.jax.lower import LoweringContext, V, contiguous_strides
 from solar.frontend.jax.registry import DataDependentError, lowering
-from solar.ir.affine import Affine
-from solar.ir.program import Guard
-from solar.ir.scalar import Const, Expr, Index, call
+from solar.ir.affine import Affine, AffineLike
+from solar.ir.scalar import Const, Expr, Index, Indirect, Load, call
 
 # ---------------------------------------------------------------------------------------------
 # views
@@ -173,10 +174,42 @@ def clamp_starts(starts: Sequence[int], shape: Sequence[int], sizes: Sequence[in
     return [min(max(s, 0), n - k) for s, n, k in zip(starts, shape, sizes, strict=True)]
 
 
+def starts_of(
+    ctx: LoweringContext, starts: Sequence[V], shape: Sequence[int], sizes: Sequence[int]
+) -> list[int | Expr]:
+    """Per dim, the start XLA uses (clamped so the slice stays in bounds): an int when known
+    while tracing, else an index expression reading the traced scalar (free index
+    arithmetic)."""
+    out: list[int | Expr] = []
+    for s, n, k in zip(starts, shape, sizes, strict=True):
+        v = s.scalar()
+        if v is not None:
+            out.append(min(max(int(v), 0), int(n) - int(k)))
+        else:
+            t = ctx.tensor(s)
+            e = Load(t.name, (Affine.of(0),) * t.ndim)
+            out.append(call("minimum", call("maximum", e, Const(0)), Const(int(n) - int(k))))
+    return out
+
+
+def entry(start: int | Expr, d: AffineLike) -> Affine | Indirect:
+    """``start + d``: affine for a known start, else an indirect (data-dependent) entry."""
+    if isinstance(start, int):
+        return Affine.of(d) + start
+    return Indirect(call("add", start, Index(Affine.of(d))))
+
+
 @lowering("dynamic_slice", kind="view")
 def dynamic_slice(ctx: LoweringContext, x: V, *starts: V, slice_sizes, **_: object) -> None:
-    s = clamp_starts(known_starts(ctx, starts, "start indices"), x.shape, slice_sizes)
-    ctx.set_out(0, slice_view(ctx, x, s, slice_sizes), x)
+    """A view when the starts are known while tracing; else a gather (indirect entries)."""
+    s = starts_of(ctx, starts, x.shape, slice_sizes)
+    if all(isinstance(v, int) for v in s):
+        ctx.set_out(0, slice_view(ctx, x, s, slice_sizes), x)  # type: ignore[arg-type]
+        return
+    out = ctx.out()
+    dims = dims_of(out.shape)
+    index = [entry(v, d) for v, d in zip(s, dims, strict=True)]
+    ctx.statement(nest(dims, out.shape), out, dims, ctx.load(ctx.tensor(x), index, out.dtype))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -258,10 +291,10 @@ def update_target(ctx: LoweringContext, x: V) -> T:
 
 @lowering("dynamic_update_slice", kind="heavy")
 def dynamic_update_slice(ctx: LoweringContext, x: V, update: V, *starts: V, **_: object) -> None:
-    s = clamp_starts(known_starts(ctx, starts, "start indices"), x.shape, update.shape)
+    s = starts_of(ctx, starts, x.shape, update.shape)
     target = update_target(ctx, x)
     dims = dims_of(update.shape)
-    index = [Affine.of(d) + k for d, k in zip(dims, s, strict=True)]
+    index = [entry(v, d) for v, d in zip(s, dims, strict=True)]
     ctx.statement(nest(dims, update.shape), target, index, ctx.operand(update, dims, x.dtype))
 
 
@@ -312,8 +345,9 @@ def gather(
     """Gather with indices known while tracing: one affine statement when the starts are an
     affine function of the batch position, else one statement per position (few only)."""
     dn = dimension_numbers
-    if tuple(getattr(dn, "operand_batching_dims", ())):
-        ctx.fail("with operand batching dims is not supported")
+    if idx.known is None or tuple(getattr(dn, "operand_batching_dims", ())):
+        traced_gather(ctx, x, idx, dn, slice_sizes, mode, fill_value)
+        return
     ind = _known_indices(ctx, idx)
     out = ctx.out()
     batch_shape = ind.shape[:-1]
@@ -381,9 +415,10 @@ def scatter(
     then the updates written (or combined) at their windows, one statement per position
     unless one affine, injective statement covers them all."""
     dn = dimension_numbers
-    if tuple(getattr(dn, "operand_batching_dims", ())):
-        ctx.fail("with operand batching dims is not supported")
     combine = SCATTERS[ctx.prim]
+    if idx.known is None or tuple(getattr(dn, "operand_batching_dims", ())):
+        traced_scatter(ctx, x, idx, updates, dn, combine)
+        return
     ind = _known_indices(ctx, idx)
     target = update_target(ctx, x)
     uwin = list(dn.update_window_dims)
@@ -433,10 +468,7 @@ def scatter(
         for pos in positions:
             if not inb[pos]:
                 continue
-            index = [
-                Affine.of(int(starts[pos][d])) + (wdims[d] if d in wdims else 0)
-                for d in range(x.ndim)
-            ]
+            index = [Affine.of(int(starts[pos][d])) + wdims.get(d, 0) for d in range(x.ndim)]
             uindex: list = list(dims)
             for k, b in zip(ubatch, pos, strict=True):
                 uindex[k] = b
@@ -515,3 +547,88 @@ def platform_index(ctx: LoweringContext, *, platforms, **_: object) -> None:
         next((i for i, ps in enumerate(platforms) if ps is None), 0),
     )
     ctx.set_out(0, np.asarray(index, dtype=ctx.out_avals[0][1]))
+
+
+def _start(ctx: LoweringContext, idx: T, batch: list, j: int, limit: int) -> Expr:
+    """``clamp(idx[batch.., j], 0, limit)``: index arithmetic (free)."""
+    e = Load(idx.name, (*(Affine.of(b) for b in batch), Affine.of(j)))
+    return call("minimum", call("maximum", e, Const(0)), Const(int(limit)))
+
+
+def traced_gather(ctx: LoweringContext, x: V, idx: V, dn, slice_sizes, mode, fill_value) -> None:
+    """A gather whose indices are traced values: indirect entries ``{clamp(idx[b, j]) + w}``
+    (clamped as XLA's CLIP/PROMISE_IN_BOUNDS modes do; FILL_OR_DROP selects the fill value
+    where a start is out of bounds)."""
+    out = ctx.out()
+    it = ctx.tensor(idx)
+    dims = dims_of(out.shape)
+    offset_dims = list(dn.offset_dims)
+    batch = [dims[k] for k in range(out.ndim) if k not in offset_dims]  # <-> idx dims[:-1]
+    obatch = list(getattr(dn, "operand_batching_dims", ()))
+    ibatch = list(getattr(dn, "start_indices_batching_dims", ()))
+    window = [d for d in range(x.ndim) if d not in dn.collapsed_slice_dims and d not in obatch]
+    wdims = dict(zip(window, [dims[k] for k in offset_dims], strict=True))
+    index: list = []
+    checks: list[Expr] = []
+    for d in range(x.ndim):
+        if d in obatch:
+            index.append(Affine.of(batch[ibatch[obatch.index(d)]]))
+        elif d in dn.start_index_map:
+            j = list(dn.start_index_map).index(d)
+            limit = x.shape[d] - int(slice_sizes[d])
+            start = _start(ctx, it, batch, j, limit)
+            index.append(Indirect(call("add", start, Index(Affine.of(wdims[d]))) if d in wdims
+                                  else start))  # fmt: skip
+            raw = Load(it.name, (*(Affine.of(b) for b in batch), Affine.of(j)))
+            checks.append(
+                call("logical_and", call("ge", raw, Const(0)), call("le", raw, Const(limit)))
+            )
+        else:
+            index.append(Affine.of(wdims[d]) if d in wdims else Affine.of(0))
+    value = ctx.load(ctx.tensor(x), index, out.dtype)
+    if "FILL_OR_DROP" in str(mode) and checks:
+        fill = (
+            fill_value if fill_value is not None else (float("nan") if "float" in out.dtype else 0)
+        )
+        ok = checks[0]
+        for c in checks[1:]:
+            ok = call("logical_and", ok, c)
+        value = call("where", ok, value, Const(fill))
+    ctx.statement(nest(dims, out.shape), out, dims, value)
+
+
+def traced_scatter(ctx: LoweringContext, x: V, idx: V, updates: V, dn, combine) -> None:
+    """A scatter whose indices are traced values: the operand (in place when dead, else a
+    copy), then ``out[{clamp(idx[b, j]) + w}] (op)= updates[b, w]``. Out-of-bounds windows are
+    clamped into bounds (XLA's FILL_OR_DROP drops them)."""
+    target = update_target(ctx, x)
+    it = ctx.tensor(idx)
+    dims = dims_of(updates.shape)
+    uwin = list(dn.update_window_dims)
+    batch = [dims[k] for k in range(updates.ndim) if k not in uwin]  # <-> idx dims[:-1]
+    obatch = list(getattr(dn, "operand_batching_dims", ()))
+    ibatch = list(getattr(dn, "scatter_indices_batching_dims", ()))
+    window = [d for d in range(x.ndim) if d not in dn.inserted_window_dims and d not in obatch]
+    wdims = dict(zip(window, [dims[k] for k in uwin], strict=True))
+    wsize = {d: updates.shape[k] for d, k in zip(window, uwin, strict=True)}
+    index: list = []
+    for d in range(x.ndim):
+        if d in obatch:
+            index.append(Affine.of(batch[ibatch[obatch.index(d)]]))
+        elif d in dn.scatter_dims_to_operand_dims:
+            j = list(dn.scatter_dims_to_operand_dims).index(d)
+            start = _start(ctx, it, batch, j, x.shape[d] - wsize.get(d, 1))
+            index.append(Indirect(call("add", start, Index(Affine.of(wdims[d]))) if d in wdims
+                                  else start))  # fmt: skip
+        else:
+            index.append(Affine.of(wdims[d]) if d in wdims else Affine.of(0))
+    val = ctx.operand(updates, dims, x.dtype)
+    loop = nest(dims, updates.shape)
+    if combine is None:
+        ctx.statement(loop, target, index, val)
+    elif combine == "sum":
+        ctx.statement(loop, target, index, val, accumulate=True)
+    elif combine == "sub":
+        ctx.statement(loop, target, index, call("neg", val), accumulate=True)
+    else:
+        ctx.statement(loop, target, index, val, reduce=combine, accumulate=True)

@@ -7,9 +7,7 @@ from solar.frontend.jax.lower import LoweringContext, V
 from solar.frontend.jax.registry import lowering
 
 REASONS = {
-    "sort": "is not an affine loop nest; it needs an extern sort statement in the IR (pending)",
-    "top_k": "is a partial sort; it needs an extern sort statement in the IR (pending)",
-    "approx_top_k": "is a partial sort; it needs an extern sort statement in the IR (pending)",
+    "approx_top_k": "is an approximate partial sort, which has no extern routine in the IR",
     "random_bits": "generates random bits (uint32), which the IR cannot express; pass the "
     "random values in as inputs",
     "threefry2x32": "generates random bits (uint32), which the IR cannot express; pass the "

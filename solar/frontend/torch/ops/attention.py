@@ -21,7 +21,8 @@ row), one SFU exp, and 2·E + 2·Ev tensor-core flops, what FlashAttention execu
 
 - ``is_causal``: a guard ``s <= l`` (PyTorch's top-left alignment, also when Lq != Lk) on every
   nest over ``s``, so masked-out scores cost nothing: for Lq = Lk = L the contractions count
-  2·(E + Ev)·L(L+1)/2 flops per (batch, head) exactly.
+  2·(E + Ev)·L(L+1)/2 flops per (batch, head) exactly. With a mask too, both apply (as the
+  fused CPU kernel does; the math path refuses the combination).
 - ``enable_gqa``: the query-head dim ``Hq = Hkv·G`` is split into loops ``kv < Hkv, g < G``;
   query heads are indexed ``kv·G + g`` and key/value heads ``kv`` (affine; ``h // G`` is not).
 - float32 inputs contract on TF32 tensor cores: CUDA's fp32 attention kernel (memory-efficient,
@@ -62,8 +63,6 @@ def sdpa(
             f"with dropout_p={dropout_p} is training-mode (random) attention, which has no "
             "loop-nest definition; trace in eval mode with dropout_p=0"
         )
-    if is_causal and mask is not None:
-        ctx.fail("with both attn_mask and is_causal=True is rejected by PyTorch too")
     out = ctx.out()
     nd = out.ndim
     if not q.ndim == k.ndim == v.ndim == nd:

@@ -17,9 +17,9 @@ output (in the same kernel); the in-place forms write ``self`` directly:
 
 - ``scatter`` (src / value; ``reduce="add"/"multiply"``), ``scatter_add``, ``scatter_reduce``
   (sum, prod, mean, amax, amin; ``include_self``), ``index_add`` (``alpha``), ``index_copy``,
-  ``index_fill``, ``index_put`` (``accumulate``; a boolean mask with a single value is a
-  masked fill). Overwriting scatters with duplicate indices keep one of the values (which
-  one is unspecified, as in PyTorch).
+  ``index_fill``, ``index_put`` (``accumulate``; boolean masks are refused, as for
+  ``index``). Overwriting scatters with duplicate indices keep one of the values (which one
+  is unspecified, as in PyTorch).
 
 Costs follow :mod:`solar.ir.cost`: the elements selected through an index are counted at their
 provable minimum (``exact=False``): an embedding reads at least one table row in the fused
@@ -37,6 +37,7 @@ from solar.frontend.torch.lower import LoweringContext, T, storage_index
 from solar.frontend.torch.ops.common import acc_dtype, broadcast_index, dims_of, nest, norm_dim
 from solar.frontend.torch.registry import DataDependentOperatorError, lowering
 from solar.ir.affine import Affine, affines
+from solar.ir.dtypes import is_float
 from solar.ir.scalar import Const, Expr, Index, Indirect, Load, call
 
 aten = torch.ops.aten
@@ -297,17 +298,15 @@ def _count_mean(ctx: LoweringContext, out: T, dims, target, include_self: bool) 
     full = nest(o, out.shape)
     ctx.statement(full, cnt, o, Const(1 if include_self else 0))
     ctx.statement(dims, cnt, target, Const(1), accumulate=True)
-    compute = acc_dtype(out.dtype)
+    floating = is_float(out.dtype)
+    compute = acc_dtype(out.dtype) if floating else "float64"
     mean = call("div", ctx.load(out, o, compute), ctx.load(cnt, o, compute))
-    if out.dtype not in ("float64", "float32", "float16", "bfloat16"):
+    if not floating:
         mean = call("floor", mean)  # integer means round down, as PyTorch does
     if not include_self:
-        mean = call(
-            "where", call("gt", ctx.load(cnt, o), Const(0)), mean, ctx.load(out, o, compute)
-        )
-    ctx.statement(
-        full, out, o, mean, dtype="float64" if compute not in ("float32", "float64") else compute
-    )
+        keep = call("gt", ctx.load(cnt, o), Const(0))
+        mean = call("where", keep, mean, ctx.load(out, o, compute))
+    ctx.statement(full, out, o, mean, dtype=compute)
 
 
 SCATTER_REDUCE = {"add": "sum", "multiply": "prod", "sum": "sum", "prod": "prod"}
@@ -399,28 +398,13 @@ def index_fill(ctx: LoweringContext, x: T, dim: int, index: T, value: object) ->
 def index_put(
     ctx: LoweringContext, x: T, indices: list, values: T, accumulate: bool = False
 ) -> None:
-    """``out = x`` then ``out[indices] (+)= values`` (broadcast to the indexed shape). A
-    boolean mask with one value is a masked fill."""
+    """``out = x`` then ``out[indices] (+)= values`` (broadcast to the indexed shape).
+    Boolean masks are refused: eager runs ``nonzero`` (data-dependent), and a masked fill
+    over the whole tensor would charge reads and writes the real kernel need not do (use
+    ``masked_fill`` / ``torch.where``)."""
+    refuse_masks(ctx, *indices)
     out = ctx.out()
     copy_self(ctx, x, out)
-    masks = [t for t in indices if isinstance(t, T) and t.dtype in ("bool", "uint8")]
-    if masks:
-        _masked_put(ctx, out, list(indices), values, bool(accumulate))
-        return
     names, shape, target = _advanced(ctx, x, indices)
     value = ctx.load(values, broadcast_index(values.shape, names), out.dtype)
     write(ctx, nest(names, shape), out, target, value, accumulate=bool(accumulate))
-
-
-def _masked_put(ctx: LoweringContext, out: T, indices: list, values: T, accumulate: bool) -> None:
-    """``out[mask] (+)= v`` for one boolean mask over the leading dims and a one-element
-    ``v``: ``out = mask ? v : out`` (``out + v`` when accumulating) over the whole tensor."""
-    (mask,) = indices if len(indices) == 1 else (None,)
-    if mask is None or values.numel != 1 or mask.shape != out.shape[: mask.ndim]:
-        raise DataDependentOperatorError(ctx.target, ctx.source)
-    o = dims_of(out.shape)
-    v = ctx.load(values, [0] * values.ndim, out.dtype)
-    cur = ctx.load(out, o)
-    new = call("add", cur, v) if accumulate else v
-    m = call("ne", index_load(mask, o[: mask.ndim]), Const(0))
-    ctx.statement(nest(o, out.shape), out, o, call("where", m, new, cur))

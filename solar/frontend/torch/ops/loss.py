@@ -22,9 +22,7 @@ The other ``torch.nn`` losses arrive decomposed into elementwise ops, reductions
 ``cosine_similarity``), which is what eager runs. ``gaussian_nll_loss`` checks ``var >= 0`` on
 the data (a data-dependent ``torch.any``), which a traced program cannot contain.
 
-``xlogy`` (``F.kl_div`` with ``log_target=False``) is defined here but registered only by
-:func:`register_xlogy`: the frontend's own test of "registering a lowering" uses
-``aten.xlogy.Tensor`` as its example of an unsupported operator.
+``xlogy`` is what ``F.kl_div`` with ``log_target=False`` records.
 """
 
 from __future__ import annotations
@@ -148,3 +146,6 @@ XLOGY_OPS = (aten.xlogy.Tensor, aten.xlogy.Scalar_Self, aten.xlogy.Scalar_Other)
 def register_xlogy() -> None:
     """Register :func:`xlogy` for ``aten.xlogy`` (``F.kl_div(..., log_target=False)``)."""
     lowering(*XLOGY_OPS)(xlogy)
+
+
+register_xlogy()

@@ -5,35 +5,40 @@ kernel per layer, sequential over time.
 runs them through cuDNN, while a CPU trace records per-timestep kernels. Each layer is one
 kernel with a sequential loop ``t < T`` (:attr:`solar.ir.program.Kernel.loops`); both
 directions of a bidirectional layer run in the same iteration (forward at step ``t``, reverse at
-step ``T-1-t``; they are independent). Per direction and step, with state ``h`` (and ``c``) in
-kernel-local storage::
+step ``T-1-t``; they are independent). Per direction and step, with the state in kernel-local
+storage indexed by step (``h[t]`` enters step ``t``: every value that changes per step is
+indexed by ``t``, so op counts and footprints are exact)::
 
-    [t == 0]    h = h0[l·D+d];  c = c0[l·D+d];  bias[n] = b_ih[n] + b_hh[n]
-    gates[b,n]  = bias[n]                                        (the accumulator's start)
-    gates[b,n] += Σ_i x[t', b, i] · W_ih[n, i]                   tensor cores
-    gates[b,n] += Σ_k h[b, k] · W_hh[n, k]                       tensor cores
-    LSTM:  c = σ(i)·tanh(g) + σ(f)·c;   h = σ(o)·tanh(c)   (proj_size: h = W_hr · (σ(o)·tanh(c)))
-    GRU:   n = tanh(gi_n + σ(gi_r + gh_r)·gh_n);  h = n + σ(gi_z + gh_z)·(h - n)   (gi, gh apart)
-    RNN:   h = tanh(gates) or relu(gates)
-    y[t', b, d·P + p] = h[b, p];    [t == T-1]  h_n[l·D+d] = h;  c_n[l·D+d] = c
+    [t == 0]      h[0] = h0[l·D+d];  c[0] = c0[l·D+d];  bias[n] = b_ih[n] + b_hh[n]
+    g[t,b,n]   = bias[n]                                     (the accumulator's start)
+    g[t,b,n]  += Σ_i x[t', b, i] · W_ih[n, i]                tensor cores
+    g[t,b,n]  += Σ_k h[t, b, k] · W_hh[n, k]                 tensor cores
+    LSTM:  c[t+1] = σ(i)·tanh(g) + σ(f)·c[t];  h[t+1] = σ(o)·tanh(c[t+1])
+           (proj_size: h[t+1] = W_hr · (σ(o)·tanh(c[t+1])))
+    GRU:   n = tanh(gi_n + σ(gi_r + gh_r)·gh_n);  h[t+1] = n + σ(gi_z + gh_z)·(h[t] - n)
+           (gi = W_ih·x + b_ih and gh = W_hh·h + b_hh accumulate apart)
+    RNN:   h[t+1] = tanh(g) or relu(g)
+    y[t', b, d·P + p] = h[t+1, b, p];   [t == T-1]  h_n[l·D+d] = h[T];  c_n[l·D+d] = c[T]
 
 (``t' = t`` forward, ``T-1-t`` reverse; ``x``/``y`` are indexed ``[b, t', ·]`` when
 ``batch_first``). The input projection ``W_ih · x_t`` is computed inside the loop; cuDNN hoists
 it into one GEMM over all steps before the recurrence, which is the same flops. The biases are
 the accumulators' initial value (as in ``addmm``), so they cost no per-step add; the per-layer
 ``b_ih + b_hh`` is computed once. The gate math runs in float32 for half inputs (the state and
-gates are float32 locals).
+gates are float32 locals). fp32 contractions follow ``torch.backends.cudnn.allow_tf32`` (what
+PyTorch sets cuDNN's RNN math type from).
 
-Why one kernel per layer is a lower bound of cuDNN: cuDNN (``CUDNN_RNN_ALGO_STANDARD``, which
-PyTorch uses for every multi-layer or bidirectional RNN; the persistent algorithms only for
-one-layer unidirectional half-precision ones) launches per layer at least an input GEMM and,
-per step, a recurrent GEMM and a gate kernel, and passes each layer's output sequence to the
-next through device memory. The sum of their roofline times is at least the roofline time of
-their union: total operations, and every input, weight and output of the layer moved once, i.e.
-this kernel. Merging all layers into one kernel would also be a lower bound but would hide the
-inter-layer traffic that cuDNN really has; a layer-per-kernel split cannot be finer without
-exceeding cuDNN (its launches per step keep ``h``, ``c`` in DRAM, which is more traffic, not
-less). Training-mode dropout between layers (random) is refused.
+Why one kernel per layer stays a lower bound of cuDNN: whatever cuDNN launches for a layer (the
+standard algorithm: a GEMM for the input projections of all steps, then per step a recurrent
+GEMM and a gate kernel; a persistent algorithm: one kernel for the recurrence) performs at
+least this kernel's operations and moves at least its DRAM bytes (every input, weight and
+output of the layer once), and a sum of per-kernel roofline times is at least the roofline
+time of the union. Layers are not merged into one kernel because PyTorch runs every
+multi-layer or bidirectional RNN with the standard algorithm (the persistent ones need one
+layer, one direction and half precision), which passes each layer's output sequence to the
+next through device memory; keeping that traffic keeps the unfused bound informative, and
+still below cuDNN. A finer split (per step) would charge DRAM round trips of the state that a
+persistent kernel avoids. Training-mode dropout between layers (random) is refused.
 """
 
 from __future__ import annotations

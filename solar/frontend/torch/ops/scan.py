@@ -9,7 +9,11 @@ element beyond the first of each row.
 - ``cummax`` / ``cummin``: ``values`` is a max/min scan; ``indices`` the index of the last
   element attaining the running extremum, which is a max scan of
   ``where(x[i] == values[i], i, 0)`` (an element equal to the running extremum starts a new
-  run of it). NaN inputs: the values propagate NaN as PyTorch does, the indices may differ.
+  run of it). The comparison is written as index arithmetic, reading that value from a
+  kernel-local iota ``io[i] = i`` at ``{where(x == values, i, 0)}``, so the two outputs cost
+  one combine each per element beyond a row's first: each of those outputs needs at least
+  one operation (a real kernel does a compare and two selects per combine). NaN inputs: the
+  values propagate NaN as PyTorch does, the indices may differ.
 
 Reverse (``flip`` + scan + ``flip``) and exclusive scans are index arithmetic around these.
 """
@@ -18,13 +22,32 @@ from __future__ import annotations
 
 import torch
 
-from solar.frontend.torch.lower import LoweringContext, T
+from solar.frontend.torch.lower import LoweringContext, T, kernel_stem
 from solar.frontend.torch.ops.common import acc_dtype, dims_of, nest, norm_dim
 from solar.frontend.torch.registry import lowering
 from solar.ir.affine import Affine
-from solar.ir.scalar import Const, Index, call
+from solar.ir.program import Dim, Statement
+from solar.ir.scalar import Const, Expr, Index, Indirect, call
 
 aten = torch.ops.aten
+
+
+def statement(ctx: LoweringContext, dims, out: T, index, expr: Expr, **kw) -> Statement | None:
+    """:meth:`LoweringContext.statement` with every keyword of
+    :meth:`solar.ir.program.ProgramBuilder.statement` (``scan``, ``extern``,
+    ``extern_attrs``, ...), into the same kernel as the node's other statements."""
+    dims = [d if isinstance(d, Dim) else Dim(*d) for d in dims]
+    if any(int(d.extent) == 0 for d in dims):
+        return None
+    name, index = ctx.store_target(out, index)
+    if kw.get("dtype") == out.dtype:
+        kw["dtype"] = None
+    if not getattr(ctx, "_kernel_open", False):
+        k = ctx.builder.begin_kernel(str(ctx.target), source=ctx.source, module=ctx.module)
+        k.name = f"{kernel_stem(ctx.target)}_{len(ctx.builder.program.kernels) - 1}"
+        ctx._kernel_open = True  # shared with LoweringContext.statement
+    return ctx.builder.statement(dims, (name, tuple(index)), expr, **kw)
+
 
 SCANS = {
     aten.cumsum.default: "sum",
@@ -39,9 +62,8 @@ def _scan(ctx: LoweringContext, x: T, dim: int, out: T, reduce: str, compute: st
         ctx.statement([], out, [], ctx.load(x, [], compute), dtype=compute)
         return
     k = norm_dim(dim, x.ndim)
-    ctx.statement(
-        nest(d, out.shape), out, d, ctx.load(x, d, compute), reduce=reduce, scan=d[k], dtype=compute
-    )
+    load = ctx.load(x, d, compute)
+    statement(ctx, nest(d, out.shape), out, d, load, reduce=reduce, scan=d[k], dtype=compute)
 
 
 @lowering(*SCANS)
@@ -60,6 +82,9 @@ def cumulative_extremum(ctx: LoweringContext, x: T, dim: int) -> None:
         ctx.statement([], indices, [], Const(0))
         return
     k = norm_dim(dim, x.ndim)
+    n = x.shape[k]
+    iota = ctx.local("iota", (n,), "int64")
+    statement(ctx, [("i", n)], iota, ["i"], Index(Affine.of("i")))
     hit = call("eq", ctx.load(x, d), ctx.load(values, d))
-    where = call("where", hit, Index(Affine.of(d[k])), Const(0))
-    ctx.statement(nest(d, x.shape), indices, d, where, reduce="max", scan=d[k], dtype="int64")
+    last = ctx.load(iota, [Indirect(call("where", hit, Index(Affine.of(d[k])), Const(0)))])
+    statement(ctx, nest(d, x.shape), indices, d, last, reduce="max", scan=d[k])

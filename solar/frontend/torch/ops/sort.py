@@ -16,6 +16,7 @@ import torch
 
 from solar.frontend.torch.lower import LoweringContext, T
 from solar.frontend.torch.ops.common import norm_dim
+from solar.frontend.torch.ops.scan import statement
 from solar.frontend.torch.registry import lowering
 
 aten = torch.ops.aten
@@ -47,7 +48,7 @@ def _rows(
             index = [
                 ("p" if k in red else f"i{k}") for k in range(x.ndim) if keepdim or k not in red
             ]
-        ctx.statement(dims, out, index, row, extern=f"{routine}.{which}", extern_attrs=attrs)
+        statement(ctx, dims, out, index, row, extern=f"{routine}.{which}", extern_attrs=attrs)
 
 
 def _n(x: T, dim: int) -> int:

@@ -1,0 +1,102 @@
+"""Cross-GPU comparison: traced once, analysed per spec, one table / JSON / DataFrame."""
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from solar.comparison import compare, resolve_hw
+from solar.hw import list_specs, load_spec
+
+GPT_FFN = Path(__file__).resolve().parents[1] / "examples" / "mlp_bf16.py"
+
+
+def cli(capsys, *argv):
+    """``solar`` with the compare command registered (whether or not cli.py does it yet)."""
+    from solar import cli as solar_cli
+    from solar import comparison
+
+    parser = solar_cli.build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    if "compare" not in sub.choices:
+        comparison.register(sub)
+    args = parser.parse_args([str(a) for a in argv])
+    code = args.func(args)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def model_and_inputs():
+    with torch.device("meta"):
+        model = torch.nn.Sequential(
+            torch.nn.Linear(2048, 8192, dtype=torch.bfloat16),
+            torch.nn.GELU(approximate="tanh"),
+            torch.nn.Linear(8192, 2048, dtype=torch.bfloat16),
+        )
+        x = torch.empty(4096, 2048, dtype=torch.bfloat16)
+    return model, [x]
+
+
+def test_compare_traces_once_and_matches_bound(monkeypatch):
+    import solar
+    import solar.api
+
+    calls = []
+    real = solar.api.trace
+    monkeypatch.setattr(solar.api, "trace", lambda *a, **k: calls.append(1) or real(*a, **k))
+    model, inputs = model_and_inputs()
+    c = compare(model, inputs, hw=["A100", "H100", "B200"])
+    assert len(calls) == 1
+    assert c.keys == ["a100_sxm_80gb", "h100_sxm", "b200"]
+    for b in c.bounds:
+        ref = solar.bound(model, inputs, hw=b.hw_key)
+        assert (b.unfused, b.fused, b.cache_aware) == (ref.unfused, ref.fused, ref.cache_aware)
+        assert b.cache_aware_bound_by == ref.cache_aware_bound_by
+    assert len({b.bytes_fused for b in c.bounds}) == 1  # same work and fused bytes everywhere
+    assert c.fastest().hw_key == "b200"
+    assert c.bound("H100").hw_key == "h100_sxm"
+    with pytest.raises(KeyError):
+        c.bound("L40S")
+
+
+def test_all_and_names():
+    assert [s.key for s in resolve_hw("all")] == [s.key for s in list_specs()]
+    assert [s.key for s in resolve_hw("A100,H100")] == ["a100_sxm_80gb", "h100_sxm"]
+    assert [s.key for s in resolve_hw(load_spec("B200"))] == ["b200"]
+
+
+def test_json_table_and_missing_units():
+    model, inputs = model_and_inputs()
+    no_bf16 = load_spec("H100").to_dict()
+    no_bf16["rates"] = {u: r for u, r in no_bf16["rates"].items() if "bf16" not in u}
+    no_bf16.update(key="no_bf16", name="H100 without bf16", datasheet_dense={}, measured={})
+    c = compare(model, inputs, hw=["H100", no_bf16])
+    assert c.keys == ["h100_sxm"] and "no_bf16" in c.errors
+    d = json.loads(c.to_json())
+    assert d["schema"] == "solar.compare/1"
+    (gpu,) = d["gpus"]
+    assert set(gpu["bounds"]) >= {"unfused_s", "fused_s", "cache_aware_s", "cache_aware_bound_by"}
+    assert gpu["on_chip_capacity"] == load_spec("H100").on_chip_capacity
+    text = str(c)
+    assert "NVIDIA H100" in text and "not comparable" in text
+    assert "<table" in c._repr_html_()
+
+
+def test_dataframe():
+    pytest.importorskip("pandas")
+    model, inputs = model_and_inputs()
+    df = compare(model, inputs, hw="all").to_dataframe()
+    assert list(df.index) == [s.key for s in list_specs()]
+    assert (df["fused_s"] <= df["cache_aware_s"]).all()
+    assert (df["cache_aware_s"] <= df["unfused_s"]).all()
+
+
+def test_cli_compare(capsys):
+    code, out, _ = cli(capsys, "compare", GPT_FFN, "--hw", "all", "--json")
+    assert code == 0
+    d = json.loads(out)
+    assert [g["hw_key"] for g in d["gpus"]] == [s.key for s in list_specs()]
+    code, out, _ = cli(capsys, "compare", GPT_FFN, "--hw", "A100,B200")
+    assert code == 0 and "NVIDIA A100" in out and "NVIDIA B200" in out
