@@ -800,3 +800,14 @@ def test_mse_mean_cost():
     io = kernel_io(p, p.kernels[0])
     assert io.exact and io.read_bytes == 8 * n and io.write_bytes == 4
     assert program_io(p).bytes == 8 * n + 4
+
+
+def test_rms_norm_is_one_fused_kernel_as_on_cuda():
+    """``F.rms_norm`` is intercepted as the single ``_fused_rms_norm`` kernel CUDA launches
+    (a CPU trace would record six kernels and over-charge the unfused bound)."""
+    for fn, x in (
+        (nn.RMSNorm(16), rand(4, 16)),
+        (lambda x: F.rms_norm(x, (16,), eps=1e-5), rand(2, 3, 16).bfloat16()),
+    ):
+        trace = check(fn, x)
+        assert [k.op for k in trace.program.kernels] == ["solar.rms_norm.default"]

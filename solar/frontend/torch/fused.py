@@ -15,6 +15,8 @@ intercepted (torch function)              what eager CUDA launches
 ``torch._VF.rnn_tanh`` / ``rnn_relu``     gate kernel per step; the CPU trace records
 (``nn.RNN``)                              per-timestep ``addmm``/``sigmoid``/``tanh``/``mul``
                                           kernels and a ``stack``
+``torch.rms_norm`` (``F.rms_norm``,       one ``_fused_rms_norm`` kernel; CPU and meta traces
+``nn.RMSNorm``)                           record ``pow, mean, add, rsqrt, mul, mul``
 ========================================  ====================================================
 
 Recording the decomposition would make the unfused bound charge DRAM round trips of the
@@ -176,6 +178,13 @@ FUSED_OPS: list[FusedOp] = [
         _lstm_fake,
         _CUDNN,
         _not_packed,
+    ),
+    FusedOp(
+        "rms_norm",
+        "(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor",
+        ((torch, "rms_norm"),),
+        lambda input, normalized_shape, weight=None, eps=None: torch.empty_like(input),  # noqa: A006
+        "CUDA runs one _fused_rms_norm kernel; the CPU trace records six",
     ),
     *(
         FusedOp(

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import torch
 
+from solar.frontend.torch import fused  # noqa: F401  (defines torch.ops.solar.rms_norm)
 from solar.frontend.torch.lower import LoweringContext, T, output_stem
 from solar.frontend.torch.ops.common import acc_dtype
 from solar.frontend.torch.registry import lowering
@@ -287,7 +288,17 @@ def group_norm(ctx: LoweringContext, x: T, weight, bias, N, C, HxW, group: int, 
 
 @lowering(aten._fused_rms_norm.default)
 def fused_rms_norm(ctx: LoweringContext, x: T, normalized_shape, weight, eps) -> None:
-    out, rstd_out = ctx.out(0), ctx.out(1)
+    _rms_norm(ctx, x, normalized_shape, weight, eps, ctx.out(0), ctx.out(1))
+
+
+@lowering(torch.ops.solar.rms_norm.default)
+def solar_rms_norm(ctx: LoweringContext, x: T, normalized_shape, weight=None, eps=None) -> None:
+    """``torch.rms_norm`` intercepted as the one ``_fused_rms_norm`` kernel CUDA runs (see
+    :mod:`solar.frontend.torch.fused`); its ``rstd`` stays on chip."""
+    _rms_norm(ctx, x, normalized_shape, weight, eps, ctx.out(), None)
+
+
+def _rms_norm(ctx, x: T, normalized_shape, weight, eps, out: T, rstd_out: T | None) -> None:
     lead = x.ndim - len(normalized_shape)
     names = [f"i{k}" if k < lead else f"r{k}" for k in range(x.ndim)]
     stat = [*names[:lead], *([0] * (x.ndim - lead))]
@@ -302,8 +313,9 @@ def fused_rms_norm(ctx: LoweringContext, x: T, normalized_shape, weight, eps) ->
         from solar.ir.dtypes import torch_dtype
 
         eps = torch.finfo(torch_dtype(acc)).eps
-    rstd = _stat_target(ctx, rstd_out, "rstd", rstd_out.shape, acc)
-    ms = ctx.local("sumsq", rstd_out.shape, acc)
+    stat_shape = (*x.shape[:lead], *([1] * (x.ndim - lead)))
+    rstd = _stat_target(ctx, rstd_out, "rstd", stat_shape, acc)
+    ms = ctx.local("sumsq", stat_shape, acc)
     ctx.statement(reduce, ms, stat, call("square", ctx.load(x, names, acc)), reduce="sum")
     mean_sq = call("div", ctx.load(ms, stat), Const(count))
     ctx.statement(rows, rstd, stat, call("rsqrt", call("add", mean_sq, Const(float(eps)))))
