@@ -8,9 +8,10 @@ stages, each in a fresh Python process so that its peak resident memory is its o
 - ``trace``: ``solar.trace``: the trace plus the lowering to the Affine Loop IR;
 - ``bound``: ``solar.bound``: trace, lowering, lifting to the einsum graph and the three bounds.
 
-Wall time covers the stage only (imports and building the model are reported apart); peak RSS
-is ``resource.getrusage(RUSAGE_SELF).ru_maxrss`` of the stage's process, and "RSS before" the
-same figure after imports and building the model, so the difference is what the stage added.
+Wall and CPU time (``time.process_time``, robust to a busy machine) cover the stage only;
+imports and building the model are reported apart ("build"). Peak RSS is
+``resource.getrusage(RUSAGE_SELF).ru_maxrss`` of the stage's process, and "RSS before" the same
+figure after imports and building the model, so the difference is what the stage added.
 With ``--tracemalloc`` each stage is run again under :mod:`tracemalloc` for the peak of Python
 allocations (slower, so it is timed apart from the wall-time run).
 """
@@ -191,7 +192,7 @@ def run_stage(workload: str, stage: str, impl: str = "torch", trace_memory: bool
     rss_before = _peak_rss_mb()
     if trace_memory:
         tracemalloc.start()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     facts: dict[str, object] = {}
     if stage == "make_fx":
         gm = bare_make_fx(model, inputs)
@@ -206,9 +207,11 @@ def run_stage(workload: str, stage: str, impl: str = "torch", trace_memory: bool
         facts.update(fused_s=b.fused, cache_aware_s=b.cache_aware, unfused_s=b.unfused)
     else:
         raise ValueError(f"unknown stage {stage!r}; one of {', '.join(STAGES)}")
-    wall_s = time.perf_counter() - t0
+    wall_s, cpu_s = time.perf_counter() - t0, time.process_time() - c0
     out = {"workload": workload, "impl": impl, "stage": stage, "build_s": build_s}
-    out.update(wall_s=wall_s, rss_before_mb=rss_before, peak_rss_mb=_peak_rss_mb(), **facts)
+    out.update(
+        wall_s=wall_s, cpu_s=cpu_s, rss_before_mb=rss_before, peak_rss_mb=_peak_rss_mb(), **facts
+    )
     if trace_memory:
         out["tracemalloc_peak_mb"] = tracemalloc.get_traced_memory()[1] / 2**20
         tracemalloc.stop()
@@ -227,7 +230,7 @@ def _child(workload: str, stage: str, impl: str, trace_memory: bool) -> dict:
 
 
 def table(rows: list[dict]) -> str:
-    head = ["stage", "wall s", "build s", "RSS before MB", "peak RSS MB", "tracemalloc MB"]
+    head = ["stage", "wall s", "CPU s", "build s", "RSS before MB", "peak RSS MB", "tracemalloc MB"]
     head += ["fx nodes", "kernels"]
     lines = [" | ".join(head), " | ".join("-" * len(h) for h in head)]
     for r in rows:
@@ -238,6 +241,7 @@ def table(rows: list[dict]) -> str:
         cells = [
             r["stage"],
             f"{r['wall_s']:.2f}",
+            f"{r['cpu_s']:.2f}",
             f"{r['build_s']:.2f}",
             f"{r['rss_before_mb']:.0f}",
             f"{r['peak_rss_mb']:.0f}",

@@ -17,7 +17,6 @@ JSON schema ``solar.bound/1`` (stable; agents may rely on it)::
 
 from __future__ import annotations
 
-import html
 import io
 import json
 from dataclasses import dataclass, field
@@ -64,6 +63,19 @@ class Bound:
     assumptions: list[str]
     graph: object = field(default=None, repr=False)  # the einsum graph (networkx)
     ir: object = field(default=None, repr=False)  # the Affine Loop IR program
+    spec: object = field(default=None, repr=False)  # the HardwareSpec the bound is for
+
+    def to_dataframe(self, by: str = "kernel"):
+        """pandas DataFrame of the kernels (``by="kernel"``) or of the levels."""
+        from solar.frame import bound_frame
+
+        return bound_frame(self, by)
+
+    def plot(self, kind: str = "roofline", **kw):
+        """matplotlib figure: ``roofline``, ``capacity`` or ``kernels``."""
+        from solar.plots import plot_bound
+
+        return plot_bound(self, kind, **kw)
 
     def to_dict(self) -> dict:
         return {
@@ -167,36 +179,9 @@ class Bound:
         return [t, s, total, notes]
 
     def _repr_html_(self) -> str:
-        rows = "".join(
-            f"<tr><td>{html.escape(k.name)}</td><td>{html.escape(k.op)}</td>"
-            f"<td>{html.escape(fmt_ops(k.flops))}</td>"
-            f"<td>{fmt_bytes(k.bytes_read + k.bytes_written)}</td>"
-            f"<td>{fmt_time(k.time_s)}</td><td>{k.bound_by}</td></tr>"
-            for k in self.kernels
-        )
-        levels = "".join(
-            f"<tr><td>{name}</td><td><b>{fmt_time(t)}</b></td><td>{by}</td>"
-            f"<td>{fmt_bytes(b)}</td></tr>"
-            for name, t, by, b in (
-                ("unfused", self.unfused, self.unfused_bound_by, self.bytes_unfused),
-                ("fused", self.fused, self.fused_bound_by, self.bytes_fused),
-                (
-                    "cache-aware",
-                    self.cache_aware,
-                    self.cache_aware_bound_by,
-                    self.bytes_cache_aware,
-                ),
-            )
-        )
-        notes = "".join(f"<li>{html.escape(a)}</li>" for a in self.assumptions)
-        return (
-            f"<div><b>{html.escape(self.program)}</b> on <b>{html.escape(self.hw)}</b>"
-            f"<table><tr><th>level</th><th>time</th><th>bound by</th><th>DRAM bytes</th></tr>"
-            f"{levels}</table><details><summary>{len(self.kernels)} kernels</summary><table>"
-            f"<tr><th>kernel</th><th>op</th><th>work</th><th>bytes</th><th>bound</th>"
-            f"<th>by</th></tr>{rows}</table></details>"
-            f"<details><summary>assumptions</summary><ul>{notes}</ul></details></div>"
-        )
+        from solar.frame import bound_html
+
+        return bound_html(self)
 
 
 def fmt_time(s: float) -> str:

@@ -66,7 +66,9 @@ def bound(trace):
 
 # ------------------------------------------------------------------------ the interception
 def test_table_lists_the_intercepted_calls():
-    assert [row.name for row in FUSED_OPS] == ["sdpa", "lstm", "gru", "rnn_tanh", "rnn_relu"]
+    names = [row.name for row in FUSED_OPS]
+    assert names == ["sdpa", "lstm", "rms_norm", "gru", "rnn_tanh", "rnn_relu"]
+    assert fused_op(torch.rms_norm).name == "rms_norm"
     assert fused_op(F.scaled_dot_product_attention).name == "sdpa"
     assert fused_op(torch._VF.lstm).name == "lstm"
     assert fused_op(torch.matmul) is None

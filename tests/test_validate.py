@@ -315,3 +315,46 @@ def test_cli_validate(capsys, tmp_path):
 def test_examples_full_size_on_cuda(name):
     r = validate_problem(EX / name, device="cuda")
     assert r.ok, r.summary()
+
+
+# ------------------------------------------------------------------------------ JAX
+
+
+JAX_PROBLEM = """
+import jax
+import jax.numpy as jnp
+
+N, D = 8, 16
+
+
+def forward(params, x):
+    return jax.nn.relu(x @ params["w"] + params["b"]).sum(axis=-1)
+
+
+def get_params():
+    return {"w": jax.ShapeDtypeStruct((D, D), jnp.float32),
+            "b": jax.ShapeDtypeStruct((D,), jnp.float32)}
+
+
+def get_inputs():
+    return [jax.ShapeDtypeStruct((N, D), jnp.float32)]
+"""
+
+
+def test_jax_problem_file_on_cpu(tmp_path):
+    pytest.importorskip("jax")
+    f = tmp_path / "jax_small.py"
+    f.write_text(JAX_PROBLEM)
+    prob, notes = load_real_problem(f, device="cpu")
+    assert any("JAX problem" in n for n in notes)
+    params, x = prob.inputs
+    assert float(abs(params["w"]).sum()) > 0 and x.shape == (8, 16)
+    s = make_subject(prob.model, prob.inputs, name="jax_small")
+    assert s.framework == "jax" and s.timer == "host"
+    r = validate_subject(s)
+    assert r.ok, r.summary()
+    from solar.gpu.headroom import headroom_problem
+
+    e = headroom_problem(f, "H100", device="cpu", budget_s=0.01)
+    assert e.status == "ok", e.error
+    assert e.report.measured.timer == "host" and e.report.mapping is None

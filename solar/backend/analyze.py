@@ -44,7 +44,8 @@ def analyze(g: nx.MultiDiGraph, spec, *, notes: list[str] | None = None) -> Boun
         "outputs once through DRAM, no cache reuse between kernels",
         "fused: one pass over graph inputs, weights and outputs; intermediates stay on chip",
         f"cache-aware: on-chip capacity {fmt_bytes(capacity)} = L2 + {spec.sm_count} SMs x "
-        "(combined L1/shared memory + registers); contraction traffic from proven I/O lower bounds "
+        "(combined L1/shared memory + registers); traffic forced by that capacity, from proven I/O "
+        "lower bounds "
         + (
             f"({', '.join(sorted(set(ca.rules.values())))}) adds {fmt_bytes(ca.bytes - fused_b)}"
             if ca.extra
@@ -100,4 +101,5 @@ def analyze(g: nx.MultiDiGraph, spec, *, notes: list[str] | None = None) -> Boun
         kernels=rows,
         assumptions=assumptions,
         graph=g,
+        spec=spec,
     )

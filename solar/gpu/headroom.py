@@ -721,6 +721,11 @@ def measure_subject(
     notes = list(subject.notes)
     if subject.trace_s:
         seconds["trace"] = subject.trace_s
+    if dev.type != "cuda":
+        notes.append(
+            f"measured on {dev.type}, not a GPU: the headroom compares {dev.type} time with "
+            f"bounds for {spec.name}"
+        )
 
     t0 = time.perf_counter()
     bound = bound_program(subject.program, spec)
