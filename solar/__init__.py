@@ -22,10 +22,13 @@ __all__ = [
     "bound",
     "bound_program",
     "calibrate",
+    "compare",
     "headroom",
     "list_specs",
     "load_spec",
+    "provision",
     "sol_score",
+    "sweep",
     "trace",
     "validate",
 ]
