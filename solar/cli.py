@@ -34,7 +34,7 @@ def cmd_bound(args) -> int:
 
     spec = load_spec(args.hw)
     _, traced = _load(args)
-    b = analyze(lift(traced.program), spec)
+    b = analyze(lift(traced.program), spec, notes=getattr(traced, "assumptions", None))
     text = b.to_json() if args.json else str(b)
     if args.out:
         _write(args.out, text + "\n")

@@ -1,7 +1,9 @@
 """KernelBench-style problem files: a ``Model`` class, ``get_inputs()``, ``get_init_inputs()``.
 
 Files are loaded as they are. The model and inputs are built under ``torch.device("meta")``,
-so analysing a large problem allocates no weights or activations.
+so analysing a large problem allocates no weights or activations. JAX problem files (a
+``forward`` function or a Flax ``Model``, with ``get_inputs()`` returning arrays or
+``jax.ShapeDtypeStruct`` s) follow :mod:`solar.frontend.jax.problem` and are built abstractly.
 """
 
 from __future__ import annotations
@@ -47,11 +49,15 @@ def load_problem(path: str | Path, *, device: str = "meta") -> Problem:
 
     path = Path(path)
     module = load_module(path)
+    jax_problem = _load_jax_problem(path, module)
+    if jax_problem is not None:
+        return jax_problem
     missing = [n for n in ("Model", "get_inputs") if not hasattr(module, n)]
     if missing:
         raise ProblemError(
             f"{path}: defines no {' or '.join(missing)}; a problem file needs a Model class, "
-            "get_inputs() and optionally get_init_inputs()"
+            "get_inputs() and optionally get_init_inputs() (JAX: a forward function or a Flax "
+            "Model, see solar/frontend/jax/problem.py)"
         )
     init = getattr(module, "get_init_inputs", lambda: [])
     try:
@@ -66,3 +72,21 @@ def load_problem(path: str | Path, *, device: str = "meta") -> Problem:
     if isinstance(model, torch.nn.Module):
         model.eval()
     return Problem(path, path.stem, model, tuple(inputs))
+
+
+def _load_jax_problem(path: Path, module) -> Problem | None:
+    """A JAX problem file (see :mod:`solar.frontend.jax.problem`), or None for anything else."""
+    if "jax" not in sys.modules:  # a JAX problem file imports jax
+        return None
+    from solar.frontend.jax.problem import load_jax_problem
+
+    try:
+        loaded = load_jax_problem(module)
+    except Exception as e:
+        raise ProblemError(
+            f"{path}: building the JAX problem failed: {type(e).__name__}: {e}"
+        ) from e
+    if loaded is None:
+        return None
+    fn, inputs = loaded
+    return Problem(path, path.stem, fn, tuple(inputs))

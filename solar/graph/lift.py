@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import networkx as nx
 
+from solar.cache import kernel_facts
 from solar.graph.ranks import assign_ranks
 from solar.ir.affine import Affine
-from solar.ir.cost import is_contraction, kernel_io, program_io, statement_ops
-from solar.ir.footprint import access_footprint
+from solar.ir.cost import is_contraction, program_io
 from solar.ir.program import Program, Statement, with_loops
 from solar.ir.scalar import Call, Indirect
 
@@ -53,8 +53,7 @@ def _format_index(index: tuple[Affine, ...], rename: dict[str, str]) -> str:
     return ",".join(str(e.rename(rename)) for e in index)
 
 
-def _einsum(st: Statement, rename: dict[str, str]) -> str:
-    loads = list(dict.fromkeys((ld.tensor, ld.index) for ld in st.loads()))
+def _einsum(st: Statement, loads: list[tuple], rename: dict[str, str]) -> str:
     ins = " ".join(f"{t}[{_format_index(i, rename)}]" for t, i in loads)
     return f"{ins} -> {st.out.tensor}[{_format_index(st.out.index, rename)}]"
 
@@ -89,28 +88,27 @@ def lift(program: Program) -> nx.MultiDiGraph:
     writers: dict[str, list[str]] = {}  # storage base -> op nodes that wrote it so far
     kernels = []
     for ki, k in enumerate(program.kernels):
-        io = kernel_io(program, k)
+        facts = kernel_facts(program, k)  # computed once per kernel structure
+        io = facts.io
         stmt_ids = []
         for si, st in enumerate(k.statements):
             node = f"{k.name}/{si}"
             whole = with_loops(st, k.loops)  # the loop dims are dims of every statement
             rename = {d.name: ranks[("stmt", ki, si, d.name)] for d in whole.dims}
+            loads = list(dict.fromkeys((ld.tensor, ld.index) for ld in st.loads()))
             g.add_node(
                 node,
                 kind="op",
                 op_kind=_kind(program, st),
-                einsum=_einsum(st, rename),
+                einsum=_einsum(st, loads, rename),
                 ranks={rename[d.name]: d.extent for d in whole.dims},
                 reduction_ranks=[rename[d.name] for d in st.reduction_dims],
                 loops=[rename[d.name] for d in k.loops],
                 scan=rename[st.scan] if st.scan is not None else None,
                 extern=st.extern,
                 reduce=st.reduce,
-                ops=statement_ops(program, st, k),
-                operands=[
-                    _access(program, t, i, rename, tensors)
-                    for t, i in dict.fromkeys((ld.tensor, ld.index) for ld in st.loads())
-                ],
+                ops=facts.ops[si],
+                operands=[_access(program, t, i, rename, tensors) for t, i in loads],
                 output=_access(program, st.out.tensor, st.out.index, rename, tensors),
                 precision=st.precision,
                 kernel=k.name,
@@ -119,17 +117,12 @@ def lift(program: Program) -> nx.MultiDiGraph:
                 module=k.module,
             )
             stmt_ids.append(node)
-            seen: set[tuple] = set()
-            for ld in st.loads():
-                if (ld.tensor, ld.index) in seen:
-                    continue
-                seen.add((ld.tensor, ld.index))
-                base = program.base(ld.tensor)
-                fp = access_footprint(program, whole, ld.tensor, ld.index)
+            for (tensor, _), fp in zip(loads, facts.footprints[si], strict=True):
+                base = program.base(tensor)
                 edge = dict(
                     tensor=base,
-                    view=ld.tensor if ld.tensor != base else None,
-                    shape=list(program.tensors[ld.tensor].shape),
+                    view=tensor if tensor != base else None,
+                    shape=list(program.tensors[tensor].shape),
                     dtype=program.tensors[base].dtype,
                     role=tensors[base]["role"],
                     bytes=tensors[base]["bytes"],
@@ -138,7 +131,7 @@ def lift(program: Program) -> nx.MultiDiGraph:
                 sources = writers.get(base) or ([f"in:{base}"] if g.has_node(f"in:{base}") else [])
                 for src in sources:
                     if src != node:
-                        g.add_edge(src, node, key=ld.tensor, **edge)
+                        g.add_edge(src, node, key=tensor, **edge)
             base = program.base(st.out.tensor)
             if node not in writers.setdefault(base, []):
                 writers[base].append(node)

@@ -89,6 +89,31 @@ _ROWS = [
     ScalarOp("ceil", 1, torch.ceil),
     ScalarOp("round", 1, torch.round),
     ScalarOp("sign", 1, torch.sign),
+    ScalarOp("trunc", 1, torch.trunc),
+    # a - trunc(a / b) * b (fmod) or a - floor(a / b) * b (remainder: the divisor's sign):
+    # a divide, a rounding and one FMA (2 flops).
+    ScalarOp("fmod", 2, torch.fmod, alu=4),
+    ScalarOp("remainder", 2, torch.remainder, alu=4),
+    # bitwise logic is one LOP3 each (~ of bool is logical not)
+    ScalarOp("bitwise_and", 2, torch.bitwise_and, infix="&"),
+    ScalarOp("bitwise_or", 2, torch.bitwise_or, infix="|"),
+    ScalarOp("bitwise_xor", 2, torch.bitwise_xor, infix="^"),
+    ScalarOp("bitwise_not", 1, torch.bitwise_not),
+    # one compare each (x != x; |x| == inf, the abs a free modifier; |x| < inf)
+    ScalarOp("isnan", 1, torch.isnan),
+    ScalarOp("isinf", 1, torch.isinf),
+    ScalarOp("isfinite", 1, torch.isfinite),
+    # Inverse trigonometric functions have no MUFU instruction: at least a square and one FMA
+    # of a polynomial in x^2 (3 flops); atan adds the range reduction 1/x (1), atan2 the
+    # divide y/x (1), acos the pi/2 - asin (1). tan = sin / cos: two MUFU ops and a divide;
+    # sinh/cosh = (e^x -+ 1/e^x) / 2: one MUFU.EX2, a reciprocal, an add and a multiply.
+    ScalarOp("atan", 1, torch.atan, alu=4),
+    ScalarOp("atan2", 2, torch.atan2, alu=5),
+    ScalarOp("asin", 1, torch.asin, alu=3),
+    ScalarOp("acos", 1, torch.acos, alu=4),
+    ScalarOp("tan", 1, torch.tan, alu=1, sfu=2),
+    ScalarOp("sinh", 1, torch.sinh, alu=3, sfu=1),
+    ScalarOp("cosh", 1, torch.cosh, alu=3, sfu=1),
 ]
 
 SCALAR_OPS: dict[str, ScalarOp] = {op.name: op for op in _ROWS}

@@ -7,7 +7,7 @@ abstract values and lower every jaxpr primitive to Affine Loop IR.
     trace.values(mlp, (params, x))   # real values for solar.ir.execute.execute
 
 Pipeline: :mod:`.trace` (make_jaxpr, pytree names) -> :mod:`.lower` (walk the jaxpr; inline
-calls, unroll loops, fold known values) -> :mod:`.registry` (primitive -> loop nests) ->
+calls, unroll or loop scans, fold known values) -> :mod:`.registry` (primitive -> loop nests) ->
 :mod:`.ops` (the loop nests, one module per primitive family) -> :mod:`.fusion` (group units
 into the kernels XLA launches, for the unfused bound). :mod:`.precision` is the float32
 dot/conv policy; :mod:`.problem` loads JAX problem files.

@@ -295,15 +295,9 @@ class LoweringContext:
             if v is None:  # never written: an allocation only
                 self.out(i)
         out = [v for v in self._outs if v is not None]
-        if self.unit is not None:
+        if self.unit is not None:  # written here (fresh, or updated in place)
             for v in out:
-                if (
-                    v.t is not None
-                    and v.known is None
-                    and v.producer is None
-                    or v.t is not None
-                    and v.owned
-                ):
+                if v.t is not None and v.known is None and (v.producer is None or v.owned):
                     v.producer = self.unit.index
         return out
 

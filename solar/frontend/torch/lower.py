@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from math import prod
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import torch
 import torch.fx as fx
@@ -31,7 +31,7 @@ from solar.frontend.torch.registry import (
 )
 from solar.ir.affine import Affine, AffineLike, affines
 from solar.ir.dtypes import ITEMSIZE, from_torch
-from solar.ir.program import Dim, Program, ProgramBuilder, Statement
+from solar.ir.program import Dim, Kernel, Program, ProgramBuilder, Statement
 from solar.ir.scalar import Expr, Load, call
 
 
@@ -226,6 +226,19 @@ class LoweringContext:
 
     # -- statements ------------------------------------------------------------------------
 
+    def begin_kernel(self, *, loops: Iterable[Dim | tuple] = (), name: str | None = None) -> Kernel:
+        """Open a new kernel for this node (``loops``: its sequential loop dims, see
+        :attr:`solar.ir.program.Kernel.loops`); the statements that follow go into it. The first
+        :meth:`statement` opens one without loops when no kernel is open; a lowering that
+        launches several kernels (one per RNN layer) calls this once per kernel."""
+        k = self.builder.begin_kernel(
+            str(self.target), source=self.source, module=self.module, loops=loops, name=name
+        )
+        if name is None:
+            k.name = f"{kernel_stem(self.target)}_{len(self.builder.program.kernels) - 1}"
+        self._kernel_open = True
+        return k
+
     def statement(
         self,
         dims: Iterable[Dim | tuple],
@@ -233,15 +246,15 @@ class LoweringContext:
         index: Sequence[AffineLike],
         expr: Expr,
         *,
-        reduce: str | None = None,
-        accumulate: bool = False,
-        precision: str | None = None,
         dtype: str | None = None,
-        guards: Sequence = (),
+        **kw: Any,
     ) -> Statement | None:
         """Emit one loop nest into this node's kernel (opened on the first statement). A nest
         with an empty dim runs nothing and is skipped. ``out`` may be a view (a non-contiguous
-        output, or the ``self`` of an in-place op): the write goes to its storage."""
+        output, or the ``self`` of an in-place op): the write goes to its storage. Every
+        keyword of :meth:`solar.ir.program.ProgramBuilder.statement` is forwarded (``reduce``,
+        ``accumulate``, ``guards``, ``precision``, ``scan``, ``extern``, ``extern_attrs``,
+        ...); ``dtype`` is dropped when it is the output's dtype."""
         dims = [d if isinstance(d, Dim) else Dim(*d) for d in dims]
         if any(int(d.extent) == 0 for d in dims):
             return None
@@ -249,19 +262,8 @@ class LoweringContext:
         if dtype == out.dtype:
             dtype = None
         if not self._kernel_open:
-            k = self.builder.begin_kernel(str(self.target), source=self.source, module=self.module)
-            k.name = f"{kernel_stem(self.target)}_{len(self.builder.program.kernels) - 1}"
-            self._kernel_open = True
-        return self.builder.statement(
-            dims,
-            (name, tuple(index)),
-            expr,
-            reduce=reduce,
-            accumulate=accumulate,
-            guards=guards,
-            precision=precision,
-            dtype=dtype,
-        )
+            self.begin_kernel()
+        return self.builder.statement(dims, (name, tuple(index)), expr, dtype=dtype, **kw)
 
     def store_target(self, t: T, index: Sequence[AffineLike]) -> tuple[str, tuple[Affine, ...]]:
         """The storage tensor and index a write of ``t[index]`` goes to."""

@@ -30,10 +30,12 @@ from __future__ import annotations
 
 from collections import Counter
 
-from solar.frontend.jax.lower import Lowerer, LoweringContext, V
+from solar.frontend.common import dims_of, nest
+from solar.frontend.jax.lower import Lowerer, LoweringContext, V, ir_dtype
 from solar.frontend.jax.registry import DataDependentError, lowering
+from solar.ir.affine import Affine, affines
 from solar.ir.cost import kernel_io, statement_ops
-from solar.ir.program import Program, ProgramBuilder
+from solar.ir.program import Access, Dim, Guard, Program, ProgramBuilder, Statement
 
 CALLS = {
     "pjit": "jaxpr",
@@ -134,10 +136,6 @@ def scan_loop(ctx, args, jaxpr, length, reverse, num_consts, num_carry) -> None:
     The carry history makes every iteration's values new (the cost of the body is counted
     ``length`` times); it lives on chip (kernel-local), so DRAM traffic is xs, consts and the
     initial carry read once, ys and the final carry written once."""
-    from solar.frontend.common import dims_of, nest
-    from solar.ir.affine import Affine
-    from solar.ir.program import Dim, Guard
-
     lw = ctx.lowerer
     consts = list(args[:num_consts])
     init = list(args[num_consts : num_consts + num_carry])
@@ -199,8 +197,6 @@ def scan_loop(ctx, args, jaxpr, length, reverse, num_consts, num_carry) -> None:
         d = dims_of(v.shape)
         post.append((nest(d, v.shape), y, [step, *d], ctx.operand(v, d, y.dtype), []))
     unit = lw.begin_unit("scan", "loop", ctx.source, ctx.module, loops=(Dim(t, length),))
-    from solar.ir.affine import affines
-    from solar.ir.program import Access, Statement
 
     def add(dims, out, index, expr, guards) -> None:
         dims = [Dim(*x) for x in dims]
@@ -222,8 +218,6 @@ def scan_loop(ctx, args, jaxpr, length, reverse, num_consts, num_carry) -> None:
 
 
 def _dtype(v: V) -> str:
-    from solar.frontend.jax.lower import ir_dtype
-
     return ir_dtype(v.dtype, "a scan carry")
 
 
@@ -310,7 +304,7 @@ def branch_cost(ctx: LoweringContext, branch: object, args: list[V]) -> dict[str
     total: Counter[str] = Counter()
     for k in prog.kernels[len(p.kernels) :]:
         for st in k.statements:
-            total.update(statement_ops(prog, st))
+            total.update(statement_ops(prog, st, k))
         total["dram_bytes"] += kernel_io(prog, k).bytes
     return dict(total)
 

@@ -10,6 +10,7 @@ promoted operand dtype. In-place variants (``add_``, ``relu_``) reuse these rows
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -78,9 +79,9 @@ def divide(a: Expr, b: Expr, rounding_mode: str | None = None) -> Expr:
         return call("div", a, b)
     if rounding_mode == "floor":
         return call("floor", call("div", a, b))
-    raise NotImplementedError(
-        "div rounding_mode='trunc' needs a 'trunc' row in solar.ir.ops.SCALAR_OPS"
-    )
+    if rounding_mode == "trunc":
+        return call("trunc", call("div", a, b))
+    raise NotImplementedError(f"div with rounding_mode={rounding_mode!r} is not supported")
 
 
 def softplus(x: Expr, beta: float, threshold: float) -> Expr:
@@ -130,6 +131,13 @@ ROWS = [
             "floor",
             "ceil",
             "sign",
+            "trunc",
+            "tan",
+            "atan",
+            "asin",
+            "acos",
+            "sinh",
+            "cosh",
         ]
     ),
     Row([aten.round.default], 1, fn("round")),
@@ -153,6 +161,14 @@ ROWS = [
     ),
     Row([aten.pow.Tensor_Scalar], 2, pow_scalar),
     Row([aten.pow.Tensor_Tensor, aten.pow.Scalar], 2, fn("pow")),
+    # remainder takes the divisor's sign (Python's %), fmod the dividend's (C's fmod)
+    Row(
+        [aten.remainder.Tensor, aten.remainder.Scalar, aten.remainder.Scalar_Tensor],
+        2,
+        fn("remainder"),
+    ),
+    Row([aten.fmod.Tensor, aten.fmod.Scalar], 2, fn("fmod")),
+    Row([aten.atan2.default], 2, fn("atan2")),
     Row([aten.maximum.default], 2, fn("maximum")),
     Row([aten.minimum.default], 2, fn("minimum")),
     Row([aten.addcmul.default], 3, lambda s, a, b, v: call("add", s, scale(call("mul", a, b), v))),
@@ -164,6 +180,18 @@ ROWS = [
     ),
     Row([aten.logical_and.default], 2, fn("logical_and"), compare=True),
     Row([aten.logical_or.default], 2, fn("logical_or"), compare=True),
+    *(
+        Row([op.Tensor, op.Scalar, op.Scalar_Tensor], 2, fn(op.__name__))
+        for op in (aten.bitwise_and, aten.bitwise_or, aten.bitwise_xor)
+    ),
+    # ``~x``: logical not for bool, two's complement for integers (one LOP3)
+    Row([aten.bitwise_not.default], 1, fn("bitwise_not")),
+    *(
+        Row([getattr(aten, n).default], 1, fn(n), compare=True)
+        for n in ("isnan", "isinf", "isfinite")
+    ),
+    Row([aten.isposinf.default], 1, lambda x: call("eq", x, Const(math.inf)), compare=True),
+    Row([aten.isneginf.default], 1, lambda x: call("eq", x, Const(-math.inf)), compare=True),
     Row([aten.where.self], 3, fn("where"), raw=(0,)),
     Row(
         [aten.masked_fill.Scalar, aten.masked_fill.Tensor],

@@ -23,6 +23,19 @@ The other ``torch.nn`` losses arrive decomposed into elementwise ops, reductions
 the data (a data-dependent ``torch.any``), which a traced program cannot contain.
 
 ``xlogy`` is what ``F.kl_div`` with ``log_target=False`` records.
+
+``multi_margin_loss`` (``x`` of shape ``(N, C)`` or ``(C,)``, ``target`` ``(N,)`` or 0-dim)
+gathers the target-class score ``x[n, {y[n]}]`` through an indirect index and sums the hinge
+over the other classes. The class ``c == y`` is excluded exactly by multiplying its term with a
+0/1 selector read from a two-element kernel-local table through the (free) index arithmetic
+``c != y`` (as :mod:`.nll` does)::
+
+    sel[0] = 0; sel[1] = 1                                             (kernel-local)
+    s[n]  = Σ_c max(0, (margin - x[n, {y}]) + x[n, c])^p · sel[{c != y}]
+    none: out[n] = s[n] · w[{y}] / C      sum / mean: out = Σ_n s[n] · w[{y}] / C (/ N)
+
+Per element: an add, a max (a square for ``p = 2``), the selector multiply and the sum's add;
+``margin - x[n, y]`` is per row.
 """
 
 from __future__ import annotations
@@ -34,8 +47,10 @@ import torch
 from solar.frontend.torch.lower import LoweringContext, T
 from solar.frontend.torch.ops.activation import log_sigmoid
 from solar.frontend.torch.ops.common import acc_dtype, dims_of, nest, operand, pointwise
+from solar.frontend.torch.ops.indexing import index_load
 from solar.frontend.torch.registry import lowering
-from solar.ir.scalar import Const, Expr, call
+from solar.ir.affine import Affine
+from solar.ir.scalar import Const, Expr, Index, Indirect, call
 
 aten = torch.ops.aten
 
@@ -149,3 +164,55 @@ def register_xlogy() -> None:
 
 
 register_xlogy()
+
+
+@lowering(aten.multi_margin_loss.default)
+def multi_margin_loss(
+    ctx: LoweringContext,
+    x: T,
+    target: T,
+    p: int = 1,
+    margin: float = 1,
+    weight: T | None = None,
+    reduction: int = MEAN,
+) -> None:
+    if p not in (1, 2):
+        ctx.fail(f"with p={p} (PyTorch supports 1 and 2)")
+    if x.ndim not in (1, 2) or target.ndim != x.ndim - 1:
+        ctx.fail(f"with input {x.shape} and target {target.shape}")
+    if x.numel == 0:
+        ctx.fail("on an empty input is not supported")
+    out = ctx.out()
+    acc = acc_dtype(x.dtype)
+    classes = x.shape[-1]
+    n = dims_of(target.shape, "n")
+    rows = nest(n, target.shape)
+    y = index_load(target, n)
+    picked = ctx.load(x, [*n, Indirect(y)], acc)
+    sel = ctx.local("select", (2,), acc)
+    ctx.statement([], sel, [0], Const(0.0))
+    ctx.statement([], sel, [1], Const(1.0))
+    other = ctx.load(sel, [Indirect(call("ne", Index(Affine.of("c")), y))])
+    hinge = call(
+        "maximum",
+        call("add", call("sub", Const(margin), picked), ctx.load(x, [*n, "c"], acc)),
+        Const(0.0),
+    )
+    if p == 2:
+        hinge = call("square", hinge)
+    s = ctx.local("sum", target.shape, acc)
+    term = call("mul", hinge, other)
+    ctx.statement([*rows, ("c", classes, True)], s, n, term, reduce="sum")
+    row: Expr = ctx.load(s, n)
+    if weight is not None:
+        row = call("mul", row, ctx.load(weight, [Indirect(y)], acc))
+    if reduction == NONE:  # (a 1-dim input's loss is 0-dim in eager, (1,) in torch's meta)
+        index = [*n, *[0] * (out.ndim - len(n))]
+        ctx.statement(rows, out, index, call("div", row, Const(classes)), dtype=acc)
+        return
+    if reduction not in (MEAN, SUM):
+        ctx.fail(f"has an unknown reduction {reduction!r}")
+    total = ctx.local("total", (), acc)
+    ctx.statement(nest(n, target.shape, True), total, [], row, reduce="sum")
+    count = classes * (target.numel if reduction == MEAN else 1)
+    ctx.statement([], out, [], call("div", ctx.load(total, []), Const(count)), dtype=acc)

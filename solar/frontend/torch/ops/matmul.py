@@ -5,10 +5,26 @@ reduction dims (``reduce="sum"`` over ``A[..] * B[..]``). The ``add*`` forms (ad
 addmv, addbmm) are ONE kernel, as cuBLAS runs them: the bias (times ``beta``) is written first,
 then ``alpha * A @ B`` accumulated onto it. float32 contractions carry the precision policy's
 math mode (tf32 or ieee). ``matmul``, ``linear`` and ``einsum`` reach here already decomposed
-into views and these operators.
+into views and these operators. ``_int_mm`` (int8 x int8 -> int32, W8A8 inference) is ``mm``
+with int8 loads cast to int32: it runs on the int8 tensor cores (``tc_int8``).
+
+``_trilinear`` (what ``F.bilinear`` records) is ``out[P] = Σ_S a[..] · b[..] · c[..]`` over a
+shared index space: input ``k`` occupies the positions not in ``expand_k`` (in order; size-1
+dims broadcast), ``sumdim`` positions are summed away and the rest are the output's (size 1
+where every input is expanded). It is ONE kernel of two contractions through a kernel-local
+intermediate (as eager computes it, two GEMM-like products): a pair of inputs first, summed
+over the sum dims the third input lacks (an outer product if there are none), then the
+intermediate with the third input. Of the three pairings the one with the fewest flops is
+taken (the first on ties; eager's pairing is one of them, so this stays below it). For
+``F.bilinear`` (``y[b,o] = Σ_ij x1[b,i] W[o,i,j] x2[b,j]``) the pairings cost ``2·B·O·I·J``
+plus ``2·B·O·J`` (``t[b,o,j] = Σ_i x1[b,i] W[o,i,j]`` first, as eager does), ``2·B·O·I``
+(``W·x2`` first) or ``B·I·J`` (the outer product ``x1[b,i] x2[b,j]`` first).
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from math import prod
 
 import torch
 
@@ -22,6 +38,7 @@ aten = torch.ops.aten
 # operator -> (contraction, schema position of A, whether it has a bias as its first argument)
 CONTRACTIONS: dict[object, tuple[str, int, bool]] = {
     aten.mm.default: ("mk,kn->mn", 0, False),
+    aten._int_mm.default: ("mk,kn->mn", 0, False),
     aten.bmm.default: ("bmk,bkn->bmn", 0, False),
     aten.mv.default: ("mk,k->m", 0, False),
     aten.dot.default: ("k,k->", 0, False),
@@ -72,3 +89,89 @@ def contraction(ctx: LoweringContext, *args: object) -> None:
     ctx.statement(dims, acc, out_index, product, reduce="sum", precision=precision)
     epilogue = call("add", call("mul", Const(alpha), ctx.load(acc, out_index)), bias_expr)
     ctx.statement(nest(res, out.shape), out, out_index, epilogue)
+
+
+# ------------------------------------------------------------------------------ _trilinear
+
+
+def _positions(t: T, expand: Sequence[int], total: int) -> list[int]:
+    """The positions of ``t``'s dims in the ``total``-dim index space of ``_trilinear``."""
+    expanded = {int(e) % total for e in expand}
+    pos = [p for p in range(total) if p not in expanded]
+    if len(pos) != t.ndim:
+        raise ValueError(f"_trilinear: {t.ndim}-dim input with expand {list(expand)}")
+    return pos
+
+
+@lowering(aten._trilinear.default)
+def trilinear(
+    ctx: LoweringContext,
+    i1: T,
+    i2: T,
+    i3: T,
+    expand1: Sequence[int],
+    expand2: Sequence[int],
+    expand3: Sequence[int],
+    sumdim: Sequence[int],
+    unroll_dim: int = 1,
+) -> None:
+    out = ctx.out()
+    total = i1.ndim + len(expand1)
+    summed = {int(d) % total for d in sumdim}
+    compute = out.dtype
+    precision = ctx.policy.matmul(compute)
+    extent = [1] * total
+    ops = []  # (tensor, its index, the positions it really spans)
+    for t, expand in ((i1, expand1), (i2, expand2), (i3, expand3)):
+        pos = _positions(t, expand, total)
+        index: list[object] = []
+        spans = set()
+        for p, n in zip(pos, t.shape, strict=True):
+            if n == 1:
+                index.append(0)
+            else:
+                index.append(f"d{p}")
+                spans.add(p)
+                extent[p] = n
+        ops.append((t, index, spans))
+    keep = [p for p in range(total) if p not in summed]
+    if any(extent[p] == 0 for p in range(total)) or out.numel == 0:
+        ctx.fail("on empty inputs is not supported")
+
+    def plan(x: int, y: int) -> tuple[int, list[int], list[int], list[int]]:
+        """Cost and loops of pairing inputs ``x`` and ``y`` first (``z`` last)."""
+        z = 3 - x - y
+        both = ops[x][2] | ops[y][2]
+        first_sum = sorted((both & summed) - ops[z][2])
+        mid = sorted(both - set(first_sum))
+        last_sum = sorted(summed & (set(mid) | ops[z][2]))
+        # flops: a multiply-add (2) per instance of a contraction, a multiply (1) otherwise
+        cost = (1 + bool(first_sum)) * prod(extent[p] for p in both)
+        cost += (1 + bool(last_sum)) * prod(extent[p] for p in [*keep, *last_sum])
+        return cost, mid, first_sum, last_sum
+
+    pairs = [(0, 1), (0, 2), (1, 2)]
+    x, y = min(pairs, key=lambda xy: plan(*xy)[0])
+    _, mid, first_sum, last_sum = plan(x, y)
+    z = 3 - x - y
+    names = [f"d{p}" for p in range(total)]
+
+    def load(k: int):
+        t, index, _ = ops[k]
+        return ctx.load(t, index, compute)
+
+    tmp = ctx.local("pair", [extent[p] for p in mid], compute)
+    tmp_index = [names[p] for p in mid]
+    loops = [(names[p], extent[p]) for p in mid] + [(names[p], extent[p], True) for p in first_sum]
+    product = call("mul", load(x), load(y))
+    if first_sum:
+        ctx.statement(loops, tmp, tmp_index, product, reduce="sum", precision=precision)
+    else:  # an outer product
+        ctx.statement(loops, tmp, tmp_index, product)
+    loops = [(names[p], extent[p]) for p in keep] + [(names[p], extent[p], True) for p in last_sum]
+    product = call("mul", ctx.load(tmp, tmp_index), load(z))
+    out_index = [names[p] for p in keep]
+    if last_sum:
+        ctx.statement(loops, out, out_index, product, reduce="sum", precision=precision)
+    else:
+        ctx.statement(loops, out, out_index, product)

@@ -24,9 +24,9 @@ from __future__ import annotations
 import torch
 
 from solar.frontend.torch.lower import LoweringContext, T
-from solar.frontend.torch.ops.common import acc_dtype, dims_of, nest, pointwise
+from solar.frontend.torch.ops.common import acc_dtype, dims_of, nest
 from solar.frontend.torch.ops.indexing import index_load
-from solar.frontend.torch.registry import LOWERINGS, lowering
+from solar.frontend.torch.registry import lowering
 from solar.ir.scalar import Const, Indirect, call
 
 aten = torch.ops.aten
@@ -69,16 +69,3 @@ def nll_loss(
     ctx.statement([], out, [], loss, dtype=acc)
     if tw is not total:
         ctx.statement([], total, [], ctx.load(tw, []))
-
-
-def bitwise_not(ctx: LoweringContext, x: T) -> None:
-    """``~x`` (``F.cross_entropy`` with label smoothing records it on a bool mask): logical
-    not for bool, ``-x - 1`` (two's complement) for integers."""
-    if x.dtype == "bool":
-        pointwise(ctx, lambda v: call("logical_not", v), [x])
-    else:
-        pointwise(ctx, lambda v: call("sub", call("neg", v), Const(1)), [x])
-
-
-if aten.bitwise_not.default not in LOWERINGS:  # the elementwise family may define it
-    lowering(aten.bitwise_not.default)(bitwise_not)

@@ -52,7 +52,7 @@ from solar.frontend.torch.lower import LoweringContext, T, cast
 from solar.frontend.torch.ops.common import acc_dtype
 from solar.frontend.torch.registry import lowering
 from solar.ir.affine import Affine, AffineLike
-from solar.ir.program import Dim, Guard
+from solar.ir.program import Guard
 from solar.ir.scalar import Expr, call
 
 solar_ops = torch.ops.solar
@@ -80,12 +80,10 @@ class _Layer:
         precision: str | None = None,
         guards: Sequence[Guard] = (),
     ) -> None:
-        dims = [d if isinstance(d, Dim) else Dim(*d) for d in dims]
-        if any(d.extent == 0 for d in dims):
-            return
-        self.ctx.builder.statement(
+        self.ctx.statement(
             dims,
-            (out.name, tuple(index)),
+            out,
+            index,
             expr,
             reduce=reduce,
             accumulate=accumulate,
@@ -155,9 +153,7 @@ def recurrent(
         else:
             name = ctx.builder.tensor(f"{ctx.node.name}_l{layer}_output", out.shape, out.dtype)
             y = T(name, out.shape, out.dtype)
-        ctx.builder.begin_kernel(
-            str(ctx.op), source=ctx.source, module=ctx.module, loops=[("t", steps)]
-        )
+        ctx.begin_kernel(loops=[("t", steps)])
         em = _Layer(ctx, steps, batch_first)
         for d in range(dirs):
             w = params[(layer * dirs + d) * per : (layer * dirs + d + 1) * per]

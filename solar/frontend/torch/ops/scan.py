@@ -22,31 +22,20 @@ from __future__ import annotations
 
 import torch
 
-from solar.frontend.torch.lower import LoweringContext, T, kernel_stem
+from solar.frontend.torch.lower import LoweringContext, T
 from solar.frontend.torch.ops.common import acc_dtype, dims_of, nest, norm_dim
 from solar.frontend.torch.registry import lowering
 from solar.ir.affine import Affine
-from solar.ir.program import Dim, Statement
+from solar.ir.program import Statement
 from solar.ir.scalar import Const, Expr, Index, Indirect, call
 
 aten = torch.ops.aten
 
 
 def statement(ctx: LoweringContext, dims, out: T, index, expr: Expr, **kw) -> Statement | None:
-    """:meth:`LoweringContext.statement` with every keyword of
-    :meth:`solar.ir.program.ProgramBuilder.statement` (``scan``, ``extern``,
-    ``extern_attrs``, ...), into the same kernel as the node's other statements."""
-    dims = [d if isinstance(d, Dim) else Dim(*d) for d in dims]
-    if any(int(d.extent) == 0 for d in dims):
-        return None
-    name, index = ctx.store_target(out, index)
-    if kw.get("dtype") == out.dtype:
-        kw["dtype"] = None
-    if not getattr(ctx, "_kernel_open", False):
-        k = ctx.builder.begin_kernel(str(ctx.target), source=ctx.source, module=ctx.module)
-        k.name = f"{kernel_stem(ctx.target)}_{len(ctx.builder.program.kernels) - 1}"
-        ctx._kernel_open = True  # shared with LoweringContext.statement
-    return ctx.builder.statement(dims, (name, tuple(index)), expr, **kw)
+    """:meth:`LoweringContext.statement` (which forwards every keyword of
+    :meth:`solar.ir.program.ProgramBuilder.statement`); kept for the modules importing it."""
+    return ctx.statement(dims, out, index, expr, **kw)
 
 
 SCANS = {
@@ -63,7 +52,7 @@ def _scan(ctx: LoweringContext, x: T, dim: int, out: T, reduce: str, compute: st
         return
     k = norm_dim(dim, x.ndim)
     load = ctx.load(x, d, compute)
-    statement(ctx, nest(d, out.shape), out, d, load, reduce=reduce, scan=d[k], dtype=compute)
+    ctx.statement(nest(d, out.shape), out, d, load, reduce=reduce, scan=d[k], dtype=compute)
 
 
 @lowering(*SCANS)
@@ -84,7 +73,7 @@ def cumulative_extremum(ctx: LoweringContext, x: T, dim: int) -> None:
     k = norm_dim(dim, x.ndim)
     n = x.shape[k]
     iota = ctx.local("iota", (n,), "int64")
-    statement(ctx, [("i", n)], iota, ["i"], Index(Affine.of("i")))
+    ctx.statement([("i", n)], iota, ["i"], Index(Affine.of("i")))
     hit = call("eq", ctx.load(x, d), ctx.load(values, d))
     last = ctx.load(iota, [Indirect(call("where", hit, Index(Affine.of(d[k])), Const(0)))])
-    statement(ctx, nest(d, x.shape), indices, d, last, reduce="max", scan=d[k])
+    ctx.statement(nest(d, x.shape), indices, d, last, reduce="max", scan=d[k])

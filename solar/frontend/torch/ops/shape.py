@@ -1,4 +1,5 @@
-"""Data movement that copies: flip, roll, repeat, rot90 and padding. ONE kernel each, 0 flops.
+"""Data movement that copies: flip, roll, repeat, rot90, padding and pixel (un)shuffle. ONE
+kernel each, 0 flops.
 
 Each operator is a gather whose source index is *piecewise* affine in the output index: the
 output is cut into boxes on which the source index is affine, and each box is one statement
@@ -19,6 +20,9 @@ output is cut into boxes on which the source index is affine, and each box is on
   border is cut into disjoint slabs (dim ``k``'s pad, interior in the dims before ``k``, all of
   the dims after) that write the value. Eager fills the whole output and then copies the
   interior (two kernels); one kernel keeps the unfused bound below it.
+
+- ``pixel_shuffle(r)``: ``out[.., c, h r + i, w r + j] = x[.., c r² + i r + j, h, w]`` over
+  loops ``(c, h, i, w, j)`` (one box); ``pixel_unshuffle`` is its inverse.
 
 ``F.pad(mode="circular")`` arrives as ``copy_`` kernels into slices of a ``new_empty``;
 ``repeat_interleave`` with an int as ``expand`` + ``clone``; ``narrow``/``unfold`` are views.
@@ -237,3 +241,39 @@ def constant_pad_nd(ctx: LoweringContext, x: T, pad: Sequence[int], value: float
             pieces = [[inner[j] if j < k else (0, out.shape[j], _same)] for j in range(out.ndim)]
             pieces[k] = [border]
             emit_pieces(ctx, out, pieces, lambda source: fill)
+
+
+# ----------------------------------------------------------------------- pixel (un)shuffle
+
+
+def _pixel_shuffle(ctx: LoweringContext, x: T, r: int, shuffle: bool) -> None:
+    """``out[.., c, h r + i, w r + j] = x[.., c r² + i r + j, h, w]`` (shuffle) or the
+    reverse (unshuffle), over loops ``(.., c, h, i, w, j)``."""
+    out = ctx.out()
+    r = int(r)
+    small = x if shuffle else out  # the (.., C r², H, W) side
+    lead = dims_of(small.shape[:-3], "b")
+    c_r2, h, w = small.shape[-3:]
+    loops = [
+        *nest(lead, small.shape[:-3]),
+        ("c", c_r2 // (r * r)),
+        ("h", h),
+        ("i", r),
+        ("w", w),
+        ("j", r),
+    ]
+    c, hh, i, ww, j = (Affine.of(v) for v in ("c", "h", "i", "w", "j"))
+    packed = [*lead, c * (r * r) + i * r + j, hh, ww]
+    spread = [*lead, c, hh * r + i, ww * r + j]
+    src, dst = (packed, spread) if shuffle else (spread, packed)
+    ctx.statement(loops, out, dst, ctx.load(x, src, out.dtype))
+
+
+@lowering(aten.pixel_shuffle.default)
+def pixel_shuffle(ctx: LoweringContext, x: T, upscale_factor: int) -> None:
+    _pixel_shuffle(ctx, x, upscale_factor, True)
+
+
+@lowering(aten.pixel_unshuffle.default)
+def pixel_unshuffle(ctx: LoweringContext, x: T, downscale_factor: int) -> None:
+    _pixel_shuffle(ctx, x, downscale_factor, False)

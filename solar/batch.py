@@ -1,0 +1,324 @@
+"""Batch analysis: many problem files, one task per file, on a chosen executor.
+
+    results = bound_paths(["examples/"], hw="H100", jobs=2)      # local process pool
+    results = bound_paths(["examples/"], ray="auto")             # a Ray cluster (solar[ray])
+
+Executors (:func:`map_tasks`, reusable for any picklable top-level task function):
+
+- ``serial``: in this process, one task after another (``jobs=1``);
+- ``process``: a local :class:`~concurrent.futures.ProcessPoolExecutor` of ``jobs`` workers
+  (default: the CPU count), started with ``spawn`` so workers never inherit a half-initialised
+  torch; a worker that dies (a crash, the OOM killer) fails only its own task: the tasks it
+  took down with it are re-run, each alone in a fresh worker;
+- ``ray``: one Ray task per item on the cluster at ``ray`` (``"auto"``, ``"local"`` for a new
+  local cluster, or an address); see :mod:`solar.ray_backend`.
+
+Results come back in input order whatever the executor, so every executor gives the same list.
+A task never raises: a problem file that fails becomes a :class:`BatchResult` with
+``status="error"`` and a one-line reason; one whose ``REQUIRES = [...]`` packages are missing
+is ``"skipped"``.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+import multiprocessing
+import os
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+EXECUTORS = ("serial", "process", "ray")
+BATCH_SCHEMA = "solar.bound-batch/1"
+
+
+def discover(paths: Iterable[str | Path]) -> list[Path]:
+    """Problem files: each file as given, and every ``*.py`` below each folder (sorted; names
+    starting with ``_`` or ``.`` skipped)."""
+    out: list[Path] = []
+    for p in paths:
+        p = Path(p)
+        if p.is_dir():
+            out += sorted(
+                f
+                for f in p.rglob("*.py")
+                if not any(part.startswith(("_", ".")) for part in f.relative_to(p).parts)
+            )
+        elif p.is_file():
+            out.append(p)
+        else:
+            raise FileNotFoundError(f"{p}: no such file or folder")
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# one task: bound one problem file
+
+
+@dataclass
+class BatchResult:
+    """The outcome of one problem file: ``bound`` is :meth:`solar.report.Bound.to_dict` when
+    ``status == "ok"``; ``error`` a one-line reason otherwise."""
+
+    path: str
+    name: str
+    status: str  # "ok", "error" or "skipped"
+    seconds: float = 0.0
+    bound: dict | None = None
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def requirements(source: str) -> list[str]:
+    """Packages a problem file declares in a module-level ``REQUIRES = [...]``."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "REQUIRES" for t in node.targets
+        ):
+            try:
+                return [str(x) for x in ast.literal_eval(node.value)]
+            except ValueError:
+                return []
+    return []
+
+
+def bound_problem(path: str | Path, hw="H100", *, precision: str | None = None):
+    """:func:`solar.bound` of a problem file, PyTorch or JAX (see :mod:`solar.problem` and
+    :mod:`solar.frontend.jax.problem`)."""
+    import solar
+    from solar.problem import load_module, load_problem
+
+    path = Path(path)
+    try:
+        from solar.frontend.jax.problem import load_jax_problem
+    except ImportError:
+        load_jax_problem = None
+    if load_jax_problem is not None and _mentions_jax(path):
+        jax_problem = load_jax_problem(load_module(path))
+        if jax_problem is not None:
+            fn, inputs = jax_problem
+            return solar.bound(fn, inputs, hw=hw, precision=precision, name=path.stem)
+    problem = load_problem(path)
+    return solar.bound(problem.model, problem.inputs, hw=hw, precision=precision, name=problem.name)
+
+
+def _mentions_jax(path: Path) -> bool:
+    """Whether the file imports jax or flax (read, not imported: torch files skip JAX)."""
+    try:
+        tree = ast.parse(path.read_text())
+    except (OSError, SyntaxError, ValueError):
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            names = [node.module or ""]
+        else:
+            continue
+        if any(n.split(".")[0] in ("jax", "flax") for n in names):
+            return True
+    return False
+
+
+def one_line(e: BaseException) -> str:
+    """``Type: first line of the message``."""
+    text = str(e).strip()
+    first = text.splitlines()[0] if text else ""
+    return f"{type(e).__name__}: {first}" if first else type(e).__name__
+
+
+def analyse_file(
+    path: str | Path, hw="H100", precision: str | None = None, source: str | None = None
+) -> BatchResult:
+    """Bound one problem file; never raises. ``source``: the file's text, written to a
+    temporary file of the same name first (how a remote worker receives a problem)."""
+    path = Path(path)
+    t0 = time.perf_counter()
+    if source is not None:
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="solar-task-") as d:
+            local = Path(d) / path.name
+            local.write_text(source)
+            r = analyse_file(local, hw, precision)
+        r.path = str(path)
+        return r
+    try:
+        missing = [m for m in requirements(path.read_text()) if importlib.util.find_spec(m) is None]
+        if missing:
+            return BatchResult(str(path), path.stem, "skipped", error=f"needs {', '.join(missing)}")
+        b = bound_problem(path, hw, precision=precision)
+        return BatchResult(str(path), path.stem, "ok", time.perf_counter() - t0, b.to_dict())
+    except (Exception, SystemExit) as e:  # a task never raises: the batch goes on
+        return BatchResult(
+            str(path), path.stem, "error", time.perf_counter() - t0, None, one_line(e)
+        )
+
+
+# ----------------------------------------------------------------------------------------------
+# executors
+
+
+def resolve_executor(jobs: int | None = None, ray: str | None = None, executor: str | None = None):
+    """The executor a (jobs, ray, executor) choice means: an explicit ``executor`` wins; a Ray
+    address means ``ray``; ``jobs == 1`` means ``serial``; otherwise ``process``."""
+    if executor is not None:
+        if executor not in EXECUTORS:
+            raise ValueError(f"unknown executor {executor!r}; one of {', '.join(EXECUTORS)}")
+        return executor
+    if ray:
+        return "ray"
+    if jobs is not None and jobs < 1:
+        raise ValueError(f"--jobs must be at least 1, got {jobs}")
+    return "serial" if jobs == 1 else "process"
+
+
+def _warm() -> None:
+    """Worker initialiser: import the analysis stack once per worker, not per task."""
+    import solar.api  # noqa: F401
+    import solar.frontend.torch  # noqa: F401
+
+
+def map_tasks(
+    fn: Callable,
+    items: Sequence[tuple],
+    *,
+    jobs: int | None = None,
+    ray: str | None = None,
+    executor: str | None = None,
+    on_done: Callable[[int, object], None] | None = None,
+    mp_context: str = "spawn",
+) -> list:
+    """``[fn(*item) for item in items]`` on the chosen executor (:func:`resolve_executor`), in
+    input order. ``fn`` must be a picklable top-level function that does not raise (wrap
+    failures into its result, as :func:`analyse_file` does); ``on_done(i, result)`` is called
+    in this process as each item finishes (for progress bars)."""
+    kind = resolve_executor(jobs, ray, executor)
+    items = list(items)
+    done = on_done or (lambda i, r: None)
+    if kind == "serial" or (kind == "process" and len(items) <= 1):
+        out = []
+        for i, item in enumerate(items):
+            out.append(fn(*item))
+            done(i, out[-1])
+        return out
+    if kind == "ray":
+        from solar.ray_backend import ray_map
+
+        return ray_map(fn, items, address=ray or "auto", on_done=done)
+    return _process_map(fn, items, jobs or os.cpu_count() or 1, done, mp_context)
+
+
+def _process_map(fn, items, jobs, done, mp_context) -> list:
+    ctx = multiprocessing.get_context(mp_context)
+    results: list = [None] * len(items)
+    broken: list[int] = []
+    workers = min(jobs, len(items))
+    with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_warm) as pool:
+        futures: dict[Future, int] = {pool.submit(fn, *item): i for i, item in enumerate(items)}
+        for fut in as_completed(futures):
+            i = futures[fut]
+            try:
+                results[i] = fut.result()
+            except BrokenProcessPool:
+                broken.append(i)
+                continue
+            done(i, results[i])
+    for i in sorted(broken):  # alone in a fresh worker: only the task that crashes fails
+        with ProcessPoolExecutor(1, mp_context=ctx) as pool:
+            try:
+                results[i] = pool.submit(fn, *items[i]).result()
+            except BrokenProcessPool as e:
+                results[i] = _crashed(fn, items[i], e)
+        done(i, results[i])
+    return results
+
+
+def _crashed(fn, item, e: BaseException):
+    """The result of a task whose worker process died."""
+    reason = f"the worker process died ({one_line(e)}): a crash or out of memory"
+    if fn is analyse_file:
+        path = Path(item[0])
+        return BatchResult(str(path), path.stem, "error", error=reason)
+    return RuntimeError(reason)
+
+
+# ----------------------------------------------------------------------------------------------
+# batches of problem files
+
+
+def bound_paths(
+    paths: Iterable[str | Path],
+    hw="H100",
+    *,
+    precision: str | None = None,
+    jobs: int | None = None,
+    ray: str | None = None,
+    executor: str | None = None,
+    on_done: Callable[[int, BatchResult], None] | None = None,
+) -> list[BatchResult]:
+    """Bound every problem file under ``paths`` (files, or folders searched for ``*.py``); one
+    task per file on the executor chosen by ``jobs``/``ray``/``executor`` (see
+    :func:`map_tasks`). A bad spec fails at once, before any task runs."""
+    from solar.hw import load_spec
+
+    files = discover(paths)
+    load_spec(hw)  # a malformed spec is one error, not one per file
+    hw_arg = hw if isinstance(hw, (str, Path, dict)) else load_spec(hw)
+    kind = resolve_executor(jobs, ray, executor)
+    if kind == "ray":  # remote workers may not see this file system: ship the sources
+        items = [(str(f), hw_arg, precision, f.read_text()) for f in files]
+    else:
+        items = [(str(f), hw_arg, precision) for f in files]
+    return map_tasks(analyse_file, items, jobs=jobs, ray=ray, executor=kind, on_done=on_done)
+
+
+def format_batch(results: Sequence[BatchResult]) -> str:
+    """One line per problem file: the three bounds, or the reason it has none."""
+    from solar.report import fmt_time
+
+    width = max([len(r.name) for r in results] + [7])
+    head = f"{'program':<{width}}  {'fused':>10}  {'cache-aware':>11}  {'unfused':>10}  status"
+    lines = [head, "-" * len(head)]
+    for r in results:
+        if r.ok and r.bound is not None:
+            b = r.bound["bounds"]
+            lines.append(
+                f"{r.name:<{width}}  {fmt_time(b['fused_s']):>10}  "
+                f"{fmt_time(b['cache_aware_s']):>11}  {fmt_time(b['unfused_s']):>10}  ok"
+            )
+        else:
+            lines.append(
+                f"{r.name:<{width}}  {'-':>10}  {'-':>11}  {'-':>10}  {r.status}: {r.error}"
+            )
+    n_ok = sum(r.ok for r in results)
+    n_skip = sum(r.status == "skipped" for r in results)
+    lines.append(
+        f"{n_ok} of {len(results)} bounded, {len(results) - n_ok - n_skip} failed, {n_skip} skipped"
+    )
+    return "\n".join(lines)
+
+
+def batch_json(results: Sequence[BatchResult], hw: object = None) -> str:
+    """``{"schema": "solar.bound-batch/1", "hw": ..., "programs": [BatchResult...]}``."""
+    doc = {
+        "schema": BATCH_SCHEMA,
+        "hw": hw if isinstance(hw, str) else None,
+        "programs": [r.to_dict() for r in results],
+    }
+    return json.dumps(doc, indent=2)

@@ -1,0 +1,227 @@
+"""Structure cache: the cost facts of structurally identical kernels are computed once.
+
+A transformer's layers lower to the same kernels over and over: the same loop nests, the same
+accesses, tensors of the same shapes, strides and dtypes, only the tensor *names* differ. The
+cost facts of a kernel (:func:`solar.ir.cost.statement_ops`, the footprint of every load,
+:func:`solar.ir.cost.kernel_io`) read nothing else, so they are a function of the kernel's
+*structure*:
+
+- every statement with its tensors renamed to their order of first appearance (dims, output
+  and load indices, the scalar expression, reduction, guards, precision, dtype, scan, extern
+  routine and every other statement field);
+- the kernel's sequential loops;
+- per tensor touched (and the storage base of each view): shape, dtype, declared role, and
+  for a view its base (by position), strides and offset.
+
+:func:`kernel_facts` computes the facts on the first kernel of a structure and answers later
+ones by renaming the stored result, so 80 identical layers cost one analysis and 79 lookups.
+Results are identical to computing each kernel afresh (the facts are computed by the same
+functions, on a kernel with the same structure). A kernel whose structure cannot be keyed
+(an unknown expression node, an unhashable attribute) is computed directly.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, fields
+
+from solar.ir.affine import Affine
+from solar.ir.cost import KernelIO, kernel_io, statement_ops
+from solar.ir.footprint import Footprint, access_footprint
+from solar.ir.program import Kernel, Program, Statement, with_loops
+from solar.ir.scalar import Call, Const, Expr, Index, Indirect, Load
+
+MAX_ENTRIES = 4096  # distinct kernel structures kept (least recently used dropped first)
+
+# Statement fields that hold tensor names (renamed); every other field enters the key as is.
+_NAMED_FIELDS = ("out", "expr")
+_PLAIN_FIELDS = tuple(f.name for f in fields(Statement) if f.name not in _NAMED_FIELDS)
+
+
+@dataclass(frozen=True)
+class KernelFacts:
+    """Cost facts of one kernel, by the kernel's own tensor names.
+
+    ``ops[i]``: :func:`~solar.ir.cost.statement_ops` of statement ``i``; ``footprints[i]``: the
+    :func:`~solar.ir.footprint.access_footprint` of each distinct ``(tensor, index)`` load of
+    statement ``i`` (in the order of ``dict.fromkeys((ld.tensor, ld.index) for ld in
+    st.loads())``) over the whole kernel (its loop dims included); ``io``: its DRAM traffic."""
+
+    io: KernelIO
+    ops: tuple[dict[str, int], ...]
+    footprints: tuple[tuple[Footprint, ...], ...]
+
+
+class _Unkeyable(Exception):
+    pass
+
+
+class _Canon:
+    """Renames tensors to their position of first appearance while building a key."""
+
+    def __init__(self, program: Program) -> None:
+        self.program = program
+        self.pos: dict[str, int] = {}
+        self.names: list[str] = []
+
+    def tensor(self, name: str) -> int:
+        i = self.pos.get(name)
+        if i is None:
+            i = self.pos[name] = len(self.names)
+            self.names.append(name)
+            view = self.program.tensors[name].view
+            if view is not None:
+                self.tensor(view.base)
+        return i
+
+    def index(self, index: tuple) -> tuple:
+        return tuple(
+            e if type(e) is Affine else ("I", self.expr(e.expr)) if type(e) is Indirect else _bad()
+            for e in index
+        )
+
+    def expr(self, e: Expr) -> tuple:
+        t = type(e)
+        if t is Load:
+            return ("L", self.tensor(e.tensor), self.index(e.index))
+        if t is Call:
+            return ("C", e.op, tuple(self.expr(a) for a in e.args), e.attrs)
+        if t is Const:
+            return ("K", repr(e.value))  # repr: 0.0 and -0.0, 1 and 1.0 and True differ
+        if t is Index:
+            return ("X", e.expr)
+        return _bad()
+
+    def statement(self, st: Statement) -> tuple:
+        out = (self.tensor(st.out.tensor), self.index(st.out.index))
+        return (out, self.expr(st.expr), tuple(getattr(st, f) for f in _PLAIN_FIELDS))
+
+    def table(self) -> tuple:
+        rows = []
+        for name in self.names:
+            d = self.program.tensors[name]
+            v = d.view
+            view = None if v is None else (self.pos[v.base], v.strides, v.offset)
+            rows.append((d.shape, d.dtype, d.role, view))
+        return tuple(rows)
+
+
+def _bad():
+    raise _Unkeyable
+
+
+def kernel_key(program: Program, kernel: Kernel) -> tuple[tuple, list[str]] | None:
+    """``(key, names)``: the kernel's structure (hashable) and its tensors in key order; None
+    when the kernel cannot be keyed."""
+    c = _Canon(program)
+    try:
+        body = tuple(c.statement(st) for st in kernel.statements)
+        key = (body, kernel.loops, c.table())
+        hash(key)
+    except (_Unkeyable, TypeError):
+        return None
+    return key, c.names
+
+
+def compute_facts(program: Program, kernel: Kernel) -> KernelFacts:
+    """The facts of ``kernel``, computed directly (no cache)."""
+    ops, fps = [], []
+    for st in kernel.statements:
+        ops.append(statement_ops(program, st, kernel))
+        whole = with_loops(st, kernel.loops)
+        loads = dict.fromkeys((ld.tensor, ld.index) for ld in st.loads())
+        fps.append(tuple(access_footprint(program, whole, t, i) for t, i in loads))
+    return KernelFacts(kernel_io(program, kernel), tuple(ops), tuple(fps))
+
+
+@dataclass
+class _Stored:
+    """Facts with tensors by key position."""
+
+    reads: tuple[tuple[int, Footprint], ...]
+    writes: tuple[tuple[int, Footprint], ...]
+    itemsizes: tuple[tuple[int, int], ...]
+    ops: tuple[dict[str, int], ...]
+    footprints: tuple[tuple[Footprint, ...], ...]
+
+
+class StructureCache:
+    """Kernel structure -> cost facts, least recently used dropped beyond ``max_entries``."""
+
+    def __init__(self, max_entries: int = MAX_ENTRIES) -> None:
+        self.max_entries = max_entries
+        self.enabled = True
+        self._data: OrderedDict[tuple, _Stored] = OrderedDict()
+        self.hits = 0
+        self.misses = 0
+        self.unkeyed = 0
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def clear(self) -> None:
+        self._data.clear()
+        self.hits = self.misses = self.unkeyed = 0
+
+    def stats(self) -> dict[str, int]:
+        return {
+            "entries": len(self._data),
+            "hits": self.hits,
+            "misses": self.misses,
+            "unkeyed": self.unkeyed,
+        }
+
+    def facts(self, program: Program, kernel: Kernel) -> KernelFacts:
+        if not self.enabled:
+            return compute_facts(program, kernel)
+        keyed = kernel_key(program, kernel)
+        if keyed is None:
+            self.unkeyed += 1
+            return compute_facts(program, kernel)
+        key, names = keyed
+        stored = self._data.get(key)
+        if stored is not None:
+            self.hits += 1
+            self._data.move_to_end(key)
+            io = KernelIO(
+                {names[i]: f for i, f in stored.reads},
+                {names[i]: f for i, f in stored.writes},
+                {names[i]: s for i, s in stored.itemsizes},
+            )
+            ops = tuple(dict(o) for o in stored.ops)  # callers may mutate their copy
+            return KernelFacts(io, ops, stored.footprints)
+        self.misses += 1
+        facts = compute_facts(program, kernel)
+        pos = {n: i for i, n in enumerate(names)}
+        self._data[key] = _Stored(
+            tuple((pos[b], f) for b, f in facts.io.reads.items()),
+            tuple((pos[b], f) for b, f in facts.io.writes.items()),
+            tuple((pos[b], s) for b, s in facts.io.itemsizes.items()),
+            tuple(dict(o) for o in facts.ops),
+            facts.footprints,
+        )
+        if len(self._data) > self.max_entries:
+            self._data.popitem(last=False)
+        return facts
+
+
+CACHE = StructureCache()
+
+
+def kernel_facts(program: Program, kernel: Kernel) -> KernelFacts:
+    """Cost facts of ``kernel`` (see the module docstring), through the process-wide cache."""
+    return CACHE.facts(program, kernel)
+
+
+@contextmanager
+def structure_cache(enabled: bool) -> Iterator[StructureCache]:
+    """Turn the process-wide structure cache on or off inside a ``with`` block (benchmarks
+    and tests compare both)."""
+    old = CACHE.enabled
+    CACHE.enabled = enabled
+    try:
+        yield CACHE
+    finally:
+        CACHE.enabled = old
