@@ -660,9 +660,8 @@ def test_registering_a_lowering_is_one_small_function(monkeypatch):
     check(f, X, pos(3, 4))
 
 
-def test_trunc_division_is_an_error_not_a_silent_zero():
-    with pytest.raises(UnsupportedOperatorError, match="trunc"):
-        trace_torch(lambda a: torch.div(a, 2, rounding_mode="trunc"), X)
+def test_trunc_division_matches_eager():
+    check(lambda a: torch.div(a, 2.5, rounding_mode="trunc"), X)
 
 
 def test_captured_tensors_are_constants():

@@ -18,7 +18,7 @@ import inspect
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 import torch.fx as fx
@@ -47,6 +47,7 @@ class TorchTrace:
     bindings: dict[str, Binding]
     output_names: list[str]
     graph: fx.GraphModule
+    assumptions: list[str] = field(default_factory=list)  # what the report must state
 
     def values(self, fn: object, inputs: object) -> dict[str, torch.Tensor]:
         """The ``values`` mapping for :func:`solar.ir.execute.execute`: real tensors of
@@ -103,7 +104,7 @@ def trace_torch(
         for i, t in zip(tensor_leaves, flat[n_named:], strict=True):
             xs[i] = t
         args = pytree.tree_unflatten(xs, spec)
-        with intercept_fused():
+        with intercept_fused(), _autocast_on(device.type, remapped):
             if module is None:
                 return fn(*args)
             p = dict(zip(params, flat[: len(params)], strict=True))
@@ -114,6 +115,8 @@ def trace_torch(
         traced._orig_mod = module  # type: ignore[attr-defined]  # make_fx: record module paths
 
     fakes = _fake_tensors([t for *_, t in specs])
+    device = fakes[0].device if fakes else torch.device("cpu")
+    remapped: set[str] = set()
     from torch.fx.experimental.proxy_tensor import make_fx
 
     try:
@@ -141,7 +144,13 @@ def trace_torch(
     lowerer.run()
     output_names = lowerer.outputs()
     lowerer.program.outputs = list(dict.fromkeys(output_names))
-    return TorchTrace(lowerer.program, bindings, output_names, gm)
+    notes = [
+        f"torch.autocast({d!r}) traced with PyTorch's {device.type} autocast policy (the same "
+        "low-precision matmul/conv list; ops CUDA upcasts to fp32 stay low-precision: fewer "
+        "bytes, still a lower bound)"
+        for d in sorted(remapped)
+    ]
+    return TorchTrace(lowerer.program, bindings, output_names, gm, notes)
 
 
 def _graph_inputs(
@@ -200,10 +209,38 @@ def _fake_tensors(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     devices = [t.device for t in tensors if t.device.type != "meta"]
-    device = devices[0] if devices else torch.device("meta")
+    # All-meta programs trace on fake CPU tensors (still nothing allocated): on meta,
+    # torch.autocast would silently do nothing and a mixed-precision model would be costed fp32.
+    device = devices[0] if devices else torch.device("cpu")
     mode = FakeTensorMode(allow_non_fake_inputs=True)
     with mode:
         return [torch.empty(tuple(t.shape), dtype=t.dtype, device=device) for t in tensors]
+
+
+@contextmanager
+def _autocast_on(device_type: str, remapped: set[str]) -> Iterator[None]:
+    """While tracing, ``torch.autocast`` for another device type (``"cuda"`` in a program
+    traced on CPU fake tensors) applies to the tracing device instead, keeping its dtype
+    (CUDA's default float16 when none is given); each remapped type is recorded."""
+    from torch.amp import autocast_mode
+
+    cls = autocast_mode.autocast
+    original = cls.__init__
+
+    def init(self, device_type_=None, dtype=None, enabled=True, cache_enabled=None, **kw):
+        requested = kw.pop("device_type", device_type_)
+        if requested != device_type and requested in ("cuda", "cpu", "xpu", "hpu", "mps"):
+            remapped.add(requested)
+            if dtype is None:
+                dtype = torch.get_autocast_dtype(requested)
+            requested = device_type
+        original(self, requested, dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
+
+    cls.__init__ = init  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        cls.__init__ = original  # type: ignore[method-assign]
 
 
 @contextmanager
