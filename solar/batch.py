@@ -190,8 +190,12 @@ def resolve_executor(jobs: int | None = None, ray: str | None = None, executor: 
 
 def _warm() -> None:
     """Worker initialiser: import the analysis stack once per worker, not per task."""
+    import torch
+
     import solar.api  # noqa: F401
     import solar.frontend.torch  # noqa: F401
+
+    torch.set_num_threads(1)  # one task per worker: no intra-op threads competing for cores
 
 
 def map_tasks(

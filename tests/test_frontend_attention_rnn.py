@@ -67,7 +67,7 @@ def bound(trace):
 # ------------------------------------------------------------------------ the interception
 def test_table_lists_the_intercepted_calls():
     names = [row.name for row in FUSED_OPS]
-    assert names == ["sdpa", "lstm", "rms_norm", "gru", "rnn_tanh", "rnn_relu"]
+    assert names == ["sdpa", "lstm", "rms_norm", "one_hot", "gru", "rnn_tanh", "rnn_relu"]
     assert fused_op(torch.rms_norm).name == "rms_norm"
     assert fused_op(F.scaled_dot_product_attention).name == "sdpa"
     assert fused_op(torch._VF.lstm).name == "lstm"

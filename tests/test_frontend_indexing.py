@@ -452,3 +452,15 @@ def test_nll_costs_by_hand():
     x, t = trace.program.inputs
     assert io.reads[t].elements == N and io.reads[x].elements >= 1 and not io.reads[x].exact
     assert io.write_bytes == 2 * 4  # the loss and the total weight
+
+
+def test_one_hot_is_one_kernel_writing_only_its_output():
+    """CUDA writes the one-hot output directly; the CPU decomposition's bool intermediate
+    (arange, eq, _to_copy) would over-charge the unfused bound (seen on an H100)."""
+    n, c = 1000, 64
+    trace = trace_torch(lambda i: F.one_hot(i, c), (torch.empty(n, dtype=torch.int64),))
+    (k,) = trace.program.kernels
+    assert k.op == "solar.one_hot.default"
+    io = kernel_io(trace.program, k)
+    assert sum(f.elements * 8 for f in io.reads.values()) == n * 8
+    assert sum(f.elements * 8 for f in io.writes.values()) == n * c * 8

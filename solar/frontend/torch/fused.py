@@ -17,6 +17,10 @@ intercepted (torch function)              what eager CUDA launches
                                           kernels and a ``stack``
 ``torch.rms_norm`` (``F.rms_norm``,       one ``_fused_rms_norm`` kernel; CPU and meta traces
 ``nn.RMSNorm``)                           record ``pow, mean, add, rsqrt, mul, mul``
+``F.one_hot``                             ``zeros`` + ``scatter_`` (two kernels, each at
+                                          least the bytes of one kernel writing the output);
+                                          the CPU trace records ``arange, eq, _to_copy`` with a
+                                          bool intermediate eager CUDA never writes
 ========================================  ====================================================
 
 Recording the decomposition would make the unfused bound charge DRAM round trips of the
@@ -104,6 +108,17 @@ class FusedOp:
 # --------------------------------------------------------------------------------- fake kernels
 
 
+def _one_hot_fake(self, num_classes=-1):  # noqa: ANN001
+    return self.new_empty((*self.shape, num_classes), dtype=torch.int64)
+
+
+def _one_hot_classes_known(args: tuple, kwargs: dict) -> str | None:
+    n = kwargs.get("num_classes", args[1] if len(args) > 1 else -1)
+    if n is None or n < 0:
+        return "without num_classes needs the data (its max); pass num_classes"
+    return None
+
+
 def _sdpa_fake(
     query,
     key,
@@ -185,6 +200,14 @@ FUSED_OPS: list[FusedOp] = [
         ((torch, "rms_norm"),),
         lambda input, normalized_shape, weight=None, eps=None: torch.empty_like(input),  # noqa: A006
         "CUDA runs one _fused_rms_norm kernel; the CPU trace records six",
+    ),
+    FusedOp(
+        "one_hot",
+        "(Tensor self, int num_classes=-1) -> Tensor",
+        ((F, "one_hot"),),
+        _one_hot_fake,
+        "CUDA writes the one-hot output directly (zeros + scatter); no bool intermediate",
+        _one_hot_classes_known,
     ),
     *(
         FusedOp(

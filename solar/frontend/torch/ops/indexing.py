@@ -33,6 +33,7 @@ from collections.abc import Sequence
 import torch
 import torch.fx as fx
 
+from solar.frontend.torch import fused  # noqa: F401  (defines torch.ops.solar.one_hot)
 from solar.frontend.torch.lower import LoweringContext, T, storage_index
 from solar.frontend.torch.ops.common import acc_dtype, broadcast_index, dims_of, nest, norm_dim
 from solar.frontend.torch.registry import DataDependentOperatorError, lowering
@@ -408,3 +409,18 @@ def index_put(
     names, shape, target = _advanced(ctx, x, indices)
     value = ctx.load(values, broadcast_index(values.shape, names), out.dtype)
     write(ctx, nest(names, shape), out, target, value, accumulate=bool(accumulate))
+
+
+@lowering(torch.ops.solar.one_hot.default)
+def one_hot(ctx: LoweringContext, x: T, num_classes: int = -1) -> None:
+    """``F.one_hot`` as the one output-writing kernel CUDA runs: ``out[i.., c] = (c == x[i..])``
+    (intercepted, see :mod:`solar.frontend.torch.fused`); the comparison is free index math."""
+    out = ctx.out()
+    dims = [f"i{k}" for k in range(x.ndim)]
+    hit = call("eq", Index(Affine.of("c")), ctx.load(x, dims))
+    ctx.statement(
+        [*((d, n) for d, n in zip(dims, x.shape, strict=True)), ("c", num_classes)],
+        out,
+        [*dims, "c"],
+        call("cast", hit, dtype="int64"),
+    )
