@@ -7,9 +7,11 @@ Executors (:func:`map_tasks`, reusable for any picklable top-level task function
 
 - ``serial``: in this process, one task after another (``jobs=1``);
 - ``process``: a local :class:`~concurrent.futures.ProcessPoolExecutor` of ``jobs`` workers
-  (default: the CPU count), started with ``spawn`` so workers never inherit a half-initialised
-  torch; a worker that dies (a crash, the OOM killer) fails only its own task: the tasks it
-  took down with it are re-run, each alone in a fresh worker;
+  (default: the CPU count), each with one torch thread (tasks, not threads, use the cores).
+  Workers are forked (fast: they start with this process's imports) unless JAX is loaded here
+  (JAX is multithreaded and must not be forked), then started by a fork server. A worker that
+  dies (a crash, the OOM killer) fails only its own task: the tasks it took down with it are
+  re-run, each alone in a fresh worker;
 - ``ray``: one Ray task per item on the cluster at ``ray`` (``"auto"``, ``"local"`` for a new
   local cluster, or an address); see :mod:`solar.ray_backend`.
 
@@ -26,6 +28,7 @@ import importlib.util
 import json
 import multiprocessing
 import os
+import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
@@ -206,12 +209,13 @@ def map_tasks(
     ray: str | None = None,
     executor: str | None = None,
     on_done: Callable[[int, object], None] | None = None,
-    mp_context: str = "spawn",
+    mp_context: str | None = None,
 ) -> list:
     """``[fn(*item) for item in items]`` on the chosen executor (:func:`resolve_executor`), in
     input order. ``fn`` must be a picklable top-level function that does not raise (wrap
     failures into its result, as :func:`analyse_file` does); ``on_done(i, result)`` is called
-    in this process as each item finishes (for progress bars)."""
+    in this process as each item finishes (for progress bars). ``mp_context``: how process
+    workers start (``fork``, ``forkserver``, ``spawn``; default: see the module docstring)."""
     kind = resolve_executor(jobs, ray, executor)
     items = list(items)
     done = on_done or (lambda i, r: None)
@@ -228,8 +232,15 @@ def map_tasks(
     return _process_map(fn, items, jobs or os.cpu_count() or 1, done, mp_context)
 
 
+def _start_method() -> str:
+    methods = multiprocessing.get_all_start_methods()
+    if "fork" in methods and not any(m in sys.modules for m in ("jax", "jaxlib")):
+        return "fork"
+    return "forkserver" if "forkserver" in methods else "spawn"
+
+
 def _process_map(fn, items, jobs, done, mp_context) -> list:
-    ctx = multiprocessing.get_context(mp_context)
+    ctx = multiprocessing.get_context(mp_context or _start_method())
     results: list = [None] * len(items)
     broken: list[int] = []
     workers = min(jobs, len(items))
@@ -244,7 +255,7 @@ def _process_map(fn, items, jobs, done, mp_context) -> list:
                 continue
             done(i, results[i])
     for i in sorted(broken):  # alone in a fresh worker: only the task that crashes fails
-        with ProcessPoolExecutor(1, mp_context=ctx) as pool:
+        with ProcessPoolExecutor(1, mp_context=ctx, initializer=_warm) as pool:
             try:
                 results[i] = pool.submit(fn, *items[i]).result()
             except BrokenProcessPool as e:
