@@ -13,8 +13,6 @@ import os
 import re
 import sysconfig
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from math import prod
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -22,6 +20,7 @@ import torch
 import torch.fx as fx
 from torch.utils import _pytree as pytree
 
+from solar.frontend.common import T, cast
 from solar.frontend.torch.precision import PrecisionPolicy
 from solar.frontend.torch.registry import (
     UnsupportedOperatorError,
@@ -32,28 +31,11 @@ from solar.frontend.torch.registry import (
 from solar.ir.affine import Affine, AffineLike, affines
 from solar.ir.dtypes import ITEMSIZE, from_torch
 from solar.ir.program import Dim, Kernel, Program, ProgramBuilder, Statement
-from solar.ir.scalar import Expr, Load, call
+from solar.ir.scalar import Expr, Load
 
 
 class UnsupportedDtypeError(ValueError):
     """A tensor whose dtype (complex, ...) the IR cannot express."""
-
-
-@dataclass(frozen=True)
-class T:
-    """A tensor value of the traced graph, by its IR name (a view tensor if not contiguous)."""
-
-    name: str
-    shape: tuple[int, ...]
-    dtype: str
-
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
-
-    @property
-    def numel(self) -> int:
-        return prod(self.shape)
 
 
 def ir_dtype(dtype: torch.dtype, what: str) -> str:
@@ -308,10 +290,6 @@ def output_stem(node: fx.Node, i: int) -> str:
     returns = node.target._schema.returns if isinstance(node.target, torch._ops.OpOverload) else []
     label = returns[i].name if i < len(returns) and returns[i].name else str(i)
     return f"{node.name}_{label}"
-
-
-def cast(e: Expr, have: str, want: str | None) -> Expr:
-    return e if want is None or want == have else call("cast", e, dtype=want)
 
 
 def kernel_stem(op: object) -> str:

@@ -6,34 +6,18 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from solar.frontend.torch.lower import LoweringContext, T, cast
-from solar.ir.affine import AffineLike
+from solar.frontend.common import (  # noqa: F401  (re-exported for the op families)
+    HALF,
+    T,
+    acc_dtype,
+    broadcast_index,
+    dims_of,
+    nest,
+    norm_dim,
+)
+from solar.frontend.torch.lower import LoweringContext, cast
 from solar.ir.dtypes import from_torch, torch_dtype
 from solar.ir.scalar import Const, Expr, call
-
-HALF = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")
-
-
-def acc_dtype(dtype: str) -> str:
-    """The dtype PyTorch accumulates ``dtype`` in (float32 for the half types)."""
-    return "float32" if dtype in HALF else dtype
-
-
-def dims_of(shape: Sequence[int], prefix: str = "i") -> list[str]:
-    return [f"{prefix}{k}" for k in range(len(shape))]
-
-
-def nest(names: Sequence[str], shape: Sequence[int], reduction: bool = False) -> list[tuple]:
-    """``[(name, extent, reduction), ...]`` for ``ProgramBuilder.statement``."""
-    return [(d, int(n), reduction) for d, n in zip(names, shape, strict=True)]
-
-
-def norm_dim(d: int, ndim: int) -> int:
-    """A possibly negative dim index, in ``range(ndim)`` (0-dim tensors accept 0 and -1)."""
-    n = max(ndim, 1)
-    if not -n <= d < n:
-        raise IndexError(f"dim {d} out of range for {ndim} dims")
-    return d % n
 
 
 def norm_dims(dims: int | Sequence[int] | None, ndim: int) -> list[int]:
@@ -42,14 +26,6 @@ def norm_dims(dims: int | Sequence[int] | None, ndim: int) -> list[int]:
         return list(range(ndim))
     dims = [dims] if isinstance(dims, int) else list(dims)
     return sorted({norm_dim(d, ndim) for d in dims if ndim > 0})
-
-
-def broadcast_index(shape: Sequence[int], dims: Sequence[str]) -> list[AffineLike]:
-    """Index of an operand of ``shape`` broadcast (numpy rules: right-aligned, size-1 dims read
-    element 0) against loop dims ``dims`` of the output."""
-    lead = len(dims) - len(shape)
-    assert lead >= 0, f"cannot broadcast {tuple(shape)} to {len(dims)} dims"
-    return [0 if n == 1 else dims[lead + k] for k, n in enumerate(shape)]
 
 
 def operand(ctx: LoweringContext, x: object, dims: Sequence[str], dtype: str | None) -> Expr | None:
