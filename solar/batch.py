@@ -101,41 +101,13 @@ def requirements(source: str) -> list[str]:
 
 
 def bound_problem(path: str | Path, hw="H100", *, precision: str | None = None):
-    """:func:`solar.bound` of a problem file, PyTorch or JAX (see :mod:`solar.problem` and
-    :mod:`solar.frontend.jax.problem`)."""
+    """:func:`solar.bound` of a problem file, PyTorch or JAX (:func:`solar.problem.load_problem`
+    builds either)."""
     import solar
-    from solar.problem import load_module, load_problem
+    from solar.problem import load_problem
 
-    path = Path(path)
-    try:
-        from solar.frontend.jax.problem import load_jax_problem
-    except ImportError:
-        load_jax_problem = None
-    if load_jax_problem is not None and _mentions_jax(path):
-        jax_problem = load_jax_problem(load_module(path))
-        if jax_problem is not None:
-            fn, inputs = jax_problem
-            return solar.bound(fn, inputs, hw=hw, precision=precision, name=path.stem)
     problem = load_problem(path)
     return solar.bound(problem.model, problem.inputs, hw=hw, precision=precision, name=problem.name)
-
-
-def _mentions_jax(path: Path) -> bool:
-    """Whether the file imports jax or flax (read, not imported: torch files skip JAX)."""
-    try:
-        tree = ast.parse(path.read_text())
-    except (OSError, SyntaxError, ValueError):
-        return False
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            names = [node.module or ""]
-        else:
-            continue
-        if any(n.split(".")[0] in ("jax", "flax") for n in names):
-            return True
-    return False
 
 
 def one_line(e: BaseException) -> str:

@@ -540,6 +540,11 @@ def _real_jax_problem(module, path, *, device, seed, overrides, strict, randomiz
     if "jax" not in sys.modules:
         return None
     kind = _flax_kind(model_cls)
+    if kind is None and model_cls is not None:
+        from solar.frontend.jax.problem import imports_jax
+
+        if imports_jax(module):  # a plain Model with params and apply(params, *inputs)
+            kind = "apply"
     if kind is None and not (model_cls is None and callable(forward)):
         return None
     import inspect
@@ -617,6 +622,10 @@ def _real_jax_problem(module, path, *, device, seed, overrides, strict, randomiz
                 if randomize:
                     variables = jax.tree_util.tree_map(fresh, variables)
                 fn, args = model, (variables, *inputs)
+            elif kind == "apply":
+                model = model_cls(*init)
+                params = jax.tree_util.tree_map(real, model.params, is_leaf=is_struct)
+                fn, args = model.apply, (params, *inputs)
             else:
                 get_params = getattr(module, "get_params", None)
                 if get_params is not None:
@@ -624,7 +633,7 @@ def _real_jax_problem(module, path, *, device, seed, overrides, strict, randomiz
                     fn, args = forward, (params, *inputs)
                 else:
                     fn, args = forward, inputs
-            if randomize and kind is None:
+            if randomize and kind in (None, "apply"):
                 args = jax.tree_util.tree_map(fresh, args)
     except ProblemError:
         raise
