@@ -20,11 +20,36 @@ def _load(args):
     )
 
 
-def _write(path: str, text: str) -> None:
+def _check_out(path: str | None) -> None:
+    """Fail before any analysis when ``path`` cannot be written: its folder must exist and be
+    writable, and it must not be a folder itself."""
+    if not path:
+        return
     target = Path(path)
-    tmp = target.with_name(target.name + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, target)
+    folder = target.parent
+    if target.is_dir():
+        raise IsADirectoryError(f"cannot write {path}: it is a folder")
+    if not folder.is_dir():
+        raise FileNotFoundError(f"cannot write {path}: folder {folder} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise PermissionError(f"cannot write {path}: folder {folder} is not writable")
+
+
+def _write(path: str, text: str) -> None:
+    """Write ``text`` to ``path`` all at once: a temporary file in the same folder, renamed
+    over ``path``; on any failure the temporary file is removed and ``path`` is untouched."""
+    import tempfile
+
+    _check_out(path)
+    target = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def cmd_bound(args) -> int:
@@ -32,6 +57,9 @@ def cmd_bound(args) -> int:
     from solar.graph import lift
     from solar.hw import load_spec
 
+    if Path(args.file).is_dir() or args.jobs is not None or args.ray:
+        return cmd_bound_batch(args)
+    _check_out(args.out)
     spec = load_spec(args.hw)
     _, traced = _load(args)
     b = analyze(lift(traced.program), spec, notes=getattr(traced, "assumptions", None))
@@ -41,6 +69,51 @@ def cmd_bound(args) -> int:
     else:
         print(text)
     return 0
+
+
+def cmd_bound_batch(args) -> int:
+    """``solar bound DIR``: every problem file below DIR, one task each (solar.batch)."""
+    from solar.batch import batch_json, bound_paths, discover, format_batch
+
+    _check_out(args.out)
+    files = discover([args.file])
+    bar = _progress(len(files)) if sys.stderr.isatty() and len(files) > 1 else None
+    try:
+        results = bound_paths(
+            files,
+            args.hw,
+            precision=args.precision,
+            jobs=args.jobs,
+            ray=args.ray,
+            on_done=(lambda i, r: bar.advance(r.name)) if bar else None,
+        )
+    finally:
+        if bar:
+            bar.close()
+    text = batch_json(results, args.hw) if args.json else format_batch(results)
+    if args.out:
+        _write(args.out, text + "\n")
+    else:
+        print(text)
+    return 0 if all(r.status in ("ok", "skipped") for r in results) else 1
+
+
+class _progress:
+    """A progress bar on stderr (rich), advanced as batch tasks finish."""
+
+    def __init__(self, total: int) -> None:
+        from rich.console import Console
+        from rich.progress import Progress
+
+        self._p = Progress(console=Console(stderr=True), transient=True)
+        self._p.start()
+        self._task = self._p.add_task("bound", total=total)
+
+    def advance(self, name: str) -> None:
+        self._p.update(self._task, advance=1, description=f"bound {name[:30]}")
+
+    def close(self) -> None:
+        self._p.stop()
 
 
 def cmd_ir(args) -> int:
@@ -96,6 +169,21 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--hw", default="H100", help="GPU name, alias or spec YAML (default H100)")
     b.add_argument("--json", action="store_true", help="machine-readable output")
     b.add_argument("--out", help="write the report to this file instead of stdout")
+    b.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="FILE may be a folder: bound every problem file in it, N at a time in local "
+        "worker processes (default: one per CPU core; 1: in this process)",
+    )
+    b.add_argument(
+        "--ray",
+        metavar="ADDRESS",
+        default=None,
+        help="run the batch on a Ray cluster, one task per file: 'auto' (the running cluster), "
+        "'local' (a Ray instance on this machine) or HOST:PORT (needs solar[ray])",
+    )
     b.set_defaults(func=cmd_bound)
     problem_cmd("ir", "print the Affine Loop IR as loops").set_defaults(func=cmd_ir)
     g = problem_cmd("graph", "print the einsum graph")
@@ -117,7 +205,16 @@ def main(argv: list[str] | None = None) -> int:
         if args.debug:
             raise
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        if isinstance(e, KeyError):  # str(KeyError) is the repr of the key alone
+            msg = f"KeyError: {msg}"
         print(f"solar: error: {msg}", file=sys.stderr)
+        return 2
+    except Exception as e:  # anything else (a framework error in user code, a bug): one line
+        if args.debug:
+            raise
+        lines = str(e).strip().splitlines()
+        msg = f"{type(e).__name__}: {lines[0]}" if lines else type(e).__name__
+        print(f"solar: error: {msg} (--debug shows the traceback)", file=sys.stderr)
         return 2
 
 
