@@ -199,6 +199,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if not args.debug:  # torch logs a failing fake-tensor kernel's traceback: the error says it
+        import logging
+
+        logging.getLogger("torch._subclasses.fake_tensor").setLevel(logging.CRITICAL)
     try:
         return args.func(args)
     except EXPECTED_ERRORS as e:

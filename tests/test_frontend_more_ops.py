@@ -512,3 +512,27 @@ def test_begin_kernel_twice_gives_one_node_two_kernels(registered):
     assert [k.op for k in kernels] == ["aten.neg.default"] * 2
     assert [len(k.statements) for k in kernels] == [1, 1]
     assert kernels[0].name != kernels[1].name
+
+
+def test_scaled_mm_fp8_is_one_kernel_on_fp8_tensor_cores():
+    m, k, n = 16, 32, 24
+    a = torch.randn(m, k).to(torch.float8_e4m3fn)
+    b = torch.randn(n, k).to(torch.float8_e4m3fn).t()
+    row = torch.rand(m, 1) + 0.5
+    col = torch.rand(1, n) + 0.5
+
+    def f(a, b, sa, sb):
+        return torch._scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16)
+
+    for sa, sb in ((torch.tensor(0.5), torch.tensor(2.0)), (row, col)):
+        trace = trace_torch(f, (a, b, sa, sb))
+        got = execute(trace.program, trace.values(f, (a, b, sa, sb)))[trace.output_names[0]]
+        torch.testing.assert_close(got.float(), f(a, b, sa, sb).float(), rtol=1e-2, atol=1e-2)
+    (kern,) = trace.program.kernels
+    ops = statement_ops(trace.program, kern.statements[0])
+    assert ops == {"tc_fp8": 2 * m * n * k}
+    io = program_io(trace.program)
+    nbytes = {t: f.elements * trace.program.tensors[t].itemsize for t, f in io.reads.items()}
+    assert sum(nbytes.values()) == m * k + k * n + 4 * (m + n)  # fp8 operands, fp32 scales
+    (w,) = io.writes.values()
+    assert w.elements == m * n

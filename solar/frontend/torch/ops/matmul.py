@@ -175,3 +175,35 @@ def trilinear(
         ctx.statement(loops, out, out_index, product, reduce="sum", precision=precision)
     else:
         ctx.statement(loops, out, out_index, product)
+
+
+@lowering(aten._scaled_mm.default)
+def scaled_mm(
+    ctx: LoweringContext,
+    a: T,
+    b: T,
+    scale_a: T,
+    scale_b: T,
+    bias=None,
+    scale_result=None,
+    out_dtype=None,
+    use_fast_accum: bool = False,
+) -> None:
+    """The fp8 GEMM: ``out = cast((A @ B) * scale_a * scale_b + bias)``, ONE kernel as cuBLASLt
+    runs it: the contraction on the fp8 tensor cores accumulates in float32 on chip, the
+    scales (per tensor ``()``/``(1,)`` or per row ``(M, 1)`` / per column ``(1, N)``) and bias
+    are its epilogue."""
+    out = ctx.out()
+    m, k = a.shape
+    n = b.shape[1]
+    acc = ctx.local("acc", (m, n), "float32")
+    dims = [("m", m, False), ("n", n, False), ("k", k, True)]
+    product = call("mul", ctx.load(a, ["m", "k"]), ctx.load(b, ["k", "n"]))
+    ctx.statement(dims, acc, ["m", "n"], product, reduce="sum", dtype="float32")
+    y = ctx.load(acc, ["m", "n"])
+    for s in (scale_a, scale_b, scale_result):
+        if isinstance(s, T):
+            y = call("mul", y, ctx.load(s, broadcast_index(s.shape, ["m", "n"]), "float32"))
+    if isinstance(bias, T):
+        y = call("add", y, ctx.load(bias, broadcast_index(bias.shape, ["m", "n"]), "float32"))
+    ctx.statement(nest("mn", out.shape), out, ["m", "n"], y, dtype="float32")
