@@ -39,6 +39,34 @@ def _flat(inputs):
         yield inputs
 
 
+class SymbolicShapeError(ValueError):
+    """An input whose size is symbolic with no example value: nothing to specialise to."""
+
+
+def _check_concrete_shapes(model, inputs) -> None:
+    """solar analyses concrete shapes. A symbolic size with an example value (a hint) is
+    specialised to it, as fake-tensor tracing does; one without (an unbacked or hint-less
+    symbol) cannot be, and is rejected here in one line instead of deep inside the trace."""
+    import torch
+
+    tensors = [(f"input {i}", x) for i, x in enumerate(_flat(inputs))]
+    if isinstance(model, torch.nn.Module):
+        tensors += [(f"parameter {n!r}", t) for n, t in model.named_parameters()]
+        tensors += [(f"buffer {n!r}", t) for n, t in model.named_buffers()]
+    for what, t in tensors:
+        if not isinstance(t, torch.Tensor):
+            continue
+        for d in t.shape:
+            node = getattr(d, "node", None)  # a SymInt's SymNode knows whether it has a hint
+            if isinstance(d, int) or node is None or not hasattr(node, "has_hint"):
+                continue
+            if not node.has_hint():
+                raise SymbolicShapeError(
+                    f"{what} has a symbolic size {d} with no example value; solar bounds "
+                    "concrete shapes: pass tensors (meta tensors are fine) of the sizes to analyse"
+                )
+
+
 def trace(model, inputs: Sequence | object, *, precision: str | None = None, name=None):
     """Trace a program into the Affine Loop IR; returns the frontend's trace object
     (``.program`` is the IR). PyTorch modules and functions of tensors, JAX functions of
@@ -46,6 +74,7 @@ def trace(model, inputs: Sequence | object, *, precision: str | None = None, nam
     if _is_torch_program(model, inputs):
         from solar.frontend.torch import trace_torch
 
+        _check_concrete_shapes(model, inputs)
         return trace_torch(model, inputs, precision=precision, name=name)
     if _is_jax_program(model, inputs):
         from solar.frontend.jax import trace_jax

@@ -26,6 +26,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import json
+import logging
 import multiprocessing
 import os
 import sys
@@ -132,6 +133,8 @@ def analyse_file(
             local.write_text(source)
             r = analyse_file(local, hw, precision)
         r.path = str(path)
+        if r.error:  # name the file as the caller knows it
+            r.error = r.error.replace(str(local), str(path))
         return r
     try:
         missing = [m for m in requirements(path.read_text()) if importlib.util.find_spec(m) is None]
@@ -171,6 +174,8 @@ def _warm() -> None:
     import solar.frontend.torch  # noqa: F401
 
     torch.set_num_threads(1)  # one task per worker: no intra-op threads competing for cores
+    # A failing fake-tensor kernel logs its traceback; the task's one-line error says it.
+    logging.getLogger("torch._subclasses.fake_tensor").setLevel(logging.CRITICAL)
 
 
 def map_tasks(
@@ -265,8 +270,9 @@ def bound_paths(
     from solar.hw import load_spec
 
     files = discover(paths)
-    load_spec(hw)  # a malformed spec is one error, not one per file
-    hw_arg = hw if isinstance(hw, (str, Path, dict)) else load_spec(hw)
+    spec = load_spec(hw)  # a malformed spec is one error, not one per file
+    # names and paths travel as they are; anything else as the spec's dict (picklable)
+    hw_arg = str(hw) if isinstance(hw, (str, Path)) else spec.to_dict()
     kind = resolve_executor(jobs, ray, executor)
     if kind == "ray":  # remote workers may not see this file system: ship the sources
         items = [(str(f), hw_arg, precision, f.read_text()) for f in files]

@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, fields
 
 from solar.ir.affine import Affine
-from solar.ir.cost import KernelIO, kernel_io, statement_ops
+from solar.ir.cost import KernelIO, kernel_io, statement_kind, statement_ops
 from solar.ir.footprint import Footprint, access_footprint
 from solar.ir.program import Kernel, Program, Statement, with_loops
 from solar.ir.scalar import Call, Const, Expr, Index, Indirect, Load
@@ -47,11 +47,13 @@ class KernelFacts:
     ``ops[i]``: :func:`~solar.ir.cost.statement_ops` of statement ``i``; ``footprints[i]``: the
     :func:`~solar.ir.footprint.access_footprint` of each distinct ``(tensor, index)`` load of
     statement ``i`` (in the order of ``dict.fromkeys((ld.tensor, ld.index) for ld in
-    st.loads())``) over the whole kernel (its loop dims included); ``io``: its DRAM traffic."""
+    st.loads())``) over the whole kernel (its loop dims included); ``io``: its DRAM traffic;
+    ``kinds[i]``: :func:`~solar.ir.cost.statement_kind` of statement ``i``."""
 
     io: KernelIO
     ops: tuple[dict[str, int], ...]
     footprints: tuple[tuple[Footprint, ...], ...]
+    kinds: tuple[str, ...] = ()  # statement_kind of each statement
 
 
 class _Unkeyable(Exception):
@@ -133,7 +135,8 @@ def compute_facts(program: Program, kernel: Kernel) -> KernelFacts:
         whole = with_loops(st, kernel.loops)
         loads = dict.fromkeys((ld.tensor, ld.index) for ld in st.loads())
         fps.append(tuple(access_footprint(program, whole, t, i) for t, i in loads))
-    return KernelFacts(kernel_io(program, kernel), tuple(ops), tuple(fps))
+    kinds = tuple(statement_kind(st) for st in kernel.statements)
+    return KernelFacts(kernel_io(program, kernel), tuple(ops), tuple(fps), kinds)
 
 
 @dataclass
@@ -145,6 +148,7 @@ class _Stored:
     itemsizes: tuple[tuple[int, int], ...]
     ops: tuple[dict[str, int], ...]
     footprints: tuple[tuple[Footprint, ...], ...]
+    kinds: tuple[str, ...]
 
 
 class StructureCache:
@@ -191,7 +195,7 @@ class StructureCache:
                 {names[i]: s for i, s in stored.itemsizes},
             )
             ops = tuple(dict(o) for o in stored.ops)  # callers may mutate their copy
-            return KernelFacts(io, ops, stored.footprints)
+            return KernelFacts(io, ops, stored.footprints, stored.kinds)
         self.misses += 1
         facts = compute_facts(program, kernel)
         pos = {n: i for i, n in enumerate(names)}
@@ -201,6 +205,7 @@ class StructureCache:
             tuple((pos[b], s) for b, s in facts.io.itemsizes.items()),
             tuple(dict(o) for o in facts.ops),
             facts.footprints,
+            facts.kinds,
         )
         if len(self._data) > self.max_entries:
             self._data.popitem(last=False)

@@ -57,7 +57,7 @@ def cmd_bound(args) -> int:
     from solar.graph import lift
     from solar.hw import load_spec
 
-    if Path(args.file).is_dir() or args.jobs is not None or args.ray:
+    if Path(args.file).is_dir() or args.ray:
         return cmd_bound_batch(args)
     _check_out(args.out)
     spec = load_spec(args.hw)
@@ -198,11 +198,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    if not args.debug:  # torch logs a failing fake-tensor kernel's traceback: the error says it
-        import logging
+    import logging
 
-        logging.getLogger("torch._subclasses.fake_tensor").setLevel(logging.CRITICAL)
+    args = build_parser().parse_args(argv)
+    # torch logs a failing fake-tensor kernel's traceback; the one-line error says it
+    fake_log = logging.getLogger("torch._subclasses.fake_tensor")
+    level = fake_log.level
+    if not args.debug:
+        fake_log.setLevel(logging.CRITICAL)
     try:
         return args.func(args)
     except EXPECTED_ERRORS as e:
@@ -220,6 +223,8 @@ def main(argv: list[str] | None = None) -> int:
         msg = f"{type(e).__name__}: {lines[0]}" if lines else type(e).__name__
         print(f"solar: error: {msg} (--debug shows the traceback)", file=sys.stderr)
         return 2
+    finally:
+        fake_log.setLevel(level)
 
 
 if __name__ == "__main__":

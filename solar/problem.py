@@ -28,6 +28,10 @@ class Problem:
 
 def load_module(path: str | Path):
     path = Path(path)
+    if path.is_dir():
+        raise ProblemError(
+            f"{path}: is a folder; `solar bound {path}` bounds every problem file in it"
+        )
     if not path.is_file():
         raise ProblemError(f"{path}: no such file")
     name = f"solar_problem_{abs(hash(str(path.resolve())))}"
@@ -38,7 +42,7 @@ def load_module(path: str | Path):
     sys.modules[name] = module
     try:
         spec.loader.exec_module(module)
-    except Exception as e:  # the user's file failed to import: report it in one line
+    except (Exception, SystemExit) as e:  # the user's file failed to import: one line
         raise ProblemError(f"{path}: importing it failed: {type(e).__name__}: {e}") from e
     return module
 

@@ -53,6 +53,11 @@ def _init(ray, address: str, ship_code: bool, num_cpus: int | None) -> bool:
     return True
 
 
+def _apply(fn: Callable, *args):
+    """The Ray task: ``fn(*args)`` (any picklable callable, builtins included)."""
+    return fn(*args)
+
+
 def ray_map(
     fn: Callable,
     items: Sequence[tuple],
@@ -71,8 +76,8 @@ def ray_map(
     ray = require_ray()
     owned = _init(ray, address, ship_code, num_cpus)
     try:
-        remote = ray.remote(num_cpus=1)(fn)
-        refs = [remote.remote(*item) for item in items]
+        remote = ray.remote(num_cpus=1)(_apply)
+        refs = [remote.remote(fn, *item) for item in items]
         index = {ref: i for i, ref in enumerate(refs)}
         results: list = [None] * len(items)
         pending = list(refs)

@@ -27,26 +27,9 @@ import networkx as nx
 from solar.cache import kernel_facts
 from solar.graph.ranks import assign_ranks
 from solar.ir.affine import Affine
-from solar.ir.cost import is_contraction, program_io
+from solar.ir.cost import program_io
 from solar.ir.program import Program, Statement, with_loops
-from solar.ir.scalar import Call, Indirect
-
-
-def _kind(program: Program, st: Statement) -> str:
-    if st.extern is not None:
-        return "extern"
-    if st.scatters:
-        return "scatter"
-    if st.gathers:
-        return "gather"
-    if st.scan is not None:
-        return "scan"
-    if is_contraction(st, program):
-        return "contraction"
-    if st.reduce:
-        return "reduction"
-    calls = [e for e in st.expr.walk_values() if isinstance(e, Call) and e.op != "cast"]
-    return "map" if calls else "copy"
+from solar.ir.scalar import Indirect
 
 
 def _format_index(index: tuple[Affine, ...], rename: dict[str, str]) -> str:
@@ -99,7 +82,7 @@ def lift(program: Program) -> nx.MultiDiGraph:
             g.add_node(
                 node,
                 kind="op",
-                op_kind=_kind(program, st),
+                op_kind=facts.kinds[si],
                 einsum=_einsum(st, loads, rename),
                 ranks={rename[d.name]: d.extent for d in whole.dims},
                 reduction_ranks=[rename[d.name] for d in st.reduction_dims],

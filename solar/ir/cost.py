@@ -171,6 +171,25 @@ def is_contraction(st: Statement, program: Program) -> bool:
     return contraction_operands(st) is not None
 
 
+def statement_kind(st: Statement) -> str:
+    """The einsum-graph node kind of a statement: extern, scatter, gather, scan, contraction,
+    reduction, map (some arithmetic) or copy (loads and casts only)."""
+    if st.extern is not None:
+        return "extern"
+    if st.scatters:
+        return "scatter"
+    if st.gathers:
+        return "gather"
+    if st.scan is not None:
+        return "scan"
+    if contraction_operands(st) is not None:
+        return "contraction"
+    if st.reduce:
+        return "reduction"
+    calls = [e for e in st.expr.walk_values() if isinstance(e, Call) and e.op != "cast"]
+    return "map" if calls else "copy"
+
+
 def contraction_class(st: Statement, program: Program) -> str:
     """Op class a contraction runs on (see the module docstring)."""
     ops = contraction_operands(st)
