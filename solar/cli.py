@@ -59,10 +59,13 @@ def cmd_bound(args) -> int:
 
     if Path(args.file).is_dir() or args.ray:
         return cmd_bound_batch(args)
+    from solar.api import _gc_paused
+
     _check_out(args.out)
     spec = load_spec(args.hw)
-    _, traced = _load(args)
-    b = analyze(lift(traced.program), spec, notes=getattr(traced, "assumptions", None))
+    with _gc_paused():
+        _, traced = _load(args)
+        b = analyze(lift(traced.program), spec, notes=getattr(traced, "assumptions", None))
     text = b.to_json() if args.json else str(b)
     if args.out:
         _write(args.out, text + "\n")
