@@ -216,8 +216,14 @@ def _start_method() -> str:
     return "forkserver" if "forkserver" in methods else "spawn"
 
 
+# What a fork server imports once, so that the workers it forks start warm.
+_PRELOAD = ["torch", "solar.api", "solar.frontend.torch", "solar.batch"]
+
+
 def _process_map(fn, items, jobs, done, mp_context) -> list:
     ctx = multiprocessing.get_context(mp_context or _start_method())
+    if ctx.get_start_method() == "forkserver":
+        ctx.set_forkserver_preload(_PRELOAD)  # no effect once the server runs
     results: list = [None] * len(items)
     broken: list[int] = []
     workers = min(jobs, len(items))

@@ -9,6 +9,9 @@ from pathlib import Path
 import pytest
 
 ray = pytest.importorskip("ray", reason="Ray not installed (pip install 'solar[ray]')")
+# Ray starts its processes with fork + exec; with JAX loaded (by other test modules) Python
+# warns about the fork, which the exec makes harmless.
+pytestmark = pytest.mark.filterwarnings("ignore:os.fork\\(\\) was called:RuntimeWarning")
 
 from solar.batch import bound_paths  # noqa: E402
 from solar.ray_backend import ray_map  # noqa: E402

@@ -503,6 +503,10 @@ def _measured(v: Any, bad) -> dict[str, float]:
     return out
 
 
+# libyaml's loader when PyYAML has it (about 10x faster; the same safe subset of YAML)
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def _read_file(path: Path) -> HardwareSpec:
     where = path.name
     try:
@@ -510,7 +514,7 @@ def _read_file(path: Path) -> HardwareSpec:
     except OSError as e:
         raise SpecError(f"hw spec {path}: cannot read it ({e.strerror or e})") from None
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_YAML_LOADER)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         at = f" at line {mark.line + 1}" if mark is not None else ""

@@ -15,6 +15,7 @@ only when a statement reads it (a constant splat as one element viewed with stri
 
 from __future__ import annotations
 
+import functools
 import os
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -127,6 +128,7 @@ def ir_dtype(dtype: object, what: str) -> str:
 _SOLAR_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
 
 
+@functools.cache
 def _is_user_path(path: str) -> bool:
     if path.startswith("<"):  # <stdin>, <string> (python -c), but not <frozen ...>
         return not path.startswith("<frozen")
@@ -142,13 +144,12 @@ def user_source(source_info: object) -> str:
     tb = getattr(source_info, "traceback", None)
     if tb is None:
         return ""
-    try:
-        frames = list(siu.user_frames(tb))
+    try:  # the frames (innermost first) are converted lazily: stop at the first user frame
+        for fr in siu.user_frames(tb):
+            if _is_user_path(fr.file_name):
+                return f"{os.path.basename(fr.file_name)}:{fr.start_line}"
     except Exception:  # a JAX without this helper: no location rather than a failure
         return ""
-    for fr in frames:
-        if _is_user_path(fr.file_name):
-            return f"{os.path.basename(fr.file_name)}:{fr.start_line}"
     return ""
 
 

@@ -58,7 +58,6 @@ silently decomposed.
 
 from __future__ import annotations
 
-import traceback
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -67,6 +66,7 @@ import torch
 import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
+from solar.frontend.torch.provenance import caller_source
 from solar.frontend.torch.registry import UnsupportedOperatorError
 
 NAMESPACE = "solar"
@@ -100,7 +100,7 @@ class FusedOp:
         """The solar op applied to a call's arguments (or a clear error)."""
         reason = self.check(args, kwargs) if self.check is not None else None
         if reason:
-            raise UnsupportedOperatorError(f"{NAMESPACE}.{self.name}", _user_source(), reason)
+            raise UnsupportedOperatorError(f"{NAMESPACE}.{self.name}", caller_source(), reason)
         out = self.op(*args, **kwargs)
         return tuple(out) if isinstance(out, list) else out
 
@@ -258,13 +258,6 @@ def fused_op(fn: object) -> FusedOp | None:
         return _BY_FUNCTION.get(fn)
     except TypeError:  # unhashable callables are never intercepted
         return None
-
-
-def _user_source() -> str:
-    from solar.frontend.torch.lower import is_user_file
-
-    frames = [f for f in traceback.extract_stack() if is_user_file(f.filename)]
-    return f"{frames[-1].filename.rsplit('/', 1)[-1]}:{frames[-1].lineno}" if frames else ""
 
 
 class _Intercept(TorchFunctionMode):

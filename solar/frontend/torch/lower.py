@@ -9,11 +9,7 @@ walk and the :class:`LoweringContext` a lowering talks to.
 from __future__ import annotations
 
 import operator
-import os
-import re
-import sysconfig
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 from typing import Any, NoReturn
 
 import torch
@@ -22,6 +18,7 @@ from torch.utils import _pytree as pytree
 
 from solar.frontend.common import T, cast
 from solar.frontend.torch.precision import PrecisionPolicy
+from solar.frontend.torch.provenance import module_label, node_source
 from solar.frontend.torch.registry import (
     UnsupportedOperatorError,
     find_lowering,
@@ -46,46 +43,6 @@ def ir_dtype(dtype: torch.dtype, what: str) -> str:
             f"{what} has dtype {dtype}, which the IR cannot express "
             f"(supported: {', '.join(ITEMSIZE)})"
         ) from None
-
-
-# ---------------------------------------------------------------------------------------------
-# Where a node came from: the user's source line and the nn.Module path.
-
-_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
-_SOLAR_DIR = str(Path(__file__).resolve().parents[2]) + os.sep
-_STDLIB_DIRS = tuple(
-    p + os.sep for p in {sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"]}
-)
-_FRAME = re.compile(r'File "([^"]+)", line (\d+), in ')
-
-
-def is_user_file(path: str) -> bool:
-    if path.startswith("<"):  # <string>, <frozen ...>: generated code
-        return False
-    path = os.path.abspath(path)
-    if path.startswith((_TORCH_DIR, _SOLAR_DIR)) or "site-packages" + os.sep + "torch" in path:
-        return False
-    if path.startswith(_STDLIB_DIRS) and "site-packages" not in path:
-        return False
-    return not path.startswith("<")
-
-
-def user_source(stack_trace: str | None) -> str:
-    """``file.py:LINE`` of the innermost frame of ``stack_trace`` in the user's code."""
-    for path, line in reversed(_FRAME.findall(stack_trace or "")):
-        if is_user_file(path):
-            return f"{os.path.basename(path)}:{line}"
-    return ""
-
-
-def module_label(node: fx.Node) -> str:
-    """``layers.0 (Linear)``: the innermost nn.Module the node was traced in."""
-    stack = node.meta.get("nn_module_stack") or {}
-    if not stack:
-        return ""
-    path, kind = list(stack.values())[-1]
-    kind = getattr(kind, "__name__", str(kind)).split(".")[-1]
-    return f"{path} ({kind})" if path else f"({kind})"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -146,7 +103,7 @@ class LoweringContext:
         self.args = args
         self.policy: PrecisionPolicy = lowerer.policy
         self.builder: ProgramBuilder = lowerer.builder
-        self.source = user_source(node.meta.get("stack_trace"))
+        self.source = node_source(node)
         self.module = module_label(node)
         self._lowerer = lowerer
         self._outs: list[T | None] | None = None
@@ -383,7 +340,7 @@ class Lowerer:
         if not isinstance(target, torch._ops.OpOverload):
             raise UnsupportedOperatorError(
                 getattr(target, "__name__", target),
-                user_source(node.meta.get("stack_trace")),
+                node_source(node),
                 "is not an aten operator; only aten graphs can be lowered",
             )
         ctx = LoweringContext(

@@ -25,8 +25,9 @@ import torch.fx as fx
 from torch.utils import _pytree as pytree
 
 from solar.frontend.torch.fused import intercept_fused
-from solar.frontend.torch.lower import Lowerer, ir_dtype, is_user_file
+from solar.frontend.torch.lower import Lowerer, ir_dtype
 from solar.frontend.torch.precision import PrecisionPolicy
+from solar.frontend.torch.provenance import is_user_file, record_provenance
 from solar.frontend.torch.registry import DataDependentOperatorError, UnsupportedOperatorError
 from solar.ir.program import Program
 
@@ -111,22 +112,14 @@ def trace_torch(
             b = dict(zip(buffers, flat[len(params) : n_named], strict=True))
             return torch.func.functional_call(module, (p, b), tuple(args))
 
-    if module is not None:
-        traced._orig_mod = module  # type: ignore[attr-defined]  # make_fx: record module paths
-
     fakes = _fake_tensors([t for *_, t in specs])
     device = fakes[0].device if fakes else torch.device("cpu")
     remapped: set[str] = set()
     from torch.fx.experimental.proxy_tensor import make_fx
 
     try:
-        with torch.no_grad(), _full_stack_traces():
-            gm = make_fx(
-                traced,
-                tracing_mode="fake",
-                record_stack_traces=True,
-                record_module_stack=True,
-            )(*fakes)
+        with torch.no_grad(), record_provenance(module):
+            gm = make_fx(traced, tracing_mode="fake")(*fakes)
     except Exception as e:
         error = _tracing_error(e)
         if error is None:
@@ -241,24 +234,6 @@ def _autocast_on(device_type: str, remapped: set[str]) -> Iterator[None]:
         yield
     finally:
         cls.__init__ = original  # type: ignore[method-assign]
-
-
-@contextmanager
-def _full_stack_traces() -> Iterator[None]:
-    """Keep every frame in ``node.stack_trace``: make_fx keeps only ``forward`` frames, which
-    loses helper functions and plain callables; the lowering picks the user's frame itself."""
-    from torch.fx.experimental.proxy_tensor import PythonKeyTracer
-
-    had = "_filter_traceback_frames" in PythonKeyTracer.__dict__
-    old = PythonKeyTracer.__dict__.get("_filter_traceback_frames")
-    PythonKeyTracer._filter_traceback_frames = lambda self, summary: summary  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        if had:
-            PythonKeyTracer._filter_traceback_frames = old  # type: ignore[method-assign]
-        else:
-            del PythonKeyTracer._filter_traceback_frames
 
 
 def _tracing_error(e: Exception) -> Exception | None:

@@ -1,9 +1,12 @@
-"""The benchmark's models, in plain torch, built on the ``meta`` device (no weights allocated).
+"""The benchmark's workloads, built without allocating weights (``meta`` device, or
+``jax.ShapeDtypeStruct`` s).
 
 GPT (nanoGPT layout: learned positions, LayerNorm, fused QKV, causal SDPA, GELU MLP) and LLaMA
-(RMSNorm, RoPE, grouped-query causal SDPA, SwiGLU), both bf16; the ResNet-50 and ViT-B/16 of
-the examples corpus (``examples/model_resnet50.py``, ``examples/model_vit_b16.py``) are loaded
-as the problem files they are.
+(RMSNorm, RoPE, grouped-query causal SDPA, SwiGLU), both bf16 and in plain torch; LLaMA-7B also
+as ``transformers``' ``LlamaForCausalLM`` (``llama7b_hf``, needs ``solar[models]``) and GPT-2
+small also in plain JAX (``gpt2_small_jax``); the ResNet-50 and ViT-B/16 of the examples corpus
+(``examples/model_resnet50.py``, ``examples/model_vit_b16.py``, in a checkout) are loaded as the
+problem files they are.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]  # the checkout: examples/ and bench/results/
 
 
 class GPTBlock(nn.Module):
@@ -146,10 +149,95 @@ def llama(config: dict, *, layers: int | None = None, batch: int = 1, tokens: in
     return model, (ids,)
 
 
+class HFLogits(nn.Module):
+    """A ``transformers`` causal LM returning only its logits."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, ids):
+        return self.model(input_ids=ids, use_cache=False, return_dict=False)[0]
+
+
+def llama_hf(config: dict, *, batch: int = 1, tokens: int = 2048):
+    """``config`` as ``transformers.LlamaForCausalLM`` (SDPA attention), bf16."""
+    try:
+        import transformers
+    except ImportError:
+        raise SystemExit("llama7b_hf needs transformers: pip install 'solar[models]'") from None
+    hf = transformers.LlamaConfig(
+        hidden_size=config["width"],
+        intermediate_size=config["hidden"],
+        num_hidden_layers=config["layers"],
+        num_attention_heads=config["heads"],
+        num_key_value_heads=config["kv_heads"],
+        vocab_size=config["vocab"],
+        max_position_embeddings=tokens,
+        use_cache=False,
+        attn_implementation="sdpa",
+    )
+    with torch.device("meta"):
+        model = HFLogits(transformers.LlamaForCausalLM(hf)).to(torch.bfloat16).eval()
+        ids = torch.randint(0, config["vocab"], (batch, tokens))
+    return model, (ids,)
+
+
+def gpt_jax(layers=12, width=768, heads=12, vocab=50304, context=1024, batch=8, tokens=1024):
+    """The GPT above as a plain JAX function of a parameter pytree, on ShapeDtypeStructs."""
+    import jax
+    import jax.numpy as jnp
+
+    def sds(*shape):
+        return jax.ShapeDtypeStruct(shape, jnp.bfloat16)
+
+    def layer_norm(x, w, b):
+        mean = x.mean(-1, keepdims=True)
+        var = ((x - mean) ** 2).mean(-1, keepdims=True)
+        return (x - mean) * jax.lax.rsqrt(var + 1e-5) * w + b
+
+    def block(x, p):
+        b, t, c = x.shape
+        qkv = layer_norm(x, *p["ln_1"]) @ p["attn"][0] + p["attn"][1]
+        q, k, v = (z.reshape(b, t, heads, c // heads) for z in jnp.split(qkv, 3, axis=-1))
+        y = jax.nn.dot_product_attention(q, k, v, is_causal=True).reshape(b, t, c)
+        x = x + y @ p["attn_proj"][0] + p["attn_proj"][1]
+        h = jax.nn.gelu(layer_norm(x, *p["ln_2"]) @ p["fc"][0] + p["fc"][1], approximate=True)
+        return x + h @ p["fc_proj"][0] + p["fc_proj"][1]
+
+    def forward(params, idx):
+        x = params["wte"][idx] + params["wpe"][: idx.shape[1]]
+        for p in params["blocks"]:
+            x = block(x, p)
+        return layer_norm(x, *params["ln_f"]) @ params["wte"].T
+
+    def linear(n_in, n_out):
+        return (sds(n_in, n_out), sds(n_out))
+
+    block_params = {
+        "ln_1": (sds(width), sds(width)),
+        "attn": linear(width, 3 * width),
+        "attn_proj": linear(width, width),
+        "ln_2": (sds(width), sds(width)),
+        "fc": linear(width, 4 * width),
+        "fc_proj": linear(4 * width, width),
+    }
+    params = {
+        "wte": sds(vocab, width),
+        "wpe": sds(context, width),
+        "blocks": [block_params] * layers,
+        "ln_f": (sds(width), sds(width)),
+    }
+    return forward, (params, jax.ShapeDtypeStruct((batch, tokens), jnp.int32))
+
+
 def example(stem: str):
     from solar.problem import load_problem
 
-    p = load_problem(ROOT / "examples" / f"{stem}.py")
+    path = ROOT / "examples" / f"{stem}.py"
+    if not path.is_file():
+        raise SystemExit(f"{path}: not found; the {stem} workload needs a solar checkout")
+    p = load_problem(path)
     return p.model, p.inputs
 
 
@@ -174,6 +262,15 @@ MODELS = {
         "vocab 32000, 1 x 2048 tokens, bf16",
         lambda: llama(LLAMA_70B),
     ),
+    "llama7b_hf": (
+        "LLaMA-7B as transformers' LlamaForCausalLM (SDPA), 1 x 2048 tokens, bf16",
+        lambda: llama_hf(LLAMA_7B),
+    ),
+    "gpt2_small_jax": (
+        "GPT-2 small in plain JAX (ShapeDtypeStruct parameters), 8 x 1024 tokens, bf16; "
+        "bare trace: jax.make_jaxpr",
+        lambda: gpt_jax(12, 768, 12),
+    ),
 }
 
 SCALING_LAYERS = (1, 2, 4, 8, 16, 32)
@@ -182,3 +279,10 @@ SCALING_LAYERS = (1, 2, 4, 8, 16, 32)
 def scaling(layers: int):
     """The LLaMA-7B configuration with ``layers`` layers (the linear-scaling sweep)."""
     return llama(LLAMA_7B, layers=layers)
+
+
+def build(workload: str):
+    """``(model, inputs)`` of a workload: a name of :data:`MODELS` or ``llama7b_L<layers>``."""
+    if workload.startswith("llama7b_L"):
+        return scaling(int(workload.removeprefix("llama7b_L")))
+    return MODELS[workload][1]()
