@@ -223,7 +223,7 @@ def main(argv=None) -> int:
 
     import torch
 
-    from solar.gpu import headroom as H
+    from solar.gpu import headroom_batch as H
     from solar.gpu import measure as M
     from solar.gpu.validate import discover
     from solar.hw import SpecError, load_spec

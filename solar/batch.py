@@ -124,18 +124,9 @@ def analyse_file(
     """Bound one problem file; never raises. ``source``: the file's text, written to a
     temporary file of the same name first (how a remote worker receives a problem)."""
     path = Path(path)
-    t0 = time.perf_counter()
     if source is not None:
-        import tempfile
-
-        with tempfile.TemporaryDirectory(prefix="solar-task-") as d:
-            local = Path(d) / path.name
-            local.write_text(source)
-            r = analyse_file(local, hw, precision)
-        r.path = str(path)
-        if r.error:  # name the file as the caller knows it
-            r.error = r.error.replace(str(local), str(path))
-        return r
+        return run_on_copy(analyse_file, path, source, hw, precision)
+    t0 = time.perf_counter()
     try:
         missing = [m for m in requirements(path.read_text()) if importlib.util.find_spec(m) is None]
         if missing:
@@ -146,6 +137,29 @@ def analyse_file(
         return BatchResult(
             str(path), path.stem, "error", time.perf_counter() - t0, None, one_line(e)
         )
+
+
+def _analysis_crashed(path: str, reason: str) -> BatchResult:
+    return BatchResult(str(path), Path(path).stem, "error", error=reason)
+
+
+analyse_file.crash_result = _analysis_crashed  # type: ignore[attr-defined]
+
+
+def run_on_copy(task: Callable, path: Path, source: str, *args, **kwargs):
+    """``task(copy, *args, **kwargs)`` on a temporary copy of a problem file made from its
+    ``source`` text, keeping the file's name (a remote worker need not see the driver's file
+    system); the result's ``path`` and ``error`` name the original ``path``."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="solar-task-") as d:
+        local = Path(d) / path.name
+        local.write_text(source)
+        result = task(local, *args, **kwargs)
+    result.path = str(path)
+    if result.error:  # name the file as the caller knows it
+        result.error = result.error.replace(str(local), str(path))
+    return result
 
 
 # ----------------------------------------------------------------------------------------------
@@ -248,12 +262,11 @@ def _process_map(fn, items, jobs, done, mp_context) -> list:
 
 
 def _crashed(fn, item, e: BaseException):
-    """The result of a task whose worker process died."""
+    """The result of a task whose worker process died: ``fn.crash_result(item[0], reason)``
+    when the task function has one (problem-file tasks do), else a RuntimeError."""
     reason = f"the worker process died ({one_line(e)}): a crash or out of memory"
-    if fn is analyse_file:
-        path = Path(item[0])
-        return BatchResult(str(path), path.stem, "error", error=reason)
-    return RuntimeError(reason)
+    make = getattr(fn, "crash_result", None)
+    return make(item[0], reason) if make is not None else RuntimeError(reason)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -66,17 +66,24 @@ def ray_map(
     on_done: Callable[[int, object], None] | None = None,
     ship_code: bool = True,
     num_cpus: int | None = None,
+    gpus_per_task: float = 0,
+    fresh_worker: bool = False,
 ) -> list:
     """``[fn(*item) for item in items]`` with one Ray task per item, in input order.
-    ``num_cpus``: the CPUs of a ``"local"`` instance (default: all). A task whose worker dies
-    (after Ray's own retries) becomes the task function's crash result (see
-    :func:`solar.batch.map_tasks`)."""
+    ``num_cpus``: the CPUs of a ``"local"`` instance (default: all). ``gpus_per_task``: the
+    GPUs Ray reserves for each task (it sets ``CUDA_VISIBLE_DEVICES`` so a task sees only its
+    own). ``fresh_worker``: each task in a new worker process (a task that leaves its CUDA
+    context unusable cannot break the next). A task whose worker dies (after Ray's own
+    retries) becomes the task function's crash result (see :func:`solar.batch.map_tasks`)."""
     from solar.batch import _crashed
 
     ray = require_ray()
     owned = _init(ray, address, ship_code, num_cpus)
     try:
-        remote = ray.remote(num_cpus=1)(_apply)
+        options: dict = {"num_cpus": 1, "num_gpus": gpus_per_task}
+        if fresh_worker:
+            options["max_calls"] = 1
+        remote = ray.remote(**options)(_apply)
         refs = [remote.remote(fn, *item) for item in items]
         index = {ref: i for i, ref in enumerate(refs)}
         results: list = [None] * len(items)

@@ -15,16 +15,15 @@ import torch
 import solar
 from solar.cli import main
 from solar.gpu.headroom import (
-    BATCH_SCHEMA,
     SCHEMA,
     Floors,
     HeadroomReport,
     assess,
     build_report,
     classify,
-    headroom_paths,
     plot_headroom,
 )
+from solar.gpu.headroom_batch import BATCH_SCHEMA, headroom_paths
 from solar.gpu.measure import (
     DeviceInfo,
     KernelMapping,
@@ -512,7 +511,7 @@ def test_cli_headroom(capsys, tmp_path):
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_matmul_on_cuda():
-    from solar.gpu.headroom import headroom_problem
+    from solar.gpu.headroom_batch import headroom_problem
 
     e = headroom_problem(EX / "matmul.py", "auto", device="cuda", budget_s=0.3)
     assert e.status == "ok", e.error

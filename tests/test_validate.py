@@ -353,7 +353,7 @@ def test_jax_problem_file_on_cpu(tmp_path):
     assert s.framework == "jax" and s.timer == "host"
     r = validate_subject(s)
     assert r.ok, r.summary()
-    from solar.gpu.headroom import headroom_problem
+    from solar.gpu.headroom_batch import headroom_problem
 
     e = headroom_problem(f, "H100", device="cpu", budget_s=0.01)
     assert e.status == "ok", e.error

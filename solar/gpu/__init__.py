@@ -15,8 +15,8 @@ __all__ = ["register", "sol_score"]
 
 def register(subparsers) -> None:
     """Add ``solar validate``, ``solar headroom`` and ``solar calibrate`` to the CLI."""
-    from solar.gpu import calibrate, headroom, validate
+    from solar.gpu import calibrate, headroom_batch, validate
 
     validate.register(subparsers)
-    headroom.register(subparsers)
+    headroom_batch.register(subparsers)
     calibrate.register(subparsers)

@@ -1,0 +1,351 @@
+"""Problem files with real inputs (DESIGN.md §7): a KernelBench-style problem file (torch) or a
+JAX one built on the target device with real weights and inputs, as a :class:`Subject`; the
+problem files of folders; ``--set`` overrides of their module-level constants. Apart from
+:mod:`.validate` because ``solar headroom`` loads problem files the same way.
+
+Inputs are never zeros: problem files are built with a fixed seed on the target device, and
+every floating parameter, buffer or input that is one constant value (``torch.ones``,
+``torch.zeros``: LayerNorm weights, biases, masks), and every constant int8/uint8 parameter
+(a quantised weight), is replaced by random values of the same sign and scale
+(:func:`randomize_constants`), so a wrong index or a skipped term cannot hide.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+import torch
+
+from solar.gpu.subject import Subject, make_subject
+
+__all__ = [
+    "discover",
+    "load_real_problem",
+    "parse_sets",
+    "problem_subject",
+    "randomize_constants",
+]
+
+
+# ---------------------------------------------------------------------------------------------
+# Real inputs for problem files
+
+
+def _fresh_like(t: torch.Tensor, gen: torch.Generator) -> torch.Tensor | None:
+    """Random values in place of a constant tensor ``t`` (None: leave it)."""
+    if t.numel() <= 1:
+        return None
+    flat = t.detach().reshape(-1)
+    c = flat[0]
+    if t.dtype.is_floating_point:
+        if not bool(torch.isfinite(c)) or not bool((flat == c).all()):
+            return None
+        u = torch.rand(t.shape, generator=gen, dtype=torch.float32).to(t.device)
+        c = float(c)
+        new = (u - 0.5) if c == 0 else c * (0.5 + u)
+        return new.to(t.dtype)
+    if t.dtype in (torch.int8, torch.uint8):
+        if not bool((flat == c).all()):
+            return None
+        lo, hi = (-128, 128) if t.dtype == torch.int8 else (0, 256)
+        return torch.randint(lo, hi, t.shape, generator=gen, dtype=torch.int32).to(t)
+    return None
+
+
+def randomize_constants(model, inputs, *, seed: int = 0) -> tuple[tuple, list[str]]:
+    """Replace constant-filled tensors (see the module docstring) with random ones of the same
+    sign and scale: parameters and buffers in place, inputs in the returned tuple. Returns
+    ``(inputs, notes)``."""
+    from torch.utils import _pytree as pytree
+
+    gen = torch.Generator().manual_seed(seed + 1_000_003)
+    notes: list[str] = []
+    if isinstance(model, torch.nn.Module):
+        with torch.no_grad():
+            named = [(f"parameter {n}", p, True) for n, p in model.named_parameters()]
+            named += [(f"buffer {n}", b, False) for n, b in model.named_buffers()]
+            for what, t, is_param in named:
+                if t.device.type == "meta" or (not is_param and not t.dtype.is_floating_point):
+                    continue
+                new = _fresh_like(t, gen)
+                if new is not None:
+                    t.copy_(new)
+                    notes.append(what)
+    count = [0]
+
+    def fix(x):
+        if isinstance(x, torch.Tensor) and x.device.type != "meta" and x.dtype.is_floating_point:
+            new = _fresh_like(x, gen)
+            if new is not None:
+                count[0] += 1
+                return new
+        return x
+
+    inputs = pytree.tree_map(fix, tuple(inputs))
+    if count[0]:
+        notes.append(f"{count[0]} constant input(s)")
+    if notes:
+        head = "randomized constant-filled tensors (never validate or time on zeros): "
+        notes = [head + ", ".join(notes)]
+    return inputs, notes
+
+
+def load_real_problem(
+    path: str | Path,
+    *,
+    device: str | torch.device = "cuda",
+    seed: int = 0,
+    overrides: Mapping[str, object] | None = None,
+    randomize: bool = True,
+    strict_overrides: bool = True,
+):
+    """Build a KernelBench-style problem file with real tensors on ``device``:
+    ``Model(*get_init_inputs())`` and ``get_inputs()`` after ``torch.manual_seed(seed)``, in
+    eval mode, with constant-filled tensors randomized. ``overrides`` sets module-level
+    constants first (``{"BATCH": 4}``: small CPU runs of full-size files); a name the file
+    lacks is an error, or ignored when ``strict_overrides`` is false (one set for a folder).
+    Returns ``(solar.problem.Problem, notes)``."""
+    from solar.problem import Problem, ProblemError, load_module
+
+    path = Path(path)
+    module = load_module(path)
+    jax_problem = _real_jax_problem(
+        module, path, device=device, seed=seed, overrides=overrides, strict=strict_overrides,
+        randomize=randomize,
+    )  # fmt: skip
+    if jax_problem is not None:
+        return jax_problem
+    missing = [n for n in ("Model", "get_inputs") if not hasattr(module, n)]
+    if missing:
+        raise ProblemError(
+            f"{path}: defines no {' or '.join(missing)}; a problem file needs a Model class, "
+            "get_inputs() and optionally get_init_inputs()"
+        )
+    notes: list[str] = []
+    for k, v in (overrides or {}).items():
+        if not hasattr(module, k):
+            if strict_overrides:
+                raise ProblemError(f"{path}: has no module-level name {k!r} to override")
+            continue
+        setattr(module, k, v)
+        notes.append(f"{k} = {v!r} (overridden)")
+    init = getattr(module, "get_init_inputs", lambda: [])
+    torch.manual_seed(seed)
+    try:
+        with torch.device(device):
+            model = module.Model(*init())
+            inputs = tuple(module.get_inputs())
+    except torch.cuda.OutOfMemoryError:
+        raise
+    except Exception as e:
+        raise ProblemError(
+            f"{path}: building Model/get_inputs on the {device} device failed: "
+            f"{type(e).__name__}: {e}"
+        ) from e
+    if isinstance(model, torch.nn.Module):
+        model.eval()
+    if randomize:
+        inputs, more = randomize_constants(model, inputs, seed=seed)
+        notes += more
+    return Problem(path, path.stem, model, tuple(inputs)), notes
+
+
+def _flax_kind(obj) -> str | None:
+    if not isinstance(obj, type):
+        return None
+    try:
+        from flax import linen, nnx
+    except ImportError:
+        return None
+    if issubclass(obj, nnx.Module):
+        return "nnx"
+    if issubclass(obj, linen.Module):
+        return "linen"
+    return None
+
+
+def _real_jax_problem(module, path, *, device, seed, overrides, strict, randomize):
+    """A JAX problem file (see :mod:`solar.frontend.jax.problem`) with real arrays: each
+    ``jax.ShapeDtypeStruct`` of ``get_inputs()``/``get_params()`` becomes random values
+    (normal floats, integers in [0, 8), fair bools), Flax models are initialised for real
+    with the seed, constant-filled weights are randomized. None if not a JAX problem file."""
+    import sys
+
+    model_cls = getattr(module, "Model", None)
+    forward = getattr(module, "forward", None)
+    if "jax" not in sys.modules:
+        return None
+    kind = _flax_kind(model_cls)
+    if kind is None and model_cls is not None:
+        from solar.frontend.jax.problem import imports_jax
+
+        if imports_jax(module):  # a plain Model with params and apply(params, *inputs)
+            kind = "apply"
+    if kind is None and not (model_cls is None and callable(forward)):
+        return None
+    import inspect
+    import itertools
+    import os
+
+    from solar.problem import Problem, ProblemError
+
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # leave memory to torch
+    import jax
+    import jax.numpy as jnp
+
+    notes: list[str] = []
+    for k, v in (overrides or {}).items():
+        if not hasattr(module, k):
+            if strict:
+                raise ProblemError(f"{path}: has no module-level name {k!r} to override")
+            continue
+        setattr(module, k, v)
+        notes.append(f"{k} = {v!r} (overridden)")
+    want_gpu = torch.device(device).type == "cuda"
+    devs = [d for d in jax.devices() if (d.platform == "gpu") == want_gpu] or jax.devices()
+    jdev = devs[0]
+    key = jax.random.key(seed)
+    count = itertools.count()
+
+    def is_struct(x) -> bool:
+        return isinstance(x, jax.ShapeDtypeStruct)
+
+    def real(x):
+        if not is_struct(x):
+            return x
+        k = jax.random.fold_in(key, next(count))
+        dt = jnp.dtype(x.dtype)
+        if jnp.issubdtype(dt, jnp.floating):
+            v = jax.random.normal(k, x.shape, jnp.float32).astype(dt)
+        elif dt == jnp.bool_:
+            v = jax.random.bernoulli(k, 0.5, x.shape)
+        elif jnp.issubdtype(dt, jnp.integer):
+            v = jax.random.randint(k, x.shape, 0, 8).astype(dt)
+        else:
+            raise ProblemError(f"{path}: cannot make random values of dtype {dt}")
+        return jax.device_put(v, jdev)
+
+    def fresh(x):
+        """Random values in place of a constant-filled float array."""
+        if not isinstance(x, jax.Array) or x.size <= 1:
+            return x
+        if not jnp.issubdtype(x.dtype, jnp.floating):
+            return x
+        flat = x.reshape(-1)
+        c = flat[0]
+        if not bool(jnp.isfinite(c)) or not bool(jnp.all(flat == c)):
+            return x
+        u = jax.random.uniform(jax.random.fold_in(key, next(count)), x.shape, jnp.float32)
+        c = float(c)
+        new = (u - 0.5) if c == 0 else c * (0.5 + u)
+        return new.astype(x.dtype)
+
+    try:
+        with jax.default_device(jdev):
+            init = list(getattr(module, "get_init_inputs", lambda: [])())
+            inputs = jax.tree_util.tree_map(real, tuple(module.get_inputs()), is_leaf=is_struct)
+            if kind == "nnx":
+                from flax import nnx
+
+                takes = "rngs" in inspect.signature(model_cls.__init__).parameters
+                model = model_cls(*init, rngs=nnx.Rngs(seed)) if takes else model_cls(*init)
+                if randomize:
+                    nnx.update(model, jax.tree_util.tree_map(fresh, nnx.state(model)))
+                fn, args = model, inputs
+            elif kind == "linen":
+                model = model_cls(*init)
+                variables = model.init(key, *inputs)
+                if randomize:
+                    variables = jax.tree_util.tree_map(fresh, variables)
+                fn, args = model, (variables, *inputs)
+            elif kind == "apply":
+                model = model_cls(*init)
+                params = jax.tree_util.tree_map(real, model.params, is_leaf=is_struct)
+                fn, args = model.apply, (params, *inputs)
+            else:
+                get_params = getattr(module, "get_params", None)
+                if get_params is not None:
+                    params = jax.tree_util.tree_map(real, get_params(*init), is_leaf=is_struct)
+                    fn, args = forward, (params, *inputs)
+                else:
+                    fn, args = forward, inputs
+            if randomize and kind in (None, "apply"):
+                args = jax.tree_util.tree_map(fresh, args)
+    except ProblemError:
+        raise
+    except Exception as e:
+        raise ProblemError(
+            f"{path}: building the JAX problem with real arrays failed: {type(e).__name__}: {e}"
+        ) from e
+    notes.append("JAX problem: random arrays from its ShapeDtypeStructs (integers in [0, 8))")
+    return Problem(path, path.stem, fn, tuple(args)), notes
+
+
+def problem_subject(
+    path: str | Path,
+    *,
+    device: str | torch.device = "cuda",
+    seed: int = 0,
+    overrides: Mapping[str, object] | None = None,
+    randomize: bool = True,
+    precision: str | None = None,
+    strict_overrides: bool = True,
+) -> Subject:
+    """A :class:`Subject` for a problem file built with real tensors on ``device``."""
+    problem, notes = load_real_problem(
+        path,
+        device=device,
+        seed=seed,
+        overrides=overrides,
+        randomize=randomize,
+        strict_overrides=strict_overrides,
+    )
+    return make_subject(
+        problem.model,
+        problem.inputs,
+        name=problem.name,
+        precision=precision,
+        path=str(path),
+        notes=notes,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Finding problem files and overriding their constants
+
+
+def discover(paths: Iterable[str | Path]) -> list[Path]:
+    """Problem files: each file as given, and every ``*.py`` below each folder (sorted; names
+    starting with ``_`` or ``.`` skipped)."""
+    out: list[Path] = []
+    for p in paths:
+        p = Path(p)
+        if p.is_dir():
+            out += sorted(
+                f
+                for f in p.rglob("*.py")
+                if not any(part.startswith(("_", ".")) for part in f.relative_to(p).parts)
+            )
+        elif p.is_file():
+            out.append(p)
+        else:
+            raise FileNotFoundError(f"{p}: no such file or folder")
+    return out
+
+
+def parse_sets(items: Sequence[str] | None) -> dict[str, object]:
+    """``["BATCH=4", "DTYPE='x'"]`` -> ``{"BATCH": 4, "DTYPE": "x"}`` (Python literals; other
+    text stays a string)."""
+    import ast
+
+    out: dict[str, object] = {}
+    for item in items or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip().isidentifier():
+            raise ValueError(f"--set {item!r}: expected NAME=VALUE")
+        try:
+            out[name.strip()] = ast.literal_eval(value.strip())
+        except (ValueError, SyntaxError):
+            out[name.strip()] = value.strip()
+    return out
