@@ -37,27 +37,10 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from solar.problem import discover
+
 EXECUTORS = ("serial", "process", "ray")
 BATCH_SCHEMA = "solar.bound-batch/1"
-
-
-def discover(paths: Iterable[str | Path]) -> list[Path]:
-    """Problem files: each file as given, and every ``*.py`` below each folder (sorted; names
-    starting with ``_`` or ``.`` skipped)."""
-    out: list[Path] = []
-    for p in paths:
-        p = Path(p)
-        if p.is_dir():
-            out += sorted(
-                f
-                for f in p.rglob("*.py")
-                if not any(part.startswith(("_", ".")) for part in f.relative_to(p).parts)
-            )
-        elif p.is_file():
-            out.append(p)
-        else:
-            raise FileNotFoundError(f"{p}: no such file or folder")
-    return out
 
 
 # ----------------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -94,3 +95,22 @@ def _load_jax_problem(path: Path, module) -> Problem | None:
         return None
     fn, inputs = loaded
     return Problem(path, path.stem, fn, tuple(inputs))
+
+
+def discover(paths: Iterable[str | Path]) -> list[Path]:
+    """Problem files: each file as given, and every ``*.py`` below each folder (sorted; names
+    starting with ``_`` or ``.`` skipped)."""
+    out: list[Path] = []
+    for p in paths:
+        p = Path(p)
+        if p.is_dir():
+            out += sorted(
+                f
+                for f in p.rglob("*.py")
+                if not any(part.startswith(("_", ".")) for part in f.relative_to(p).parts)
+            )
+        elif p.is_file():
+            out.append(p)
+        else:
+            raise FileNotFoundError(f"{p}: no such file or folder")
+    return out

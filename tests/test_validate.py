@@ -261,6 +261,15 @@ def test_randomize_rules():
     assert len(notes) == 1
 
 
+def test_randomize_note_stays_one_short_line():
+    m = torch.nn.Sequential(*(torch.nn.BatchNorm1d(4) for _ in range(5)))  # 20 constant tensors
+    _, (note,) = randomize_constants(m, ())
+    assert note.endswith(
+        "parameter 0.weight, parameter 0.bias, parameter 1.weight, parameter 1.bias, "
+        "parameter 2.weight, parameter 2.bias, ... 14 more"
+    )
+
+
 def test_override_errors_and_missing_model(tmp_path):
     with pytest.raises(ProblemError, match="no module-level name 'NOPE'"):
         load_real_problem(EX / "mlp.py", device="cpu", overrides={"NOPE": 1})

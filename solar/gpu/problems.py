@@ -12,12 +12,13 @@ every floating parameter, buffer or input that is one constant value (``torch.on
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import torch
 
 from solar.gpu.subject import Subject, make_subject
+from solar.problem import discover
 
 __all__ = [
     "discover",
@@ -87,7 +88,8 @@ def randomize_constants(model, inputs, *, seed: int = 0) -> tuple[tuple, list[st
         notes.append(f"{count[0]} constant input(s)")
     if notes:
         head = "randomized constant-filled tensors (never validate or time on zeros): "
-        notes = [head + ", ".join(notes)]
+        shown = notes if len(notes) <= 8 else [*notes[:6], f"... {len(notes) - 6} more"]
+        notes = [head + ", ".join(shown)]
     return inputs, notes
 
 
@@ -312,26 +314,7 @@ def problem_subject(
 
 
 # ---------------------------------------------------------------------------------------------
-# Finding problem files and overriding their constants
-
-
-def discover(paths: Iterable[str | Path]) -> list[Path]:
-    """Problem files: each file as given, and every ``*.py`` below each folder (sorted; names
-    starting with ``_`` or ``.`` skipped)."""
-    out: list[Path] = []
-    for p in paths:
-        p = Path(p)
-        if p.is_dir():
-            out += sorted(
-                f
-                for f in p.rglob("*.py")
-                if not any(part.startswith(("_", ".")) for part in f.relative_to(p).parts)
-            )
-        elif p.is_file():
-            out.append(p)
-        else:
-            raise FileNotFoundError(f"{p}: no such file or folder")
-    return out
+# Overriding problem files' constants
 
 
 def parse_sets(items: Sequence[str] | None) -> dict[str, object]:
