@@ -121,7 +121,7 @@ def bound(model, inputs, hw="H100", *, precision: str | None = None, name=None) 
 @contextmanager
 def _gc_paused() -> Iterator[None]:
     """Pause Python's cyclic garbage collector for one analysis. Tracing creates hundreds of
-    thousands of long-lived objects (fx nodes, fake tensors, stack traces, IR), and every full
+    thousands of long-lived objects (fx nodes, fake tensors, node metadata, IR), and every full
     collection walks all of them: about a tenth of the time of a large model, for a few
     thousand garbage objects. They are collected when the analysis is done."""
     was = gc.isenabled()

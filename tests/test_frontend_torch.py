@@ -474,6 +474,34 @@ def test_mlp():
     assert modules == ["layers.0 (Linear)", "layers.1 (ReLU)", "layers.2 (Linear)"]
 
 
+class _ReluLinear(nn.Linear):
+    def forward(self, x):
+        return super().forward(x).relu()  # Linear.forward runs on the same module
+
+
+class _Shared(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = _ReluLinear(4, 4)
+        self.b = self.a  # one module under two names: it keeps its first path
+        self.inner = nn.Sequential(nn.Linear(4, 4))
+
+    def forward(self, x):
+        return self.inner(self.b(x))
+
+
+def test_module_paths_of_subclassed_shared_and_nested_modules():
+    m = _Shared()
+    weight = m.a.weight
+    trace = check(m, rand(2, 4))
+    assert m.a.weight is weight and m.b.weight is weight  # torch's functional_call left fakes
+    assert [k.module for k in trace.program.kernels] == [
+        "a (_ReluLinear)",
+        "a (_ReluLinear)",
+        "inner.0 (Linear)",
+    ]
+
+
 def test_mlp_bf16_3d():
     torch.manual_seed(0)
     m = MLP().to(torch.bfloat16)

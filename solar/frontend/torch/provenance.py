@@ -9,9 +9,10 @@ facts cheaply while make_fx traces (:func:`record_provenance`):
 - the source: the innermost frame outside torch, solar and the standard library, found by
   walking ``sys._getframe`` (a dict lookup per frame; no source text is read) and kept as
   ``node.meta["solar_source"] = "file.py:LINE"``;
-- the module path: a stack kept by global forward pre/post hooks, with the qualified names of
+- the module path: the modules whose ``forward`` frames are on the same stack, named by
   ``root.named_modules()``, kept in ``node.meta["nn_module_stack"]`` in make_fx's own format
-  (``{key: (path, type)}``, outermost first).
+  (``{key: (path, type)}``, outermost first). Not module hooks: a global forward hook sends
+  every module call down ``nn.Module``'s slow path, which costs more than the hooks save.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import sysconfig
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
 
 import torch
 import torch.fx as fx
@@ -88,30 +90,35 @@ def module_label(node: fx.Node) -> str:
     return f"{path} ({kind})" if path else f"({kind})"
 
 
+def module_stack(frame: FrameType | None, names: dict[int, str]) -> dict[str, tuple[str, type]]:
+    """The ``nn.Module`` s whose ``forward`` is running on the Python stack from ``frame`` out,
+    as make_fx's ``nn_module_stack`` (``{key: (path, type)}``, outermost first); ``names``
+    maps ``id(module)`` to its path."""
+    found: list[torch.nn.Module] = []
+    while frame is not None:
+        if frame.f_code.co_name == "forward":
+            obj = frame.f_locals.get("self")
+            if isinstance(obj, torch.nn.Module) and (not found or found[-1] is not obj):
+                found.append(obj)  # a super().forward() call is the same module
+        frame = frame.f_back
+    stack = {}
+    for depth, mod in enumerate(reversed(found)):
+        path = names.get(id(mod), "")
+        stack[f"{path}@{depth}"] = (path, type(mod))  # unique keys when a module re-enters
+    return stack
+
+
 @contextmanager
 def record_provenance(root: torch.nn.Module | None) -> Iterator[None]:
     """While make_fx traces, record each new node's user source line and module path (see
     the module docstring). ``root`` names the modules; modules outside it get their type only.
     """
     from torch.fx.experimental.proxy_tensor import PythonKeyTracer
-    from torch.nn.modules import module as nn_module
 
     names: dict[int, str] = {}
     if root is not None:
         for name, m in root.named_modules(remove_duplicate=False):
             names.setdefault(id(m), name)  # a shared module keeps its first path
-    stack: list[tuple[str, tuple[str, type]]] = []  # (key, (path, type)), outermost first
-
-    def enter(mod: torch.nn.Module, args: object) -> None:
-        path = names.get(id(mod), "")
-        stack.append((f"{path}@{len(stack)}", (path, type(mod))))  # unique key when re-entered
-
-    def leave(mod: torch.nn.Module, args: object, out: object) -> None:
-        if stack:
-            stack.pop()  # returns None: the module's output stays as it is
-
-    pre_hook = nn_module.register_module_forward_pre_hook(enter)
-    post_hook = nn_module.register_module_forward_hook(leave, always_call=True)
     had = "create_node" in PythonKeyTracer.__dict__
     original = PythonKeyTracer.create_node
 
@@ -119,8 +126,9 @@ def record_provenance(root: torch.nn.Module | None) -> Iterator[None]:
         node = original(self, *args, **kwargs)
         if node.op not in ("placeholder", "output"):
             node.meta["solar_source"] = caller_source(2)
+            stack = module_stack(sys._getframe(1), names)
             if stack:
-                node.meta["nn_module_stack"] = dict(stack)
+                node.meta["nn_module_stack"] = stack
         return node
 
     PythonKeyTracer.create_node = create_node  # type: ignore[method-assign]
@@ -131,5 +139,3 @@ def record_provenance(root: torch.nn.Module | None) -> Iterator[None]:
             PythonKeyTracer.create_node = original  # type: ignore[method-assign]
         else:
             del PythonKeyTracer.create_node
-        pre_hook.remove()
-        post_hook.remove()

@@ -118,7 +118,7 @@ def trace_torch(
     from torch.fx.experimental.proxy_tensor import make_fx
 
     try:
-        with torch.no_grad(), record_provenance(module):
+        with torch.no_grad(), _state_kept(module), record_provenance(module):
             gm = make_fx(traced, tracing_mode="fake")(*fakes)
     except Exception as e:
         error = _tracing_error(e)
@@ -208,6 +208,25 @@ def _fake_tensors(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
     mode = FakeTensorMode(allow_non_fake_inputs=True)
     with mode:
         return [torch.empty(tuple(t.shape), dtype=t.dtype, device=device) for t in tensors]
+
+
+@contextmanager
+def _state_kept(module: torch.nn.Module | None) -> Iterator[None]:
+    """Put every parameter and buffer of ``module`` back after tracing. ``functional_call``
+    swaps the fakes in and out, but with a submodule registered under two names (``self.b =
+    self.a``) torch leaves the fakes in the model: the user's weights would be gone."""
+    saved = [
+        (slots, key, value)
+        for m in (module.modules() if module is not None else ())
+        for slots in (m._parameters, m._buffers)
+        for key, value in slots.items()
+    ]
+    try:
+        yield
+    finally:
+        for slots, key, value in saved:
+            if slots.get(key) is not value:
+                slots[key] = value
 
 
 @contextmanager
