@@ -23,11 +23,10 @@ import time
 from pathlib import Path
 
 from solar.bench.models import MODELS, ROOT, SCALING_LAYERS
-from solar.bench.report import markdown
+from solar.bench.report import ISSUE_MODELS, markdown
 
 RESULTS = ROOT / "bench" / "results"
 # the issue's models, then the other frontends' (run when their framework is installed)
-MODEL_ORDER = ("gpt2_small", "gpt_24l", "resnet50", "vit_b16", "llama7b", "llama70b")
 EXTRA = {"llama7b_hf": "transformers", "gpt2_small_jax": "jax"}
 
 
@@ -102,7 +101,7 @@ def _models(named: list[str], quick: bool) -> list[str]:
     if quick:
         return ["gpt2_small", "resnet50"]
     extra = [m for m, pkg in EXTRA.items() if importlib.util.find_spec(pkg) is not None]
-    return [*MODEL_ORDER, *extra]
+    return [*ISSUE_MODELS, *extra]
 
 
 def run_all(args) -> dict:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from solar.bench.models import MODELS
 
 TARGET_RATIO = 2.0  # solar.bound <= 2 x the bare trace
+# the models the issue names; the other workloads cover transformers and the JAX frontend
+ISSUE_MODELS = ("gpt2_small", "gpt_24l", "resnet50", "vit_b16", "llama7b", "llama70b")
 TARGET_70B_S, TARGET_70B_MB = 60.0, 4096.0
 TARGET_CORPUS_S = 120.0
 
@@ -112,12 +114,18 @@ def targets(doc: dict) -> list[str]:
     """Each of the issue's targets, met or not, with the measured number."""
     lines = []
     ok_rows = [r for r in doc["models"] if "error" not in {**r["trace"], **r["bound"]}]
-    if ok_rows:
-        worst = max(ok_rows, key=lambda r: r["bound"]["wall_s"] / r["trace"]["wall_s"])
+    groups = (
+        ("the issue's models", [r for r in ok_rows if r["model"] in ISSUE_MODELS]),
+        ("the other workloads", [r for r in ok_rows if r["model"] not in ISSUE_MODELS]),
+    )
+    for label, rows in groups:
+        if not rows:
+            continue
+        worst = max(rows, key=lambda r: r["bound"]["wall_s"] / r["trace"]["wall_s"])
         ratio = worst["bound"]["wall_s"] / worst["trace"]["wall_s"]
         verdict = "met" if ratio <= TARGET_RATIO else "NOT met"
         lines.append(
-            f"solar.bound <= {TARGET_RATIO:g}x the bare trace for every model: {verdict} "
+            f"solar.bound <= {TARGET_RATIO:g}x the bare trace for {label}: {verdict} "
             f"(worst: {worst['model']}, {ratio:.2f}x)"
         )
     big = next((r for r in doc["models"] if r["model"] == "llama70b"), None)
