@@ -17,6 +17,7 @@ from pathlib import Path
 
 import torch
 
+from solar.frontend.jax.problem import flax_class_kind
 from solar.gpu.subject import Subject, make_subject
 from solar.problem import discover
 
@@ -153,20 +154,6 @@ def load_real_problem(
     return Problem(path, path.stem, model, tuple(inputs)), notes
 
 
-def _flax_kind(obj) -> str | None:
-    if not isinstance(obj, type):
-        return None
-    try:
-        from flax import linen, nnx
-    except ImportError:
-        return None
-    if issubclass(obj, nnx.Module):
-        return "nnx"
-    if issubclass(obj, linen.Module):
-        return "linen"
-    return None
-
-
 def _real_jax_problem(module, path, *, device, seed, overrides, strict, randomize):
     """A JAX problem file (see :mod:`solar.frontend.jax.problem`) with real arrays: each
     ``jax.ShapeDtypeStruct`` of ``get_inputs()``/``get_params()`` becomes random values
@@ -178,7 +165,7 @@ def _real_jax_problem(module, path, *, device, seed, overrides, strict, randomiz
     forward = getattr(module, "forward", None)
     if "jax" not in sys.modules:
         return None
-    kind = _flax_kind(model_cls)
+    kind = flax_class_kind(model_cls)
     if kind is None and model_cls is not None:
         from solar.frontend.jax.problem import imports_jax
 

@@ -41,7 +41,8 @@ import inspect
 from types import ModuleType
 
 
-def _is_flax_class(obj: object) -> str | None:
+def flax_class_kind(obj: object) -> str | None:
+    """``"nnx"`` or ``"linen"`` for a Flax module class, else None (Flax need not be installed)."""
     if not isinstance(obj, type):
         return None
     try:
@@ -69,7 +70,7 @@ def load_jax_problem(module: ModuleType) -> tuple[object, tuple] | None:
     ``module`` is not one. Raises ValueError with a one-line reason when it is one but cannot
     be built."""
     model_cls = getattr(module, "Model", None)
-    kind = _is_flax_class(model_cls)
+    kind = flax_class_kind(model_cls)
     forward = getattr(module, "forward", None)
     if kind is None and not imports_jax(module):
         return None
