@@ -15,6 +15,7 @@ import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from eager_oracle import check
 from torch.nn.functional import scaled_dot_product_attention as attention_alias
 from torch.utils import _pytree as pytree
 
@@ -26,7 +27,6 @@ from solar.ir.execute import execute
 from solar.ir.program import Dim
 
 SDPA = "solar.sdpa.default"
-TOL = {torch.bfloat16: 2e-2, torch.float16: 2e-3, torch.float64: 1e-10}
 
 
 def rand(*shape, dtype=torch.float32, seed=0):
@@ -36,24 +36,6 @@ def rand(*shape, dtype=torch.float32, seed=0):
 
 def meta(*shape, dtype=torch.bfloat16):
     return torch.empty(*shape, dtype=dtype, device="meta")
-
-
-def check(fn, *inputs, kernels=None):
-    """Trace ``fn(*inputs)``, execute the IR on the same values and compare every output with
-    eager PyTorch; optionally check the kernels' operators. Returns the trace."""
-    trace = trace_torch(fn, inputs)
-    got = execute(trace.program, trace.values(fn, inputs))
-    with torch.no_grad():
-        want = [t for t in pytree.tree_leaves(fn(*inputs)) if isinstance(t, torch.Tensor)]
-    assert len(want) == len(trace.output_names)
-    for name, w in zip(trace.output_names, want, strict=True):
-        g = got[name]
-        assert g.shape == w.shape and g.dtype == w.dtype, (name, g.shape, g.dtype, w.shape)
-        tol = TOL.get(w.dtype, 1e-5)
-        torch.testing.assert_close(g, w, rtol=tol, atol=tol, equal_nan=True, msg=name)
-    if kernels is not None:
-        assert [k.op for k in trace.program.kernels] == kernels, str(trace.program)
-    return trace
 
 
 def case(fn, *inputs, id):  # noqa: A002

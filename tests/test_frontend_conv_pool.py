@@ -8,16 +8,14 @@ import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from torch.utils import _pytree as pytree
+from eager_oracle import check as _check
 
 from solar.frontend.torch import UnsupportedOperatorError, trace_torch
 from solar.frontend.torch.ops.pool import MAX_WINDOW_CLASSES, adaptive_windows, window_classes
 from solar.ir.cost import kernel_io, statement_ops
-from solar.ir.execute import execute
 
 aten = torch.ops.aten
 CONV = "aten.convolution.default"
-TOL = {torch.bfloat16: 2e-2, torch.float64: 1e-10}
 
 
 def rand(*shape, dtype=torch.float32, seed=0):
@@ -31,24 +29,16 @@ def small_ints(*shape, seed=0):
     return torch.randint(0, 3, shape, generator=g).float()
 
 
+def _tol(w):
+    """fp32 1e-4, bf16 2e-2 relative to the magnitude (eager CPU rounds partial sums too),
+    fp64 1e-10, indices exactly."""
+    tol = {torch.float32: 1e-4, torch.bfloat16: 2e-2, torch.float64: 1e-10}.get(w.dtype, 0)
+    return tol, tol * max(1.0, w.abs().max().item()) if w.dtype == torch.bfloat16 else tol, False
+
+
 def check(fn, *inputs, kernels=None):
-    """Trace ``fn(*inputs)``, execute the IR on the same values, compare every output with
-    eager PyTorch (indices exactly); optionally check the kernels' operators."""
-    trace = trace_torch(fn, inputs)
-    got = execute(trace.program, trace.values(fn, inputs))
-    with torch.no_grad():
-        want = [t for t in pytree.tree_leaves(fn(*inputs)) if isinstance(t, torch.Tensor)]
-    assert len(want) == len(trace.output_names)
-    for name, w in zip(trace.output_names, want, strict=True):
-        g = got[name]
-        assert g.shape == w.shape and g.dtype == w.dtype, (name, g.shape, g.dtype, w.shape)
-        tol = TOL.get(w.dtype, 1e-4 if w.dtype == torch.float32 else 0)
-        # bf16: eager CPU rounds partial sums too; absolute error relative to the magnitude
-        atol = tol * max(1.0, w.abs().max().item()) if w.dtype == torch.bfloat16 else tol
-        torch.testing.assert_close(g, w, rtol=tol, atol=atol, msg=name)
-    if kernels is not None:
-        assert [k.op for k in trace.program.kernels] == kernels, str(trace.program)
-    return trace
+    """The oracle, with this module's tolerances."""
+    return _check(fn, *inputs, kernels=kernels, tol=_tol)
 
 
 def case(fn, *inputs, id):  # noqa: A002

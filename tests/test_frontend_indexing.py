@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from torch.utils import _pytree as pytree
+from eager_oracle import check as _check
 
 from solar.frontend.torch import DataDependentOperatorError, UnsupportedOperatorError, trace_torch
 from solar.graph.lift import lift
@@ -16,7 +16,6 @@ from solar.ir.cost import kernel_io, program_io, statement_ops
 from solar.ir.execute import execute
 
 aten = torch.ops.aten
-TOL = {torch.bfloat16: 2e-2, torch.float16: 2e-3, torch.float64: 1e-10}
 
 
 def rand(*shape, dtype=torch.float32, seed=0):
@@ -36,21 +35,8 @@ def perm(n, k=None, seed=2):
 
 
 def check(fn, *inputs, kernels=None):
-    trace = trace_torch(fn, inputs)
-    got = execute(trace.program, trace.values(fn, inputs))
-    clones = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
-    with torch.no_grad():
-        want = [t for t in pytree.tree_leaves(fn(*clones)) if isinstance(t, torch.Tensor)]
-    assert len(want) == len(trace.output_names)
-    for name, w in zip(trace.output_names, want, strict=True):
-        g = got[name]
-        assert g.shape == w.shape and g.dtype == w.dtype, (name, g.shape, g.dtype, w.shape)
-        tol = TOL.get(w.dtype, 1e-5)
-        torch.testing.assert_close(g, w, rtol=tol, atol=tol, equal_nan=True, msg=name)
-    if kernels is not None:
-        assert [k.op for k in trace.program.kernels] == kernels, str(trace.program)
-    lift(trace.program)  # lifts, and costs every statement
-    return trace
+    """The oracle, and the program lifts (every statement costed)."""
+    return _check(fn, *inputs, kernels=kernels, lifted=True)
 
 
 def case(fn, *inputs, id, kernels=None):  # noqa: A002

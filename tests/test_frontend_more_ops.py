@@ -12,7 +12,7 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-from torch.utils import _pytree as pytree
+from eager_oracle import check
 
 from solar.frontend.torch import LOWERINGS, lowering, trace_torch
 from solar.ir.affine import Affine
@@ -23,7 +23,6 @@ from solar.ir.program import Guard
 from solar.ir.scalar import call
 
 aten = torch.ops.aten
-TOL = {torch.bfloat16: 2e-2, torch.float16: 2e-3, torch.float64: 1e-10}
 
 
 def rand(*shape, dtype=torch.float32, seed=0):
@@ -52,24 +51,6 @@ def special(*shape):
     x = rand(*shape).flatten()
     x[1], x[4], x[7] = math.nan, math.inf, -math.inf
     return x.reshape(shape)
-
-
-def check(fn, *inputs, kernels=None):
-    """Trace ``fn(*inputs)``, run the IR on the same values, compare every output with eager
-    PyTorch; optionally check the kernels' operators. Returns the trace."""
-    trace = trace_torch(fn, inputs)
-    got = execute(trace.program, trace.values(fn, inputs))
-    with torch.no_grad():
-        want = [t for t in pytree.tree_leaves(fn(*inputs)) if isinstance(t, torch.Tensor)]
-    assert len(want) == len(trace.output_names)
-    for name, w in zip(trace.output_names, want, strict=True):
-        g = got[name]
-        assert g.shape == w.shape and g.dtype == w.dtype, (name, g.shape, g.dtype, w.shape)
-        tol = TOL.get(w.dtype, 1e-5)
-        torch.testing.assert_close(g, w, rtol=tol, atol=tol, equal_nan=True, msg=name)
-    if kernels is not None:
-        assert [k.op for k in trace.program.kernels] == kernels, str(trace.program)
-    return trace
 
 
 def total_ops(program):

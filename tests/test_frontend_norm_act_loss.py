@@ -10,14 +10,14 @@ import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from torch.utils import _pytree as pytree
+from eager_oracle import by_dtype_and_magnitude, compare, outputs
+from eager_oracle import check as _check
 
 from solar.frontend.torch import UnsupportedOperatorError, trace_torch
 from solar.ir.cost import kernel_io, program_io, statement_ops
 from solar.ir.execute import execute
 
 aten = torch.ops.aten
-TOL = {torch.bfloat16: 2e-2, torch.float16: 2e-3, torch.float64: 1e-10}
 
 
 def rand(*shape, dtype=torch.float32, seed=0):
@@ -37,33 +37,9 @@ def signs(*shape, seed=0):
     return torch.where(rand(*shape, seed=seed) > 0, 1.0, -1.0)
 
 
-def outputs(value):
-    return [t for t in pytree.tree_leaves(value) if isinstance(t, torch.Tensor)]
-
-
-def compare(got, want, names):
-    assert len(want) == len(names)
-    for name, w in zip(names, want, strict=True):
-        g = got[name]
-        assert g.shape == w.shape and g.dtype == w.dtype, (name, g.shape, g.dtype, w.shape)
-        tol = TOL.get(w.dtype, 1e-5)
-        atol = tol * max(1.0, w.abs().max().item()) if w.dtype == torch.bfloat16 else tol
-        torch.testing.assert_close(g, w, rtol=tol, atol=atol, equal_nan=True, msg=name)
-
-
 def check(fn, *inputs, kernels=None, reference=None):
-    """Trace ``fn(*inputs)``, run the IR on the same values and compare every output with eager
-    PyTorch (``reference`` instead of ``fn`` for operators without a CPU kernel); optionally
-    check the kernels' operators. In-place updates of inputs are compared as outputs."""
-    trace = trace_torch(fn, inputs)
-    got = execute(trace.program, trace.values(fn, inputs))
-    clones = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
-    with torch.no_grad():
-        want = outputs((reference or fn)(*clones))
-    compare(got, want, trace.output_names)
-    if kernels is not None:
-        assert [k.op for k in trace.program.kernels] == kernels, str(trace.program)
-    return trace
+    """The oracle, bf16 relative to the magnitude."""
+    return _check(fn, *inputs, kernels=kernels, reference=reference, tol=by_dtype_and_magnitude)
 
 
 def case(fn, *inputs, id, kernels=None):  # noqa: A002
@@ -410,7 +386,7 @@ def test_fused_rms_norm(fn, inputs, kernels):
     """``F.rms_norm`` on CUDA records ``_fused_rms_norm`` (one kernel; outputs and rstd)."""
     program, values, names = trace_pre_dispatch(fn, *inputs)
     assert [k.op for k in program.kernels] == [RMS]
-    compare(execute(program, values), outputs(fn(*inputs)), names)
+    compare(execute(program, values), outputs(fn(*inputs)), names, by_dtype_and_magnitude)
 
 
 def test_fused_rms_norm_cost_per_row():

@@ -9,11 +9,11 @@ import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from torch.utils import _pytree as pytree
+from eager_oracle import check as _check
+from eager_oracle import exact
 
 from solar.frontend.torch import DataDependentOperatorError, trace_torch
 from solar.ir.cost import kernel_io, program_io, statement_ops
-from solar.ir.execute import execute
 
 aten = torch.ops.aten
 
@@ -24,17 +24,8 @@ def rand(*shape, dtype=torch.float32, seed=0):
 
 
 def check(fn, *inputs, kernels=None):
-    """Trace, execute the IR, compare with eager exactly (copies are exact)."""
-    trace = trace_torch(fn, inputs)
-    got = execute(trace.program, trace.values(fn, inputs))
-    with torch.no_grad():
-        want = [t for t in pytree.tree_leaves(fn(*inputs)) if isinstance(t, torch.Tensor)]
-    assert len(want) == len(trace.output_names)
-    for name, w in zip(trace.output_names, want, strict=True):
-        torch.testing.assert_close(got[name], w, rtol=0, atol=0, msg=name)
-    if kernels is not None:
-        assert [k.op for k in trace.program.kernels] == kernels, str(trace.program)
-    return trace
+    """The oracle, bit-exact: copies are exact."""
+    return _check(fn, *inputs, kernels=kernels, tol=exact)
 
 
 def case(fn, *inputs, id, kernels=None):  # noqa: A002

@@ -10,7 +10,7 @@ import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from torch.utils import _pytree as pytree
+from eager_oracle import check
 
 from solar.frontend.torch import (
     LOWERINGS,
@@ -26,7 +26,6 @@ from solar.ir.scalar import call
 
 aten = torch.ops.aten
 HERE = os.path.basename(__file__)
-TOL = {torch.bfloat16: 2e-2, torch.float16: 2e-3, torch.float64: 1e-10}
 
 
 def rand(*shape, dtype=torch.float32, seed=0):
@@ -40,25 +39,6 @@ def pos(*shape, dtype=torch.float32):
 
 def ints(*shape, lo=-5, hi=6, dtype=torch.int64):
     return torch.randint(lo, hi, shape, generator=torch.Generator().manual_seed(1)).to(dtype)
-
-
-def check(fn, *inputs, kernels=None):
-    """Trace ``fn(*inputs)``, run the IR on the same values, compare every output with eager
-    PyTorch; optionally check the kernels' operators. Returns the trace."""
-    trace = trace_torch(fn, inputs)
-    got = execute(trace.program, trace.values(fn, inputs))
-    clones = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]  # in-place ops
-    with torch.no_grad():
-        want = [t for t in pytree.tree_leaves(fn(*clones)) if isinstance(t, torch.Tensor)]
-    assert len(want) == len(trace.output_names)
-    for name, w in zip(trace.output_names, want, strict=True):
-        g = got[name]
-        assert g.shape == w.shape and g.dtype == w.dtype, (name, g.shape, g.dtype, w.shape)
-        tol = TOL.get(w.dtype, 1e-5)
-        torch.testing.assert_close(g, w, rtol=tol, atol=tol, equal_nan=True, msg=name)
-    if kernels is not None:
-        assert [k.op for k in trace.program.kernels] == kernels, str(trace.program)
-    return trace
 
 
 def case(fn, *inputs, id):  # noqa: A002
