@@ -11,6 +11,7 @@ of problem files, on this machine or on a Ray cluster, and ``solar headroom`` ar
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import time
@@ -500,8 +501,8 @@ def measure_subject(
     measured = None
     t0 = time.perf_counter()
     try:
-        measured = time_fn(
-            target,
+        timed = functools.partial(
+            time_fn,
             device=dev,
             flush=flush,
             reps=reps,
@@ -510,17 +511,9 @@ def measure_subject(
             sync=subject.sync,
             min_reps=3,
         )
+        measured = timed(target)
         if candidate is not None:
-            baseline = time_fn(
-                subject.run,
-                device=dev,
-                flush=flush,
-                reps=reps,
-                budget_s=budget_s,
-                timer=subject.timer,
-                sync=subject.sync,
-                min_reps=3,
-            )
+            baseline = timed(subject.run)  # the source program, timed the same way
     except torch.cuda.OutOfMemoryError as e:
         errors["time"] = f"out of memory: {_line(e)}"
         _free(dev)
