@@ -198,7 +198,7 @@ def violation_lines(entries: list[dict]) -> list[str]:
 
 def plot(entries: list[dict], path: Path) -> str:
     try:
-        from solar.gpu.headroom import plot_headroom
+        from solar.report.plots import plot_headroom
     except Exception as e:  # pragma: no cover
         return f"no plot: {e}"
     reps = [e["report"] for e in entries if e.get("report") and e["report"].get("measured")]

@@ -1,19 +1,25 @@
-"""solar: speed-of-light bounds for PyTorch programs on NVIDIA GPUs.
+"""solar: speed-of-light bounds for PyTorch and JAX programs on NVIDIA GPUs.
 
 import solar
 b = solar.bound(model, inputs, hw="H100")
 b.fused, b.cache_aware, b.unfused      # seconds, each a lower bound under its assumptions
+
+The package reads as the pipeline (docs/architecture.md): ``frontend`` (PyTorch, JAX) ->
+``ir`` (Affine Loop IR) -> ``graph`` (einsum graph) -> ``backend`` (bounds, with ``hw`` specs)
+-> ``api`` -> ``questions`` (compare, provision, sweep, batches) and ``gpu`` (validation and
+measurement on a device) -> ``report`` (views) and ``cli``.
 """
 
 from solar.api import bound, bound_program, trace
-from solar.comparison import compare
+from solar.backend.result import Bound
 from solar.gpu.calibrate import calibrate
 from solar.gpu.headroom import headroom
 from solar.gpu.score import sol_score
 from solar.gpu.validate import validate
 from solar.hw import list_specs, load_spec
-from solar.provisioning import provision, sweep
-from solar.report import Bound
+from solar.questions.compare import compare
+from solar.questions.provision import provision
+from solar.questions.sweep import sweep
 
 __version__ = "0.1.0"
 

@@ -1,4 +1,10 @@
-"""The one-call entry points: ``solar.trace``, ``solar.lift_program``, ``solar.bound``."""
+"""The analysis API: ``solar.trace``, ``solar.bound``, ``solar.bound_program``, and the
+trace-once/analyse-many pair (:func:`trace_and_lift`, :func:`bound_graph`) the questions on top
+of a bound (compare, provision, sweep) are built from.
+
+Layer: above the frontends, the graph and the backends; below the questions, the device-side
+modules, the views and the CLI.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +14,10 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from solar.backend import analyze
+from solar.backend.result import Bound
 from solar.graph import lift
 from solar.hw import load_spec
 from solar.ir.program import Program
-from solar.report import Bound
 
 
 def _is_torch_program(fn, inputs) -> bool:
@@ -73,7 +79,7 @@ def trace(model, inputs: Sequence | object, *, precision: str | None = None, nam
     """Trace a program into the Affine Loop IR; returns the frontend's trace object
     (``.program`` is the IR). PyTorch modules and functions of tensors, JAX functions of
     arrays or ``jax.ShapeDtypeStruct`` s (pytrees welcome) and Flax modules are supported."""
-    with _gc_paused():
+    with gc_paused():
         return _trace(model, inputs, precision=precision, name=name)
 
 
@@ -94,12 +100,27 @@ def _trace(model, inputs, *, precision: str | None, name):
     )
 
 
-def bound_program(program: Program, hw="H100") -> Bound:
-    """Bounds of an already-built IR program (any frontend)."""
-    spec = load_spec(hw)
-    b = analyze(lift(program), spec)
+def trace_and_lift(model, inputs, *, precision: str | None = None, name=None):
+    """Trace and lift once: ``(IR program, einsum graph)``. The trace's assumptions (autocast,
+    precision policy, ...) travel with the graph (``g.graph["trace_notes"]``) into every bound
+    :func:`bound_graph` makes of it."""
+    with gc_paused():
+        traced = trace(model, inputs, precision=precision, name=name)
+        g = lift(traced.program)
+    g.graph["trace_notes"] = list(getattr(traced, "assumptions", None) or [])
+    return traced.program, g
+
+
+def bound_graph(program: Program | None, g, spec) -> Bound:
+    """Bounds of an already lifted graph on one spec (a HardwareSpec, name or path)."""
+    b = analyze(g, load_spec(spec), notes=g.graph.get("trace_notes"))
     b.ir = program
     return b
+
+
+def bound_program(program: Program, hw="H100") -> Bound:
+    """Bounds of an already-built IR program (any frontend)."""
+    return bound_graph(program, lift(program), hw)
 
 
 def bound(model, inputs, hw="H100", *, precision: str | None = None, name=None) -> Bound:
@@ -111,15 +132,13 @@ def bound(model, inputs, hw="H100", *, precision: str | None = None, name=None) 
     ``jax.ShapeDtypeStruct`` inputs are analysed without allocating weights.
     """
     spec = load_spec(hw)
-    with _gc_paused():
-        traced = trace(model, inputs, precision=precision, name=name)
-        b = analyze(lift(traced.program), spec, notes=getattr(traced, "assumptions", None))
-    b.ir = traced.program
-    return b
+    with gc_paused():
+        program, g = trace_and_lift(model, inputs, precision=precision, name=name)
+        return bound_graph(program, g, spec)
 
 
 @contextmanager
-def _gc_paused() -> Iterator[None]:
+def gc_paused() -> Iterator[None]:
     """Pause Python's cyclic garbage collector for one analysis. Tracing creates hundreds of
     thousands of long-lived objects (fx nodes, fake tensors, node metadata, IR), and every full
     collection walks all of them: about a tenth of the time of a large model, for a few

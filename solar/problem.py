@@ -79,6 +79,34 @@ def load_problem(path: str | Path, *, device: str = "meta") -> Problem:
     return Problem(path, path.stem, model, tuple(inputs))
 
 
+def problem_at(path, param: str, value):
+    """A problem file's ``(model, inputs)`` with module constant ``param`` set to
+    ``value`` (built on the meta device, like :func:`solar.problem.load_problem`)."""
+    import torch
+
+    module = load_module(path)
+    if not hasattr(module, param):
+        consts = [k for k, v in vars(module).items() if k.isupper() and isinstance(v, int)]
+        raise ProblemError(
+            f"{path}: has no module constant {param!r} to sweep; integer constants: "
+            f"{', '.join(consts) or 'none'}"
+        )
+    setattr(module, param, value)
+    init = getattr(module, "get_init_inputs", lambda: [])
+    try:
+        with torch.device("meta"):
+            model = module.Model(*init())
+            inputs = tuple(module.get_inputs())
+    except Exception as e:
+        raise ProblemError(
+            f"{path}: building Model/get_inputs with {param}={value} failed: "
+            f"{type(e).__name__}: {e}"
+        ) from e
+    if isinstance(model, torch.nn.Module):
+        model.eval()
+    return model, inputs
+
+
 def _load_jax_problem(path: Path, module) -> Problem | None:
     """A JAX problem file (see :mod:`solar.frontend.jax.problem`), or None for anything else."""
     if "jax" not in sys.modules:  # a JAX problem file imports jax

@@ -1,5 +1,6 @@
-"""Batch analysis (solar.batch): executors agree, failures stay per file, workers that die fail
-only their own task; the structure cache (solar.cache) changes nothing but the time."""
+"""Batch analysis (solar.questions.batch): executors agree, failures stay per file, workers
+that die fail only their own task; the structure cache (solar.graph.cache) changes nothing
+but the time."""
 
 from __future__ import annotations
 
@@ -11,11 +12,13 @@ import pytest
 import torch
 
 import solar
-from solar import batch
-from solar.batch import BatchResult, bound_paths, discover, format_batch, map_tasks
-from solar.cache import CACHE, compute_facts, kernel_facts, kernel_key, structure_cache
 from solar.cli import main
 from solar.graph import lift
+from solar.graph.cache import CACHE, compute_facts, kernel_facts, kernel_key, structure_cache
+from solar.problem import discover
+from solar.questions.batch import BatchResult, bound_paths
+from solar.questions.executors import map_tasks, resolve_executor
+from solar.report.table import bound_batch_text
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = ["matmul", "mlp", "softmax", "reduction", "op_layernorm_bf16", "op_embedding"]
@@ -77,7 +80,7 @@ def test_failures_and_skips_stay_per_file(corpus):
     assert "_linalg_svd" in by["broken"].error and "\n" not in by["broken"].error
     assert by["needs"].status == "skipped" and "no_such_package_xyz" in by["needs"].error
     assert all(by[n].ok for n in SMALL)
-    text = format_batch(results)
+    text = bound_batch_text(results)
     assert f"{len(SMALL)} of {len(SMALL) + 2} bounded, 1 failed, 1 skipped" in text
 
 
@@ -115,10 +118,10 @@ def test_map_tasks_is_in_input_order_and_reports_progress():
 
 
 def test_resolve_executor():
-    assert batch.resolve_executor() == "process"
-    assert batch.resolve_executor(jobs=1) == "serial"
-    assert batch.resolve_executor(jobs=4, ray="auto") == "ray"
-    assert batch.resolve_executor(jobs=4, executor="serial") == "serial"
+    assert resolve_executor() == "process"
+    assert resolve_executor(jobs=1) == "serial"
+    assert resolve_executor(jobs=4, ray="auto") == "ray"
+    assert resolve_executor(jobs=4, executor="serial") == "serial"
 
 
 def test_cli_bound_folder(capsys, corpus, tmp_path):

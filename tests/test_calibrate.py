@@ -139,7 +139,7 @@ def test_calibrated_spec_loads_with_measured(tmp_path):
     text = path.read_text()
     assert "clamped" in text and "L2 bandwidth (measured" in text and "not measured" in text
     assert "sources:" in text and "aliases: []" in text  # comments kept, aliases dropped
-    assert "CLAMPED" in cal.table() and "tc_bf16" in cal.table()
+    assert "CLAMPED" in str(cal) and "tc_bf16" in str(cal)
     d = cal.to_dict()
     assert d["schema"] == "solar.calibrate/1" and len(d["results"]) == 5
 

@@ -1,31 +1,16 @@
 """Cross-GPU comparison: traced once, analysed per spec, one table / JSON / DataFrame."""
 
-import argparse
 import json
 from pathlib import Path
 
 import pytest
 import torch
+from console import run_solar
 
-from solar.comparison import compare, resolve_hw
 from solar.hw import list_specs, load_spec
+from solar.questions.compare import compare, resolve_hw
 
 GPT_FFN = Path(__file__).resolve().parents[1] / "examples" / "mlp_bf16.py"
-
-
-def cli(capsys, *argv):
-    """``solar`` with the compare command registered (whether or not cli.py does it yet)."""
-    from solar import cli as solar_cli
-    from solar import comparison
-
-    parser = solar_cli.build_parser()
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    if "compare" not in sub.choices:
-        comparison.register(sub)
-    args = parser.parse_args([str(a) for a in argv])
-    code = args.func(args)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def model_and_inputs():
@@ -94,9 +79,9 @@ def test_dataframe():
 
 
 def test_cli_compare(capsys):
-    code, out, _ = cli(capsys, "compare", GPT_FFN, "--hw", "all", "--json")
+    code, out, _ = run_solar("compare", GPT_FFN, "--hw", "all", "--json")
     assert code == 0
     d = json.loads(out)
     assert [g["hw_key"] for g in d["gpus"]] == [s.key for s in list_specs()]
-    code, out, _ = cli(capsys, "compare", GPT_FFN, "--hw", "A100,B200")
+    code, out, _ = run_solar("compare", GPT_FFN, "--hw", "A100,B200")
     assert code == 0 and "NVIDIA A100" in out and "NVIDIA B200" in out

@@ -21,7 +21,6 @@ from solar.gpu.headroom import (
     assess,
     build_report,
     classify,
-    plot_headroom,
 )
 from solar.gpu.headroom_batch import BATCH_SCHEMA, headroom_paths
 from solar.gpu.measure import (
@@ -40,6 +39,8 @@ from solar.gpu.measure import (
 )
 from solar.gpu.validate import OutputCheck, ValidationReport
 from solar.hw import load_spec
+from solar.report.measured import headroom_batch_table
+from solar.report.plots import plot_headroom
 
 ROOT = Path(__file__).resolve().parents[1]
 EX = ROOT / "examples"
@@ -472,7 +473,7 @@ def test_batch_on_cpu(tmp_path):
     d = json.loads(batch.to_json())
     assert d["schema"] == BATCH_SCHEMA and d["summary"]["programs"] == 4
     assert d["summary"]["ok"] == 2 and d["summary"]["validation"] == {"passed": 2}
-    assert "mlp" in batch.table() and "geomean headroom" in str(batch)
+    assert "mlp" in headroom_batch_table(batch) and "geomean headroom" in str(batch)
     skipped = headroom_paths([tmp_path], "H100", device="cpu", budget_total_s=0.0,
                              show_progress=False)  # fmt: skip
     assert {e.status for e in skipped.entries} == {"skipped"}

@@ -8,41 +8,11 @@ a matplotlib Figure is drawn to PNG.
 import ast
 import io
 import json
-import types
 from pathlib import Path
 
 import pytest
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "examples" / "notebook.ipynb"
-
-
-def _api_hooks(monkeypatch) -> None:
-    """The notebook uses the public API (``solar.provision``, ``Bound.to_dataframe``, ...).
-    Where solar/__init__.py or solar/report.py do not expose it yet, wire it up here."""
-    import solar
-    from solar import comparison, frame, plots, provisioning
-    from solar.report import Bound
-
-    for name, fn in (
-        ("provision", provisioning.provision),
-        ("sweep", provisioning.sweep),
-        ("compare", comparison.compare),
-    ):
-        if not callable(getattr(solar, name, None)) or isinstance(
-            getattr(solar, name), types.ModuleType
-        ):
-            monkeypatch.setattr(solar, name, fn, raising=False)
-    if not hasattr(Bound, "to_dataframe"):
-        monkeypatch.setattr(
-            Bound, "to_dataframe", lambda self, by="kernel": frame.bound_frame(self, by), False
-        )
-    if not hasattr(Bound, "plot"):
-        monkeypatch.setattr(
-            Bound,
-            "plot",
-            lambda self, kind="roofline", **kw: plots.plot_bound(self, kind, **kw),
-            False,
-        )
 
 
 def _display(value) -> str:
@@ -60,7 +30,7 @@ def _display(value) -> str:
     return repr(value)
 
 
-def test_notebook_runs_top_to_bottom(monkeypatch):
+def test_notebook_runs_top_to_bottom():
     matplotlib = pytest.importorskip("matplotlib")
     pytest.importorskip("pandas")
     matplotlib.use("Agg")
@@ -74,7 +44,6 @@ def test_notebook_runs_top_to_bottom(monkeypatch):
         nbformat.validate(nbformat.reads(NOTEBOOK.read_text(), as_version=4))
     cells = [c for c in nb["cells"] if c["cell_type"] == "code"]
     assert len(cells) >= 10
-    _api_hooks(monkeypatch)
     ns: dict = {"__name__": "__main__"}
     shown = []
     for i, cell in enumerate(cells):

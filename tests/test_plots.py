@@ -1,16 +1,16 @@
 """Plots (matplotlib), DataFrames (pandas) and HTML of the reports."""
 
-import argparse
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
+from console import run_solar
 
 import solar
-from solar.frame import bound_frame, bound_html, kernel_attribution
+from solar.backend.attribution import kernel_attribution
 from solar.hw import load_spec
+from solar.report.frame import bound_frame
+from solar.report.html import bound_html
 
 ROOT = Path(__file__).resolve().parents[1]
 GPT_FFN = ROOT / "examples" / "mlp_bf16.py"
@@ -74,8 +74,10 @@ def test_html(ffn_bound):
 
 
 def test_each_plot(mpl, ffn_bound, tmp_path):
-    from solar.comparison import compare_graph
-    from solar.plots import (
+    from solar.questions.compare import compare_graph
+    from solar.questions.provision import provision_graph
+    from solar.questions.sweep import sweep
+    from solar.report.plots import (
         capacity_plot,
         compare_plot,
         kernels_plot,
@@ -84,7 +86,6 @@ def test_each_plot(mpl, ffn_bound, tmp_path):
         roofline_plot,
         sweep_plot,
     )
-    from solar.provisioning import provision_graph, sweep
 
     b = ffn_bound
     fig = roofline_plot(b)
@@ -115,31 +116,18 @@ def test_each_plot(mpl, ffn_bound, tmp_path):
         plot_bound(b, "pie")
 
 
-def test_plot_command_writes_pngs(mpl, tmp_path, capsys):
-    from solar import cli as solar_cli
-    from solar import plots
-
+def test_plot_command_writes_pngs(mpl, tmp_path):
     out = tmp_path / "img"
-    parser = solar_cli.build_parser()
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    if "plot" not in sub.choices:
-        plots.register(sub)
-    args = parser.parse_args(["plot", str(GPT_FFN), "--out", str(out), "--kind", "roofline"])
-    assert args.func(args) == 0
+    code, stdout, err = run_solar("plot", GPT_FFN, "--out", out, "--kind", "roofline")
+    assert code == 0, err
     assert sorted(p.name for p in out.iterdir()) == ["roofline.png"]
-    assert capsys.readouterr().out.strip().endswith("roofline.png")
+    assert stdout.strip().endswith("roofline.png")
 
 
-def test_python_m_solar_plots_all(mpl, tmp_path):
+def test_solar_plot_all(mpl, tmp_path):
     out = tmp_path / "img"
-    r = subprocess.run(
-        [sys.executable, "-m", "solar.plots", "--all", str(GPT_FFN), "--out", str(out)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert r.returncode == 0, r.stderr
+    code, _, err = run_solar("plot", "--all", GPT_FFN, "--out", out)
+    assert code == 0, err
     assert sorted(p.name for p in out.iterdir()) == [
         "capacity.png",
         "compare.png",

@@ -26,8 +26,8 @@ from hypothesis import strategies as st
 
 import solar
 from solar.backend import analyze
-from solar.cache import structure_cache
 from solar.graph import lift
+from solar.graph.cache import structure_cache
 from solar.hw import list_specs, load_spec
 from solar.ir.execute import execute
 

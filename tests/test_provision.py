@@ -1,26 +1,24 @@
 """Inverse roofline: the feasible region, catalog matches, and latency sweeps."""
 
-import argparse
 import json
 import math
 from pathlib import Path
 
 import pytest
 import torch
+from console import run_solar
 
 import solar
 from solar.backend import analyze
 from solar.hw import list_specs, load_spec
 from solar.problem import ProblemError, load_problem
-from solar.provisioning import (
+from solar.questions.provision import (
     CAPACITY_FACTORS,
     _unfused_bandwidth,
-    parse_sweep,
     provision,
     provision_graph,
-    sweep,
-    sweep_problem,
 )
+from solar.questions.sweep import parse_sweep, sweep, sweep_problem
 
 ROOT = Path(__file__).resolve().parents[1]
 GPT_FFN = ROOT / "examples" / "mlp_bf16.py"  # the GPT-style feed-forward block
@@ -31,23 +29,6 @@ H100 = load_spec("H100")
 def ffn():
     p = load_problem(GPT_FFN)
     return p, provision(p.model, p.inputs, target_ms=0.2, hw="H100", name=p.name)
-
-
-def cli(capsys, *argv):
-    """Run ``solar`` with the provision/compare/plot commands registered (whether or not
-    solar/cli.py already registers them)."""
-    from solar import cli as solar_cli
-    from solar import comparison, plots, provisioning
-
-    parser = solar_cli.build_parser()
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    for name, mod in (("provision", provisioning), ("compare", comparison), ("plot", plots)):
-        if name not in sub.choices:
-            mod.register(sub)
-    args = parser.parse_args([str(a) for a in argv])
-    code = args.func(args)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_region_is_a_bandwidth_capacity_tradeoff(ffn):
@@ -170,20 +151,20 @@ def test_sweep_callable_and_problem_file():
 
 
 def test_cli_provision_on_the_gpt_ffn(capsys, tmp_path):
-    code, out, _ = cli(capsys, "provision", GPT_FFN, "--target-ms", "2", "--json")
+    code, out, _ = run_solar("provision", GPT_FFN, "--target-ms", "2", "--json")
     assert code == 0
     d = json.loads(out)
     assert d["target_s"] == pytest.approx(2e-3)
     region = d["memory"]["region"]
     assert region and all(r["bandwidth"] > 0 for r in region)
     assert {c["key"] for c in d["catalog"] if c["meets"]} >= {"h100_sxm", "b200"}
-    code, out, _ = cli(
-        capsys, "provision", GPT_FFN, "--target-ms", "0.2", "--sweep", "TOKENS=512,1024"
+    code, out, _ = run_solar(
+        "provision", GPT_FFN, "--target-ms", "0.2", "--sweep", "TOKENS=512,1024"
     )
     assert code == 0
     assert "feasible region" in out and "latency per TOKENS" in out
     target = tmp_path / "p.json"
-    code, out, _ = cli(capsys, "provision", GPT_FFN, "--target-ms", "2", "--json", "--out", target)
+    code, out, _ = run_solar("provision", GPT_FFN, "--target-ms", "2", "--json", "--out", target)
     assert code == 0 and out == "" and json.loads(target.read_text())["level"] == "cache_aware"
 
 

@@ -14,10 +14,10 @@ ray = pytest.importorskip("ray", reason="Ray not installed (pip install 'solar[r
 # warns about the fork, which the exec makes harmless.
 pytestmark = pytest.mark.filterwarnings("ignore:os.fork\\(\\) was called:RuntimeWarning")
 
-from solar.batch import bound_paths  # noqa: E402
 from solar.cli import main  # noqa: E402
 from solar.gpu.headroom_batch import headroom_paths  # noqa: E402
-from solar.ray_backend import ray_map  # noqa: E402
+from solar.questions.batch import bound_paths  # noqa: E402
+from solar.questions.executors import ray_map  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 FILES = ["matmul", "mlp", "softmax", "op_layernorm_bf16"]

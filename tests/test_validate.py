@@ -13,6 +13,7 @@ import torch
 
 import solar
 from solar.cli import main
+from solar.gpu.problems import parse_sets
 from solar.gpu.validate import (
     INT_MISMATCH_TOL,
     REL_TOL,
@@ -23,7 +24,6 @@ from solar.gpu.validate import (
     discover,
     load_real_problem,
     make_subject,
-    parse_sets,
     randomize_constants,
     tolerance,
     validate_paths,

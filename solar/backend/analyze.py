@@ -5,9 +5,10 @@ from __future__ import annotations
 import networkx as nx
 
 from solar.backend.cache_aware import cache_aware_bytes
+from solar.backend.result import Bound, KernelRow
 from solar.backend.roofline import fused_bytes, graph_ops, kernel_times
 from solar.backend.units import compute_time
-from solar.report import Bound, KernelRow, fmt_bytes
+from solar.fmt import fmt_bytes
 
 
 def _level(compute, nbytes: float, spec) -> tuple[float, str]:

@@ -88,7 +88,7 @@ def run_stage(workload: str, stage: str, jobs: int = 1) -> dict:
     import solar
     import solar.api
     from solar.bench.models import build
-    from solar.cache import CACHE
+    from solar.graph.cache import CACHE
 
     t0 = time.perf_counter()
     model, inputs = build(workload)
@@ -125,8 +125,9 @@ def run_stage(workload: str, stage: str, jobs: int = 1) -> dict:
 
 
 def _corpus(stage: str, jobs: int) -> dict:
-    from solar.batch import bound_paths, discover
     from solar.bench.models import ROOT
+    from solar.problem import discover
+    from solar.questions.batch import bound_paths
 
     files = discover([ROOT / "examples"])
     n = 1 if stage == "serial" else jobs

@@ -1,5 +1,9 @@
 """Frontends: trace a framework's program and lower it to the Affine Loop IR (solar.ir).
 
-One subpackage per framework (``solar.frontend.torch``). A frontend knows nothing about GPUs or
-bounds; it only produces IR, plus the bindings a validator needs to feed the IR real values.
+One subpackage per framework (``solar.frontend.torch``, ``solar.frontend.jax``). A frontend
+knows nothing about GPUs or bounds; it only produces IR, plus the bindings a validator needs to
+feed the IR real values.
+
+Layer: imports only the IR (:mod:`solar.ir`) and :mod:`solar.fmt`; nothing below the frontends
+imports them.
 """

@@ -3,6 +3,10 @@
 violations (:mod:`.headroom`), measured ceilings (:mod:`.calibrate`) and the SOL score
 (:mod:`.score`).
 
+Layer: beside the questions, above the analysis API (it bounds what it measures) and the
+executors of :mod:`solar.questions.executors` (batches on Ray); below the views and the CLI.
+Its reports are plain dataclasses; their text and plots live in :mod:`solar.report`.
+
 The public functions are exported from :mod:`solar` itself (``solar.validate``,
 ``solar.headroom``, ``solar.calibrate``, ``solar.sol_score``); this package does not re-export
 them, so its submodules keep their names.
@@ -10,13 +14,4 @@ them, so its submodules keep their names.
 
 from solar.gpu.score import sol_score
 
-__all__ = ["register", "sol_score"]
-
-
-def register(subparsers) -> None:
-    """Add ``solar validate``, ``solar headroom`` and ``solar calibrate`` to the CLI."""
-    from solar.gpu import calibrate, headroom_batch, validate
-
-    validate.register(subparsers)
-    headroom_batch.register(subparsers)
-    calibrate.register(subparsers)
+__all__ = ["sol_score"]

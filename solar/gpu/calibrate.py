@@ -25,8 +25,6 @@ the vendor's datasheet before relying on it.
 from __future__ import annotations
 
 import datetime
-import json
-import math
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -39,6 +37,7 @@ import yaml
 from solar.gpu.measure import DeviceInfo, detect_spec, device_info, time_fn
 from solar.hw import SpecError, list_specs, load_spec
 from solar.hw.spec import UNITS, HardwareSpec
+from solar.viewable import Viewable
 
 __all__ = [
     "GEMM_UNITS",
@@ -299,7 +298,7 @@ def derive_spec(info: DeviceInfo, catalogue: Sequence[HardwareSpec] | None = Non
 
 
 @dataclass
-class Calibration:
+class Calibration(Viewable):
     device: DeviceInfo
     base: HardwareSpec
     base_how: str
@@ -325,20 +324,6 @@ class Calibration:
             "seconds": self.seconds,
             "results": [r.to_dict() for r in self.results],
         }
-
-    def table(self) -> str:
-        lines = [f"{'ceiling':<16} {'measured':>14} {'peak':>14} {'of peak':>8}  method / note"]
-        for r in self.results:
-            unit = "GB/s" if "bandwidth" in r.key else "TFLOP/s"
-            scale = 1e9 if unit == "GB/s" else 1e12
-            v = f"{(r.raw or r.value) / scale:,.1f} {unit}" if r.value is not None else "-"
-            p = f"{r.peak / scale:,.1f}" if r.peak else "-"
-            fr = f"{100 * r.fraction:.0f}%" if r.fraction is not None else ""
-            note = r.error or r.method
-            if r.clamped:
-                note = f"CLAMPED to the peak (measured above it: check the spec); {note}"
-            lines.append(f"{r.key:<16} {v:>14} {p:>14} {fr:>8}  {note}")
-        return "\n".join(lines)
 
     def to_yaml(self) -> str:
         return spec_yaml(self.base, self.measured(), header=self._header())
@@ -516,58 +501,3 @@ def calibrate(
             run(u, spec.peak(u), lambda label=label: measure_gemm(dev, label, quick=quick))
     cal.seconds = time.perf_counter() - t_start
     return cal
-
-
-# ---------------------------------------------------------------------------------------------
-# Command line
-
-
-def cmd_calibrate(args) -> int:
-    import sys
-
-    units = args.units.split(",") if args.units else None
-    cal = calibrate(
-        args.device,
-        base=args.base,
-        quick=args.quick,
-        units=units,
-        log=None if args.json else (lambda s: print(s, file=sys.stderr)),
-    )
-    if args.out:
-        cal.write(args.out)
-    if args.json:
-        print(json.dumps(_finite(cal.to_dict()), indent=2))
-    else:
-        print(f"{cal.device.summary()}\ndatasheet spec: {cal.base.key} ({cal.base_how})")
-        print(cal.table())
-        if args.out:
-            print(f"wrote {args.out}: use it with --hw {args.out}")
-        else:
-            print()
-            print(cal.to_yaml())
-    return 0
-
-
-def _finite(x):
-    if isinstance(x, float) and not math.isfinite(x):
-        return str(x)
-    if isinstance(x, dict):
-        return {k: _finite(v) for k, v in x.items()}
-    if isinstance(x, list):
-        return [_finite(v) for v in x]
-    return x
-
-
-def register(subparsers) -> None:
-    """Add ``solar calibrate`` to the CLI's subparsers."""
-    p = subparsers.add_parser(
-        "calibrate",
-        help="measure the GPU's ceilings and write a spec with them beside the datasheet's",
-    )
-    p.add_argument("--out", help="write the spec YAML here")
-    p.add_argument("--base", help="datasheet spec to start from (default: the GPU's own)")
-    p.add_argument("--device", default=None, help="CUDA device (default: the current one)")
-    p.add_argument("--units", help="comma-separated compute units to measure (default: all)")
-    p.add_argument("--quick", action="store_true", help="smaller sizes (a few seconds)")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.set_defaults(func=cmd_calibrate)

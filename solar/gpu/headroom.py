@@ -11,16 +11,19 @@ of problem files, on this machine or on a Ray cluster, and ``solar headroom`` ar
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import torch
 
+from solar.api import bound_program
+from solar.backend.result import LEVELS
+from solar.fmt import fmt_time, jsonable
 from solar.gpu.measure import (
     DeviceInfo,
     KernelMapping,
@@ -37,9 +40,7 @@ from solar.gpu.validate import (
     Subject,
     ValidationReport,
     _free,
-    _jsonable,
     _line,
-    _render,
     compare,
     make_subject,
     tolerance,
@@ -54,7 +55,7 @@ from solar.gpu.violations import (
     _program_floors,
     classify,
 )
-from solar.report import fmt_time
+from solar.viewable import Viewable
 
 __all__ = [
     "LEVELS",
@@ -68,11 +69,9 @@ __all__ = [
     "classify",
     "headroom",
     "measure_subject",
-    "plot_headroom",
 ]
 
 SCHEMA = "solar.headroom/1"
-LEVELS = ("unfused", "fused", "cache_aware")
 
 # ---------------------------------------------------------------------------------------------
 # The report
@@ -108,8 +107,8 @@ class KernelHeadroom:
         return d
 
 
-@dataclass
-class HeadroomReport:
+@dataclass(repr=False)
+class HeadroomReport(Viewable):
     """Measured vs bound for one program. ``headroom`` maps each level to measured / bound
     (and ``"kernels"`` to per-kernel headrooms); ``violations`` lists measurements that beat a
     bound, classified (see the module docstring)."""
@@ -157,7 +156,7 @@ class HeadroomReport:
             return None
 
     def to_dict(self) -> dict:
-        return _jsonable(
+        return jsonable(
             {
                 "schema": SCHEMA,
                 "program": self.program,
@@ -191,76 +190,10 @@ class HeadroomReport:
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent)
 
-    def renderables(self) -> list:
-        from rich.table import Table
-
-        m = self.measured
-        title = f"{self.program} on {self.hw}: measured {fmt_time(m.median_s) if m else '-'}"
-        if m:
-            title += f" (median of {m.reps}, IQR {100 * m.spread:.1f}%"
-            title += ", L2 flushed)" if m.flushed else ")"
-        s = Table(title=title)
-        for c in ("level", "bound", "by", "headroom", "violation"):
-            s.add_column(c)
-        viol = {v.level: v for v in self.violations if v.scope == "program"}
-        for lv in LEVELS:
-            h = self.levels.get(lv)
-            v = viol.get(lv)
-            s.add_row(
-                lv.replace("_", "-"),
-                fmt_time(self.bounds[lv]),
-                self.bound_by.get(lv, ""),
-                f"{h:.3g}x" if h is not None else "-",
-                f"{v.kind} ({v.cause})" if v else "",
-            )
-        t = Table(title="per kernel: measured device time vs bound")
-        for c in ("kernel", "op", "bound", "by", "measured", "headroom", "device kernels"):
-            t.add_column(c, justify="right" if c in ("bound", "measured", "headroom") else "left")
-        kv = {v.name for v in self.violations if v.scope == "kernel"}
-        for k in self.kernels:
-            h = k.headroom
-            dk = ", ".join(dict.fromkeys(_short(x) for x in k.device_kernels))
-            t.add_row(
-                k.name + (" !" if k.name in kv else ""),
-                k.op,
-                fmt_time(k.bound_s),
-                k.bound_by,
-                fmt_time(k.measured_s) if k.measured_s is not None else "-",
-                f"{h:.3g}x" if h is not None else "-",
-                dk[:60],
-            )
-        out: list = [s, t]
-        for v in self.violations:
-            out.append(f"VIOLATION {v.scope} {v.name} [{v.level}]: {v.kind}: {v.reason}")
-        if self.validation is not None:
-            out.append("validation: " + self.validation.summary())
-        sc = self.score
-        if sc is not None:
-            out.append(f"SOL score (vs baseline, fused bound): {sc:.3f}")
-        out += [f"note: {n}" for n in self.notes]
-        out += [f"error ({k}): {e}" for k, e in self.errors.items()]
-        return out
-
-    def __str__(self) -> str:
-        return _render(self.renderables())
-
     def __repr__(self) -> str:
         lv = ", ".join(f"{k} {v:.3g}x" for k, v in self.levels.items() if v is not None)
         n = len(self.violations)
         return f"HeadroomReport({self.program!r} on {self.hw}: {lv}; {n} violations)"
-
-    def _repr_html_(self) -> str:
-        import html
-
-        return "<pre>" + html.escape(str(self)) + "</pre>"
-
-    def plot(self, path: str | Path | None = None):
-        """Headroom per kernel and per level, log scale; saved to ``path`` when given."""
-        return plot_headroom([self], path, per_kernel=True)
-
-
-def _short(name: str) -> str:
-    return name if len(name) <= 40 else name[:37] + "..."
 
 
 def assess(
@@ -422,6 +355,35 @@ def build_report(
 # Measuring
 
 
+@dataclass
+class _Stages:
+    """What the stages of :func:`measure_subject` record: seconds per stage, one-line errors
+    per failed stage, notes for the report."""
+
+    device: torch.device
+    seconds: dict[str, float] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    @contextlib.contextmanager
+    def stage(self, name: str, *, timed: bool = True, catch_all: bool = True):
+        """Time stage ``name``; an out-of-memory error (and with ``catch_all`` any error) is
+        recorded as the stage's error and the run goes on."""
+        t0 = time.perf_counter()
+        try:
+            yield
+        except torch.cuda.OutOfMemoryError as e:
+            self.errors[name] = f"out of memory: {_line(e)}"
+            _free(self.device)
+        except Exception as e:
+            if not catch_all:
+                raise
+            self.errors[name] = f"{type(e).__name__}: {_line(e)}"
+        finally:
+            if timed:
+                self.seconds[name] = time.perf_counter() - t0
+
+
 def measure_subject(
     subject: Subject,
     hw="auto",
@@ -440,70 +402,82 @@ def measure_subject(
     """Bound, validate, time and profile one subject; every stage that fails is recorded in
     ``report.errors`` and the others still run. ``candidate``: a callable taking the same
     inputs, timed instead of the source (which is then the baseline and the reference)."""
-    from solar.api import bound_program
-
     dev = subject.device
     spec = hw if hasattr(hw, "dram_bandwidth") else resolve_hw(hw, dev)
-    info = info or device_info(dev)
-    seconds: dict[str, float] = {}
-    errors: dict[str, str] = {}
-    notes = list(subject.notes)
+    run = _Stages(dev, notes=list(subject.notes))
     if subject.trace_s:
-        seconds["trace"] = subject.trace_s
+        run.seconds["trace"] = subject.trace_s
     if dev.type != "cuda":
-        notes.append(
+        run.notes.append(
             f"measured on {dev.type}, not a GPU: the headroom compares {dev.type} time with "
             f"bounds for {spec.name}"
         )
-
     t0 = time.perf_counter()
     bound = bound_program(subject.program, spec)
-    seconds["bound"] = time.perf_counter() - t0
-
+    run.seconds["bound"] = time.perf_counter() - t0
     validation = None
     if validate:
-        t0 = time.perf_counter()
-        try:
+        with run.stage("validate", catch_all=False):
             validation = validate_subject(subject, per_kernel=per_kernel_validation)
-        except torch.cuda.OutOfMemoryError as e:
-            errors["validate"] = f"out of memory: {_line(e)}"
-            _free(dev)
-        seconds["validate"] = time.perf_counter() - t0
-
-    target = subject.run
-    candidate_check = None
-    baseline = None
+    target, candidate_check = subject.run, None
     if candidate is not None:
         args = subject.inputs
 
         def target():
             return candidate(*args)
 
-        try:
-            with torch.no_grad():
-                got = subject.flatten(target())
-                ref = subject.flatten(subject.run())
-            subject.synchronize()
-            if len(got) != len(ref):
-                why = f"{len(got)} outputs, the reference has {len(ref)}"
-                candidate_check = [
-                    OutputCheck("outputs", (), "", math.inf, math.inf, 0.0, False, why)
-                ]
-            else:
-                candidate_check = [
-                    compare(g, r, tol=tolerance(r.dtype, subject.program), name=f"output{i}")
-                    for i, (g, r) in enumerate(zip(got, ref))
-                ]
-            del got, ref
-        except Exception as e:
-            errors["candidate_check"] = f"{type(e).__name__}: {_line(e)}"
+        with run.stage("candidate_check", timed=False):
+            candidate_check = _check_candidate(subject, target)
+    measured, baseline = _time_stage(run, subject, target, candidate, reps, budget_s, flush)
+    if measured is not None and measured.median_s > 0:  # long programs: fewer profiled runs
+        profile_reps = min(profile_reps, max(1, int(2 * budget_s / measured.median_s)))
+        if measured.median_s > 5 * budget_s:
+            profile = False
+            run.notes.append("not profiled: one run takes over 5 timing budgets")
+    mapping = None
+    if profile and candidate is None and subject.framework == "torch" and profile_reps > 0:
+        with run.stage("profile"):
+            mapping = _profile(run, subject, target, profile_reps, flush, measured is not None)
+    rep = build_report(
+        bound,
+        spec,
+        info or device_info(dev),
+        measured=measured,
+        mapping=mapping,
+        validation=validation,
+        candidate=candidate is not None,
+        candidate_check=candidate_check,
+        baseline=baseline,
+        tol=tol,
+        path=subject.path,
+    )
+    rep.notes, rep.seconds, rep.errors = run.notes, run.seconds, run.errors
+    return rep
 
-    measured = None
-    t0 = time.perf_counter()
-    try:
+
+def _check_candidate(subject: Subject, target: Callable) -> list[OutputCheck]:
+    """The candidate's outputs against the source program's, one check per output."""
+    with torch.no_grad():
+        got = subject.flatten(target())
+        ref = subject.flatten(subject.run())
+    subject.synchronize()
+    if len(got) != len(ref):
+        why = f"{len(got)} outputs, the reference has {len(ref)}"
+        return [OutputCheck("outputs", (), "", math.inf, math.inf, 0.0, False, why)]
+    return [
+        compare(g, r, tol=tolerance(r.dtype, subject.program), name=f"output{i}")
+        for i, (g, r) in enumerate(zip(got, ref))
+    ]
+
+
+def _time_stage(run: _Stages, subject, target, candidate, reps, budget_s, flush):
+    """``(measured, baseline)``: the target timed (CUDA events, L2 flushed, median) and, with a
+    candidate, the source program timed the same way; None where timing failed."""
+    measured = baseline = None
+    with run.stage("time"):
         timed = functools.partial(
             time_fn,
-            device=dev,
+            device=subject.device,
             flush=flush,
             reps=reps,
             budget_s=budget_s,
@@ -514,58 +488,27 @@ def measure_subject(
         measured = timed(target)
         if candidate is not None:
             baseline = timed(subject.run)  # the source program, timed the same way
-    except torch.cuda.OutOfMemoryError as e:
-        errors["time"] = f"out of memory: {_line(e)}"
-        _free(dev)
-    except Exception as e:
-        errors["time"] = f"{type(e).__name__}: {_line(e)}"
-    seconds["time"] = time.perf_counter() - t0
+    return measured, baseline
 
-    mapping = None
-    if measured is not None and measured.median_s > 0:  # long programs: fewer profiled runs
-        profile_reps = min(profile_reps, max(1, int(2 * budget_s / measured.median_s)))
-        if measured.median_s > 5 * budget_s:
-            profile = False
-            notes.append("not profiled: one run takes over 5 timing budgets")
-    if profile and candidate is None and subject.framework == "torch" and profile_reps > 0:
-        t0 = time.perf_counter()
-        try:
-            events = profile_events(
-                target, device=dev, reps=profile_reps, flush=flush, warmup=0 if measured else 1
-            )
-            mapping = map_reps([k.op for k in subject.program.kernels], events)
-            if mapping.unmatched_ir:
-                notes.append(
-                    f"{len(mapping.unmatched_ir)} IR kernel(s) had no device activity "
-                    "attributed (see mapping.unmatched_ir)"
-                )
-            if mapping.unmatched_device:
-                s = sum(x[1] for x in mapping.unmatched_device)
-                notes.append(
-                    f"{fmt_time(s)} of device time in {len(mapping.unmatched_device)} op(s) the "
-                    "IR does not model (see mapping.unmatched_device)"
-                )
-        except Exception as e:
-            errors["profile"] = f"{type(e).__name__}: {_line(e)}"
-        seconds["profile"] = time.perf_counter() - t0
 
-    rep = build_report(
-        bound,
-        spec,
-        info,
-        measured=measured,
-        mapping=mapping,
-        validation=validation,
-        candidate=candidate is not None,
-        candidate_check=candidate_check,
-        baseline=baseline,
-        tol=tol,
-        path=subject.path,
+def _profile(run: _Stages, subject, target, reps: int, flush: bool, warm: bool) -> KernelMapping:
+    """Profiler kernel times mapped onto the IR kernels; what did not map goes to the notes."""
+    events = profile_events(
+        target, device=subject.device, reps=reps, flush=flush, warmup=0 if warm else 1
     )
-    rep.notes = notes
-    rep.seconds = seconds
-    rep.errors = errors
-    return rep
+    mapping = map_reps([k.op for k in subject.program.kernels], events)
+    if mapping.unmatched_ir:
+        run.notes.append(
+            f"{len(mapping.unmatched_ir)} IR kernel(s) had no device activity "
+            "attributed (see mapping.unmatched_ir)"
+        )
+    if mapping.unmatched_device:
+        s = sum(x[1] for x in mapping.unmatched_device)
+        run.notes.append(
+            f"{fmt_time(s)} of device time in {len(mapping.unmatched_device)} op(s) the "
+            "IR does not model (see mapping.unmatched_device)"
+        )
+    return mapping
 
 
 def headroom(
@@ -611,78 +554,3 @@ def headroom(
         flush=flush,
         tol=tol,
     )
-
-
-# ---------------------------------------------------------------------------------------------
-# Plot
-
-_MARKERS = {"unfused": "o", "fused": "s", "cache_aware": "^", "kernel": "."}
-
-
-def _get(r, key):
-    return r.get(key) if isinstance(r, dict) else getattr(r, key)
-
-
-def _levels(r) -> dict:
-    if isinstance(r, dict):
-        h = r.get("headroom") or {}
-        return {lv: h.get(lv) if isinstance(h.get(lv), (int, float)) else None for lv in LEVELS}
-    return r.levels
-
-
-def plot_headroom(reports: Sequence, path=None, *, per_kernel: bool = False):
-    """Headroom (measured / bound, log scale) per program, one marker per bound level; points
-    below 1 (violations) are drawn red. ``reports``: :class:`HeadroomReport` s or their
-    ``to_dict()`` s. With ``per_kernel`` (one report), per-kernel headroom too. Returns the
-    matplotlib figure; saves a PNG to ``path`` when given."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg", force=False)
-        import matplotlib.pyplot as plt
-    except ImportError as e:
-        raise ImportError("plotting needs matplotlib: pip install matplotlib") from e
-    reports = [r for r in reports if r is not None and _get(r, "measured") is not None]
-    if per_kernel and len(reports) == 1 and isinstance(reports[0], HeadroomReport):
-        r = reports[0]
-        ks = [k for k in r.kernels if k.headroom is not None]
-        labels = [f"[{lv}]" for lv in LEVELS] + [k.name for k in ks]
-        series: dict[str, list] = {lv: [None] * len(labels) for lv in (*LEVELS, "kernel")}
-        for i, lv in enumerate(LEVELS):
-            series[lv][i] = r.levels.get(lv)
-        for j, k in enumerate(ks):
-            series["kernel"][len(LEVELS) + j] = k.headroom
-        title = f"{r.program} on {r.hw}: headroom per level and per kernel"
-    else:
-        labels = [_get(r, "program") for r in reports]
-        series = {lv: [_levels(r).get(lv) for r in reports] for lv in LEVELS}
-        hw = _get(reports[0], "hw") if reports else "?"
-        title = f"headroom (measured / bound) per program on {hw}"
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.28 * len(labels) + 2), 4.8))
-    for n, (lv, ys) in enumerate(series.items()):
-        xs = [i for i, y in enumerate(ys) if y]
-        if not xs:
-            continue
-        vals = [ys[i] for i in xs]
-        ax.scatter(
-            xs,
-            vals,
-            marker=_MARKERS.get(lv, "o"),
-            label=lv.replace("_", "-"),
-            c=["tab:red" if v < 1 else f"C{n}" for v in vals],
-            s=28,
-            zorder=3,
-        )
-    ax.axhline(1.0, color="k", lw=0.8, ls="--", zorder=1)
-    ax.set_yscale("log")
-    ax.set_ylabel("measured / bound (log)")
-    ax.set_xticks(range(len(labels)))
-    ax.set_xticklabels(labels, rotation=90, fontsize=7)
-    ax.set_title(title, fontsize=10)
-    ax.grid(True, which="both", axis="y", alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    if path is not None:
-        fig.savefig(path, dpi=120)
-        plt.close(fig)
-    return fig

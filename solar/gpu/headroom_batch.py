@@ -12,25 +12,26 @@ import json
 import math
 import statistics
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
-from solar.gpu.headroom import LEVELS, HeadroomReport, measure_subject, plot_headroom
+from solar.fmt import jsonable
+from solar.gpu.headroom import LEVELS, HeadroomReport, measure_subject
 from solar.gpu.measure import DeviceInfo, Timing, device_info, resolve_hw, time_fn
 from solar.gpu.validate import (
     _free,
-    _jsonable,
     _line,
     discover,
     load_real_problem,
     make_subject,
     progress,
 )
-from solar.gpu.violations import DEFAULT_TOL
-from solar.report import fmt_time
+from solar.hw import load_spec
+from solar.questions.executors import ray_map, run_on_copy
+from solar.viewable import Viewable
 
 BATCH_SCHEMA = "solar.headroom-batch/1"
 
@@ -50,7 +51,7 @@ class BatchEntry:
     seconds: float = 0.0
 
     def to_dict(self) -> dict:
-        return _jsonable(
+        return jsonable(
             {
                 "path": self.path,
                 "name": self.name,
@@ -65,7 +66,7 @@ class BatchEntry:
 
 
 @dataclass
-class BatchReport:
+class BatchReport(Viewable):
     hw: str
     hw_key: str
     device: dict
@@ -102,7 +103,7 @@ class BatchReport:
         }
 
     def to_dict(self) -> dict:
-        return _jsonable(
+        return jsonable(
             {
                 "schema": BATCH_SCHEMA,
                 "hw": self.hw,
@@ -116,74 +117,6 @@ class BatchReport:
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent)
-
-    def rows(self) -> list[list[str]]:
-        """One row per program: name, status, validation, measured, bounds' headroom,
-        violations, kernels mapped."""
-        out = []
-        for e in self.entries:
-            r = e.report
-            if r is None:
-                m = fmt_time(e.measured.median_s) if e.measured else "-"
-                out.append([e.name, e.status, "-", m, "-", "-", "-", "-", (e.error or "")[:70]])
-                continue
-            lv = r.levels
-            val = r.validation.status if r.validation else "-"
-            if r.validation and r.validation.status == "failed" and r.validation.worst:
-                val += f" {r.validation.worst.rel_err:.2g}"
-            vk = sorted({f"{v.scope[0]}:{v.kind}" for v in r.violations})
-            mp = r.mapping
-            mapped = f"{len(r.kernels) - sum(k.measured_s is None for k in r.kernels)}/" + str(
-                len(r.kernels)
-            )
-            out.append(
-                [
-                    e.name,
-                    e.status,
-                    val,
-                    fmt_time(r.measured.median_s) if r.measured else "-",
-                    *(f"{lv[x]:.3g}" if lv.get(x) else "-" for x in LEVELS),
-                    mapped if mp else "-",
-                    ",".join(vk) + ("; " + "; ".join(r.errors) if r.errors else ""),
-                ]
-            )
-        return out
-
-    HEADERS = ["program", "status", "valid", "measured", "h_unf", "h_fus", "h_ca", "mapped", "viol"]
-
-    def table(self) -> str:
-        """A plain-text summary table (no dependencies)."""
-        return format_table(self.HEADERS, self.rows())
-
-    def __str__(self) -> str:
-        s = self.summary()
-        lines = [self.table(), ""]
-        lines.append(
-            f"{s['programs']} programs: {s['ok']} ok, {s['errors']} errors, {s['skipped']} "
-            f"skipped; validation {s['validation']}; violations {s['violations'] or 'none'}"
-        )
-        g = s["geomean_headroom"]
-        lines.append(
-            "geomean headroom: "
-            + ", ".join(f"{lv} {g[lv]:.3g}x" for lv in LEVELS if g.get(lv) is not None)
-        )
-        lines.append(f"on {self.hw} ({self.device.get('name', '?')}), {s['seconds']:.0f} s")
-        return "\n".join(lines)
-
-    def plot(self, path: str | Path | None = None):
-        return plot_headroom([e.report for e in self.entries if e.report is not None], path)
-
-
-def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    widths = [len(h) for h in headers]
-    for r in rows:
-        for i, c in enumerate(r):
-            widths[i] = max(widths[i], len(str(c)))
-    line = "  ".join(h.ljust(w) for h, w in zip(headers, widths))
-    out = [line, "-" * len(line)]
-    for r in rows:
-        out.append("  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip())
-    return "\n".join(out)
 
 
 def headroom_problem(
@@ -275,8 +208,6 @@ def headroom_task(
     worker's device, from the file's ``source`` text when given (workers need not see the
     driver's file system). ``hw``: a name, a path, ``"auto"`` (this worker's GPU) or a
     spec's dict."""
-    from solar.batch import run_on_copy
-
     if source is not None:
         return run_on_copy(
             headroom_task, Path(path), source, hw, device, seed, precision, overrides, options
@@ -391,13 +322,11 @@ def headroom_paths_ray(
     **kw,
 ) -> BatchReport:
     """:func:`headroom_paths` on the Ray cluster at ``ray`` (``"auto"``, ``"local"`` or an
-    address; :mod:`solar.ray_backend`): one task per problem file, its text shipped with it.
+    address; :func:`solar.questions.executors.ray_map`): one task per problem file, its text
+    shipped with it.
     On ``device="cuda"`` (the default: the workers' GPUs, whether or not this machine has
     one) each task holds one GPU and runs in a fresh worker process; ``hw="auto"`` is each
     worker's own GPU. Entries come back in file order."""
-    from solar.hw import load_spec
-    from solar.ray_backend import ray_map
-
     t_start = time.perf_counter()
     device = torch.device(device or "cuda")
     files = [p for p in discover(paths) if str(p) not in set(map(str, skip))]
@@ -443,99 +372,3 @@ def headroom_paths_ray(
     batch.notes.append(f"run on Ray ({ray}): one task per program, {len(files)} tasks")
     batch.seconds = time.perf_counter() - t_start
     return batch
-
-
-# ---------------------------------------------------------------------------------------------
-# Command line
-
-
-def add_set_option(p) -> None:
-    from solar.gpu.validate import add_set_option as add
-
-    add(p)
-
-
-def cmd_headroom(args) -> int:
-    from solar.gpu.validate import _default_device, parse_sets
-
-    device = args.device or ("cuda" if args.ray else _default_device())
-    files = discover(args.paths)
-    kw = dict(
-        validate=not args.no_validate,
-        profile=not args.no_profile,
-        reps=args.reps,
-        tol=args.tol,
-    )
-    if args.budget_s is not None:
-        kw["budget_s"] = args.budget_s
-    sets = parse_sets(args.set)
-    if len(files) == 1 and not Path(args.paths[0]).is_dir() and not args.ray:
-        entry = headroom_problem(
-            files[0],
-            args.hw,
-            device=device,
-            seed=args.seed,
-            precision=args.precision,
-            overrides=sets,
-            **kw,
-        )
-        if entry.report is None:
-            raise ValueError(f"{files[0]}: {entry.error}")
-        r = entry.report
-        if args.out:
-            Path(args.out).write_text(r.to_json() + "\n")
-        print(r.to_json() if args.json else r)
-        if args.plot:
-            r.plot(args.plot)
-        return 0
-    batch = headroom_paths(
-        files,
-        args.hw,
-        device=device,
-        seed=args.seed,
-        precision=args.precision,
-        show_progress=not args.json,
-        overrides=sets,
-        ray=args.ray,
-        **kw,
-    )
-    if args.out:
-        Path(args.out).write_text(batch.to_json() + "\n")
-    plot = args.plot or (str(Path(args.out).with_suffix(".png")) if args.out else None)
-    if plot:
-        try:
-            batch.plot(plot)
-        except ImportError as e:
-            print(f"solar: no plot: {e}")
-    print(batch.to_json() if args.json else batch)
-    return 0
-
-
-def register(subparsers) -> None:
-    """Add ``solar headroom`` to the CLI's subparsers."""
-    p = subparsers.add_parser(
-        "headroom",
-        help="measure programs on the GPU, bound them, report headroom and violations",
-    )
-    p.add_argument("paths", nargs="+", help="problem files or folders of them")
-    p.add_argument("--hw", default="auto", help="GPU spec: auto (the visible GPU), name or YAML")
-    p.add_argument("--device", default=None, help="cuda (default when available) or cpu")
-    p.add_argument("--out", help="write the JSON results here")
-    p.add_argument("--plot", help="write the headroom plot (PNG) here (default: beside --out)")
-    p.add_argument("--json", action="store_true", help="print JSON instead of tables")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--reps", type=int, default=None, help="timed repetitions (default: adaptive)")
-    p.add_argument("--budget-s", type=float, default=None, help="timing budget per program (s)")
-    p.add_argument("--tol", type=float, default=DEFAULT_TOL, help="violation margin (0.01)")
-    p.add_argument("--no-validate", action="store_true", help="skip IR validation")
-    p.add_argument("--no-profile", action="store_true", help="skip per-kernel profiling")
-    p.add_argument("--precision", choices=["tf32", "ieee"], default=None)
-    p.add_argument(
-        "--ray",
-        metavar="ADDRESS",
-        default=None,
-        help="run on a Ray cluster, one task and one GPU per program: 'auto' (the running "
-        "cluster), 'local' (a Ray instance on this machine) or HOST:PORT (needs solar[ray])",
-    )
-    add_set_option(p)
-    p.set_defaults(func=cmd_headroom)

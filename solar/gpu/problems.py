@@ -12,6 +12,10 @@ every floating parameter, buffer or input that is one constant value (``torch.on
 
 from __future__ import annotations
 
+import inspect
+import itertools
+import os
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -19,7 +23,7 @@ import torch
 
 from solar.frontend.jax.problem import flax_class_kind
 from solar.gpu.subject import Subject, make_subject
-from solar.problem import discover
+from solar.problem import Problem, ProblemError, discover, load_module
 
 __all__ = [
     "discover",
@@ -109,8 +113,6 @@ def load_real_problem(
     constants first (``{"BATCH": 4}``: small CPU runs of full-size files); a name the file
     lacks is an error, or ignored when ``strict_overrides`` is false (one set for a folder).
     Returns ``(solar.problem.Problem, notes)``."""
-    from solar.problem import Problem, ProblemError, load_module
-
     path = Path(path)
     module = load_module(path)
     jax_problem = _real_jax_problem(
@@ -125,14 +127,7 @@ def load_real_problem(
             f"{path}: defines no {' or '.join(missing)}; a problem file needs a Model class, "
             "get_inputs() and optionally get_init_inputs()"
         )
-    notes: list[str] = []
-    for k, v in (overrides or {}).items():
-        if not hasattr(module, k):
-            if strict_overrides:
-                raise ProblemError(f"{path}: has no module-level name {k!r} to override")
-            continue
-        setattr(module, k, v)
-        notes.append(f"{k} = {v!r} (overridden)")
+    notes = apply_overrides(module, path, overrides, strict_overrides)
     init = getattr(module, "get_init_inputs", lambda: [])
     torch.manual_seed(seed)
     try:
@@ -154,35 +149,9 @@ def load_real_problem(
     return Problem(path, path.stem, model, tuple(inputs)), notes
 
 
-def _real_jax_problem(module, path, *, device, seed, overrides, strict, randomize):
-    """A JAX problem file (see :mod:`solar.frontend.jax.problem`) with real arrays: each
-    ``jax.ShapeDtypeStruct`` of ``get_inputs()``/``get_params()`` becomes random values
-    (normal floats, integers in [0, 8), fair bools), Flax models are initialised for real
-    with the seed, constant-filled weights are randomized. None if not a JAX problem file."""
-    import sys
-
-    model_cls = getattr(module, "Model", None)
-    forward = getattr(module, "forward", None)
-    if "jax" not in sys.modules:
-        return None
-    kind = flax_class_kind(model_cls)
-    if kind is None and model_cls is not None:
-        from solar.frontend.jax.problem import imports_jax
-
-        if imports_jax(module):  # a plain Model with params and apply(params, *inputs)
-            kind = "apply"
-    if kind is None and not (model_cls is None and callable(forward)):
-        return None
-    import inspect
-    import itertools
-    import os
-
-    from solar.problem import Problem, ProblemError
-
-    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # leave memory to torch
-    import jax
-    import jax.numpy as jnp
-
+def apply_overrides(module, path, overrides: Mapping[str, object] | None, strict: bool):
+    """Set module-level constants of a problem file (``{"BATCH": 4}``); a name the file lacks
+    is an error when ``strict``, else skipped. Returns the notes saying what was set."""
     notes: list[str] = []
     for k, v in (overrides or {}).items():
         if not hasattr(module, k):
@@ -191,20 +160,59 @@ def _real_jax_problem(module, path, *, device, seed, overrides, strict, randomiz
             continue
         setattr(module, k, v)
         notes.append(f"{k} = {v!r} (overridden)")
-    want_gpu = torch.device(device).type == "cuda"
-    devs = [d for d in jax.devices() if (d.platform == "gpu") == want_gpu] or jax.devices()
-    jdev = devs[0]
-    key = jax.random.key(seed)
-    count = itertools.count()
+    return notes
 
+
+def _jax_problem_kind(module) -> str | None:
+    """How a JAX problem file defines its program: ``"nnx"``/``"linen"`` (a Flax ``Model``
+    class), ``"apply"`` (a plain ``Model`` with ``params`` and ``apply``), ``"forward"`` (a
+    ``forward`` function), or None when it is not a JAX problem file."""
+    if "jax" not in sys.modules:
+        return None
+    model_cls = getattr(module, "Model", None)
+    kind = flax_class_kind(model_cls)
+    if kind is None and model_cls is not None:
+        from solar.frontend.jax.problem import imports_jax
+
+        if imports_jax(module):  # a plain Model with params and apply(params, *inputs)
+            kind = "apply"
+    if kind is None and model_cls is None and callable(getattr(module, "forward", None)):
+        kind = "forward"
+    return kind
+
+
+class _RandomArrays:
+    """Random JAX arrays from one seed, on one device: :meth:`real` for each
+    ``jax.ShapeDtypeStruct`` (normal floats, integers in [0, 8), fair bools), :meth:`fresh` in
+    place of a constant-filled float array (never validate on zeros)."""
+
+    def __init__(self, path, seed: int, device) -> None:
+        import jax
+
+        want_gpu = torch.device(device).type == "cuda"
+        devs = [d for d in jax.devices() if (d.platform == "gpu") == want_gpu] or jax.devices()
+        self.path, self.device = path, devs[0]
+        self.key = jax.random.key(seed)
+        self._count = itertools.count()
+
+    def _next_key(self):
+        import jax
+
+        return jax.random.fold_in(self.key, next(self._count))
+
+    @staticmethod
     def is_struct(x) -> bool:
+        import jax
+
         return isinstance(x, jax.ShapeDtypeStruct)
 
-    def real(x):
-        if not is_struct(x):
+    def real(self, x):
+        import jax
+        import jax.numpy as jnp
+
+        if not self.is_struct(x):
             return x
-        k = jax.random.fold_in(key, next(count))
-        dt = jnp.dtype(x.dtype)
+        k, dt = self._next_key(), jnp.dtype(x.dtype)
         if jnp.issubdtype(dt, jnp.floating):
             v = jax.random.normal(k, x.shape, jnp.float32).astype(dt)
         elif dt == jnp.bool_:
@@ -212,11 +220,18 @@ def _real_jax_problem(module, path, *, device, seed, overrides, strict, randomiz
         elif jnp.issubdtype(dt, jnp.integer):
             v = jax.random.randint(k, x.shape, 0, 8).astype(dt)
         else:
-            raise ProblemError(f"{path}: cannot make random values of dtype {dt}")
-        return jax.device_put(v, jdev)
+            raise ProblemError(f"{self.path}: cannot make random values of dtype {dt}")
+        return jax.device_put(v, self.device)
 
-    def fresh(x):
-        """Random values in place of a constant-filled float array."""
+    def real_tree(self, tree):
+        import jax
+
+        return jax.tree_util.tree_map(self.real, tree, is_leaf=self.is_struct)
+
+    def fresh(self, x):
+        import jax
+        import jax.numpy as jnp
+
         if not isinstance(x, jax.Array) or x.size <= 1:
             return x
         if not jnp.issubdtype(x.dtype, jnp.floating):
@@ -225,42 +240,61 @@ def _real_jax_problem(module, path, *, device, seed, overrides, strict, randomiz
         c = flat[0]
         if not bool(jnp.isfinite(c)) or not bool(jnp.all(flat == c)):
             return x
-        u = jax.random.uniform(jax.random.fold_in(key, next(count)), x.shape, jnp.float32)
+        u = jax.random.uniform(self._next_key(), x.shape, jnp.float32)
         c = float(c)
         new = (u - 0.5) if c == 0 else c * (0.5 + u)
         return new.astype(x.dtype)
 
-    try:
-        with jax.default_device(jdev):
-            init = list(getattr(module, "get_init_inputs", lambda: [])())
-            inputs = jax.tree_util.tree_map(real, tuple(module.get_inputs()), is_leaf=is_struct)
-            if kind == "nnx":
-                from flax import nnx
+    def fresh_tree(self, tree):
+        import jax
 
-                takes = "rngs" in inspect.signature(model_cls.__init__).parameters
-                model = model_cls(*init, rngs=nnx.Rngs(seed)) if takes else model_cls(*init)
-                if randomize:
-                    nnx.update(model, jax.tree_util.tree_map(fresh, nnx.state(model)))
-                fn, args = model, inputs
-            elif kind == "linen":
-                model = model_cls(*init)
-                variables = model.init(key, *inputs)
-                if randomize:
-                    variables = jax.tree_util.tree_map(fresh, variables)
-                fn, args = model, (variables, *inputs)
-            elif kind == "apply":
-                model = model_cls(*init)
-                params = jax.tree_util.tree_map(real, model.params, is_leaf=is_struct)
-                fn, args = model.apply, (params, *inputs)
-            else:
-                get_params = getattr(module, "get_params", None)
-                if get_params is not None:
-                    params = jax.tree_util.tree_map(real, get_params(*init), is_leaf=is_struct)
-                    fn, args = forward, (params, *inputs)
-                else:
-                    fn, args = forward, inputs
-            if randomize and kind in (None, "apply"):
-                args = jax.tree_util.tree_map(fresh, args)
+        return jax.tree_util.tree_map(self.fresh, tree)
+
+
+def _jax_program(kind: str, module, rand: _RandomArrays, seed: int, randomize: bool):
+    """``(fn, args)`` of a JAX problem file with real arrays: Flax models initialised for real
+    with the seed, parameters and inputs drawn by ``rand``."""
+    model_cls = getattr(module, "Model", None)
+    init = list(getattr(module, "get_init_inputs", lambda: [])())
+    inputs = rand.real_tree(tuple(module.get_inputs()))
+    if kind == "nnx":
+        from flax import nnx
+
+        takes = "rngs" in inspect.signature(model_cls.__init__).parameters
+        model = model_cls(*init, rngs=nnx.Rngs(seed)) if takes else model_cls(*init)
+        if randomize:
+            nnx.update(model, rand.fresh_tree(nnx.state(model)))
+        return model, inputs
+    if kind == "linen":
+        model = model_cls(*init)
+        variables = model.init(rand.key, *inputs)
+        return model, (rand.fresh_tree(variables) if randomize else variables, *inputs)
+    if kind == "apply":
+        model = model_cls(*init)
+        fn, args = model.apply, (rand.real_tree(model.params), *inputs)
+    else:
+        get_params = getattr(module, "get_params", None)
+        params = () if get_params is None else (rand.real_tree(get_params(*init)),)
+        fn, args = module.forward, (*params, *inputs)
+    return fn, rand.fresh_tree(args) if randomize else args
+
+
+def _real_jax_problem(module, path, *, device, seed, overrides, strict, randomize):
+    """A JAX problem file (see :mod:`solar.frontend.jax.problem`) with real arrays: each
+    ``jax.ShapeDtypeStruct`` of ``get_inputs()``/``get_params()`` becomes random values
+    (normal floats, integers in [0, 8), fair bools), Flax models are initialised for real
+    with the seed, constant-filled weights are randomized. None if not a JAX problem file."""
+    kind = _jax_problem_kind(module)
+    if kind is None:
+        return None
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # leave memory to torch
+    import jax
+
+    notes = apply_overrides(module, path, overrides, strict)
+    rand = _RandomArrays(path, seed, device)
+    try:
+        with jax.default_device(rand.device):
+            fn, args = _jax_program(kind, module, rand, seed, randomize)
     except ProblemError:
         raise
     except Exception as e:

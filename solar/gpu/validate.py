@@ -10,7 +10,6 @@ randomized: never validate on zeros) in :mod:`.problems`.
 
 from __future__ import annotations
 
-import io
 import json
 import math
 import time
@@ -20,6 +19,8 @@ from pathlib import Path
 
 import torch
 
+from solar.fmt import jsonable
+from solar.frontend.torch.lower import output_stem
 from solar.gpu.compare import (
     INT_MISMATCH_TOL,
     REL_TOL,
@@ -32,12 +33,14 @@ from solar.gpu.compare import (
 from solar.gpu.problems import (
     discover,
     load_real_problem,
-    parse_sets,
     problem_subject,
     randomize_constants,
 )
 from solar.gpu.subject import Subject, make_subject
+from solar.ir.execute import execute
 from solar.ir.program import Program
+from solar.ir.scalar import Call, Const, Load
+from solar.viewable import Viewable
 
 __all__ = [
     "INT_MISMATCH_TOL",
@@ -98,7 +101,7 @@ class KernelCheck:
 
 
 @dataclass
-class ValidationReport:
+class ValidationReport(Viewable):
     """IR vs source, per output (and per kernel when asked). ``status`` is ``passed``,
     ``failed`` (some output differs), ``error`` (something raised; ``reason`` says what) or
     ``skipped`` (``reason`` says why)."""
@@ -151,60 +154,7 @@ class ValidationReport:
         }
 
     def to_json(self, indent: int | None = 2) -> str:
-        return json.dumps(_jsonable(self.to_dict()), indent=indent)
-
-    def renderables(self) -> list:
-        from rich.table import Table
-
-        t = Table(title=f"{self.program}: IR vs source on {self.device}: {self.status}")
-        for c in ("output", "shape", "dtype", "rel err", "tol", "ok", "why"):
-            t.add_column(c)
-        for o in self.outputs:
-            t.add_row(
-                o.name,
-                "x".join(map(str, o.shape)),
-                o.dtype,
-                f"{o.rel_err:.3g}",
-                f"{o.tol:.3g}",
-                "yes" if o.ok else "NO",
-                o.reason or "",
-            )
-        out: list = [t]
-        if self.kernels:
-            k = Table(title="per kernel (IR intermediates vs the source's)")
-            for c in ("kernel", "op", "rel err", "ok"):
-                k.add_column(c)
-            for kc in self.kernels:
-                k.add_row(kc.kernel, kc.op, f"{kc.rel_err:.3g}", "yes" if kc.ok else "NO")
-            out.append(k)
-        if self.reason:
-            out.append(f"{self.status}: {self.reason}")
-        out += [f"note: {n}" for n in self.notes]
-        return out
-
-    def __str__(self) -> str:
-        return _render(self.renderables())
-
-
-def _render(renderables) -> str:
-    from rich.console import Console
-
-    buf = io.StringIO()
-    console = Console(file=buf, width=140, color_system=None, force_terminal=False)
-    for r in renderables:
-        console.print(r)
-    return buf.getvalue().rstrip()
-
-
-def _jsonable(x):
-    """JSON-safe copy: non-finite floats become strings ("inf", "nan")."""
-    if isinstance(x, float) and not math.isfinite(x):
-        return str(x)
-    if isinstance(x, dict):
-        return {str(k): _jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_jsonable(v) for v in x]
-    return x
+        return json.dumps(jsonable(self.to_dict()), indent=indent)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -212,8 +162,6 @@ def _jsonable(x):
 
 
 def _is_product(e) -> bool:
-    from solar.ir.scalar import Call, Const, Load
-
     if isinstance(e, (Load, Const)):
         return True
     if isinstance(e, Call) and e.op in ("mul", "cast"):
@@ -275,8 +223,6 @@ def validate_subject(
         elif tol is not None and (_ir_dtype(dtype) in REL_TOL):
             return float(tol)
         return tolerance(dtype, program)
-
-    from solar.ir.execute import execute
 
     try:
         values = subject.values()
@@ -346,9 +292,6 @@ def kernel_checks(
     result is compared with the IR tensor of the same name (shapes and dtypes must agree;
     views of inputs and unnamed tensors are skipped)."""
     import torch.fx as fx
-
-    from solar.frontend.torch.lower import output_stem
-    from solar.ir.execute import execute
 
     trace = subject.trace
     gm = getattr(trace, "graph", None)
@@ -520,82 +463,3 @@ def validate_paths(
         reports.append(r)
         _free(device)
     return reports
-
-
-# ---------------------------------------------------------------------------------------------
-# Command line
-
-
-def add_set_option(p) -> None:
-    p.add_argument(
-        "--set",
-        action="append",
-        metavar="NAME=VALUE",
-        help="override a module-level constant of the problem files (e.g. --set BATCH=4), "
-        "for small runs; repeatable",
-    )
-
-
-def _default_device() -> str:
-    return "cuda" if torch.cuda.is_available() else "cpu"
-
-
-def cmd_validate(args) -> int:
-    files = discover(args.paths)
-    device = args.device or _default_device()
-    per_kernel = True if args.per_kernel else "auto"
-    reports = validate_paths(
-        files,
-        device=device,
-        seed=args.seed,
-        per_kernel=per_kernel,
-        tol=args.tol,
-        precision=args.precision,
-        show_progress=len(files) > 1 and not args.json,
-        overrides=parse_sets(args.set),
-    )
-    if args.json or args.out:
-        if len(reports) == 1:
-            doc = reports[0].to_dict()
-        else:
-            doc = {
-                "schema": "solar.validate-batch/1",
-                "device": device,
-                "programs": [r.to_dict() for r in reports],
-            }
-        text = json.dumps(_jsonable(doc), indent=2)
-        if args.out:
-            Path(args.out).write_text(text + "\n")
-        else:
-            print(text)
-    if not args.json:
-        if len(reports) == 1:
-            print(reports[0])
-        else:
-            for r in reports:
-                print(r.summary())
-            n_ok = sum(r.ok for r in reports)
-            print(f"{n_ok} of {len(reports)} programs passed")
-    return 0 if all(r.status in ("passed", "skipped") for r in reports) else 1
-
-
-def register(subparsers) -> None:
-    """Add ``solar validate`` to the CLI's subparsers."""
-    p = subparsers.add_parser(
-        "validate",
-        help="execute the IR at full size and compare with the source program's outputs",
-    )
-    p.add_argument("paths", nargs="+", help="problem files or folders of them")
-    p.add_argument("--device", default=None, help="cuda (default when available) or cpu")
-    p.add_argument("--seed", type=int, default=0, help="seed of weights and inputs (0)")
-    p.add_argument(
-        "--per-kernel",
-        action="store_true",
-        help="also compare every kernel's outputs (default: only when an output fails)",
-    )
-    p.add_argument("--tol", type=float, default=None, help="override the relative tolerance")
-    p.add_argument("--precision", choices=["tf32", "ieee"], default=None)
-    p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.add_argument("--out", help="also write the JSON report to this file")
-    add_set_option(p)
-    p.set_defaults(func=cmd_validate)

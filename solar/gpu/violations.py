@@ -49,7 +49,8 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from solar.report import fmt_bytes, fmt_time
+from solar.backend.units import compute_time
+from solar.fmt import fmt_bytes, fmt_time
 
 DEFAULT_TOL = 0.01
 
@@ -218,8 +219,6 @@ def _fused_io(bound) -> tuple[float, float]:
 
 
 def _unit_of(flops: Mapping[str, float], spec) -> tuple[float, str]:
-    from solar.backend.units import compute_time
-
     try:
         ct = compute_time(flops, spec)
     except ValueError:

@@ -6,7 +6,7 @@ import json
 
 import networkx as nx
 
-from solar.report import fmt_bytes, fmt_ops
+from solar.fmt import fmt_bytes, fmt_ops
 
 
 def to_text(g: nx.MultiDiGraph) -> str:

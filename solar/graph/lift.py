@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import networkx as nx
 
-from solar.cache import kernel_facts
+from solar.graph.cache import kernel_facts
 from solar.graph.ranks import assign_ranks
 from solar.ir.affine import Affine
 from solar.ir.cost import program_io

@@ -1,4 +1,7 @@
-"""GPU hardware specs: the catalogue in ``hw_specs/*.yaml`` and its validating loader."""
+"""GPU hardware specs: the catalogue in ``hw_specs/*.yaml`` and its validating loader.
+
+Layer: the bottom, beside the IR; imports nothing of solar but :mod:`solar.fmt`.
+"""
 
 from solar.hw.spec import (
     UNIT_DESCRIPTIONS,

@@ -1,4 +1,8 @@
-"""Affine Loop IR: kernels of loop nests with affine accesses; printable, executable, costed."""
+"""Affine Loop IR: kernels of loop nests with affine accesses; printable, executable, costed.
+
+Layer: the bottom. The IR knows nothing about frameworks, graphs or GPUs and imports nothing of
+solar outside this package (but :mod:`solar.fmt`).
+"""
 
 from solar.ir.affine import Affine
 from solar.ir.program import (

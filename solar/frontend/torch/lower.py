@@ -347,8 +347,6 @@ class Lowerer:
             self, node, bind_arguments(target, self.value(node.args), self.value(node.kwargs))
         )
         if not mutated_args(target) and aliases_an_input(node):
-            from solar.frontend.torch.ops.views import lower_view
-
             lower_view(ctx)
         else:
             fn = find_lowering(target)
@@ -361,6 +359,24 @@ class Lowerer:
 
 def tensor_vals(val: object) -> list[torch.Tensor]:
     return [v for v in pytree.tree_leaves(val) if isinstance(v, torch.Tensor)]
+
+
+def lower_view(ctx: LoweringContext) -> None:
+    """Declare each output of an aliasing operator as a view of the input it aliases."""
+    inputs = ctx.input_tensors()
+    outs: list[T | None] = []
+    for i, v in enumerate(tensor_vals(ctx.val)):
+        src = next((t for t, iv in inputs if torch._C._is_alias_of(v, iv)), None)
+        if src is None:
+            ctx.fail("returns both views and new tensors, which the frontend cannot split")
+        if str(v.dtype).removeprefix("torch.") != src.dtype:
+            ctx.fail(f"views {src.name} ({src.dtype}) as {v.dtype}, which the IR cannot express")
+        multi = isinstance(ctx.val, (tuple, list))
+        stem = output_stem(ctx.node, i) if multi else ctx.node.name
+        shape = tuple(int(s) for s in v.shape)
+        name = ctx.builder.view(stem, src.name, shape, v.stride(), v.storage_offset())
+        outs.append(T(name, shape, src.dtype))
+    ctx.set_outs(outs)
 
 
 def aliases_an_input(node: fx.Node) -> bool:

@@ -3,7 +3,8 @@
 Views need no per-operator code: any operator whose output shares its input's storage (view,
 _unsafe_view, permute, transpose, t, expand, slice, select, unsqueeze, squeeze, alias, detach,
 as_strided, split, chunk, unbind, ...) is declared as an ``as_strided`` view with the sizes,
-strides and storage offset torch computed while tracing. A copy the framework really makes is
+strides and storage offset torch computed while tracing (``lower_view`` in
+:mod:`solar.frontend.torch.lower`). A copy the framework really makes is
 a kernel that reads and writes every element.
 """
 
@@ -11,30 +12,12 @@ from __future__ import annotations
 
 import torch
 
-from solar.frontend.torch.lower import LoweringContext, T, output_stem, tensor_vals
+from solar.frontend.torch.lower import LoweringContext, T
 from solar.frontend.torch.ops.common import dims_of, nest, pointwise
 from solar.frontend.torch.registry import lowering
 from solar.ir.affine import Affine
 
 aten = torch.ops.aten
-
-
-def lower_view(ctx: LoweringContext) -> None:
-    """Declare each output of an aliasing operator as a view of the input it aliases."""
-    inputs = ctx.input_tensors()
-    outs: list[T | None] = []
-    for i, v in enumerate(tensor_vals(ctx.val)):
-        src = next((t for t, iv in inputs if torch._C._is_alias_of(v, iv)), None)
-        if src is None:
-            ctx.fail("returns both views and new tensors, which the frontend cannot split")
-        if str(v.dtype).removeprefix("torch.") != src.dtype:
-            ctx.fail(f"views {src.name} ({src.dtype}) as {v.dtype}, which the IR cannot express")
-        multi = isinstance(ctx.val, (tuple, list))
-        stem = output_stem(ctx.node, i) if multi else ctx.node.name
-        shape = tuple(int(s) for s in v.shape)
-        name = ctx.builder.view(stem, src.name, shape, v.stride(), v.storage_offset())
-        outs.append(T(name, shape, src.dtype))
-    ctx.set_outs(outs)
 
 
 @lowering(aten.clone.default, aten.lift_fresh_copy.default, aten._to_copy.default)

@@ -1,230 +1,19 @@
-"""Tabular views of reports for notebooks: pandas DataFrames and HTML (``_repr_html_``).
-
-- :func:`bound_frame` — one row per kernel (``by="kernel"``) with its unfused numbers and its
-  share of the fused and cache-aware bounds, or one row per level (``by="level"``);
-- :func:`kernel_attribution` — how each level's time splits over the kernels: a level's time
-  is ``max(compute, DRAM bytes / bandwidth)``; when DRAM binds, a kernel's share is its DRAM
-  bytes at that level over the bandwidth (graph inputs charged to their first reader, graph
-  outputs to their last writer, cache-aware extra traffic to the node that forces it); when a
-  unit binds, the level's time split in proportion to the kernels' time on that unit. Shares
-  add up to the level's time exactly;
-- :func:`provision_frame`, :func:`comparison_frame`, :func:`sweep_frame` for the other reports;
-- ``*_html`` renderers used by the reports' ``_repr_html_``.
-
-pandas is imported only when a DataFrame is asked for.
-"""
+"""HTML views for notebooks (``_repr_html_``): a bound with per-kernel bars, provisions,
+comparisons and sweeps. Plain HTML with inline styles, no JavaScript."""
 
 from __future__ import annotations
 
 import html
 import math
 
-from solar.report import fmt_bytes, fmt_ops, fmt_time
-
-# ---------------------------------------------------------------------------------------------
-# shared helpers
-
-
-def spec_of(b, hw=None):
-    """The HardwareSpec a Bound was computed on (``hw`` overrides)."""
-    from solar.hw import load_spec
-
-    if hw is not None:
-        return load_spec(hw)
-    spec = getattr(b, "spec", None)
-    if spec is not None:
-        return spec
-    try:
-        return load_spec(b.hw_key)
-    except ValueError as e:
-        raise ValueError(
-            f"cannot find the spec {b.hw_key!r} this bound was computed on; pass hw=<spec>"
-        ) from e
-
-
-def _pd():
-    try:
-        import pandas as pd
-    except ImportError as e:  # pragma: no cover - depends on the environment
-        raise ImportError("to_dataframe() needs pandas: pip install pandas") from e
-    return pd
-
-
-def kernel_attribution(b, hw=None) -> list[dict]:
-    """Per kernel: ``unfused_s`` (its own bound), ``fused_s`` and ``cache_aware_s`` (its share
-    of those levels), ``fused_bytes`` and ``cache_aware_bytes`` (its share of their DRAM
-    bytes). See the module docstring for the rule."""
-    from solar.backend.cache_aware import CacheAwareModel
-    from solar.backend.roofline import graph_ops
-    from solar.backend.units import compute_time
-
-    g = b.graph
-    spec = spec_of(b, hw)
-    kernels = g.graph["kernels"]
-    index = {k["name"]: i for i, k in enumerate(kernels)}
-    fio = g.graph["fused_io"]
-    fused = [0.0] * len(kernels)
-    for base, nbytes in fio["reads"].items():
-        i = next((j for j, k in enumerate(kernels) if base in k["reads"]), 0)
-        fused[i] += nbytes
-    for base, nbytes in fio["writes"].items():
-        hits = [j for j, k in enumerate(kernels) if base in k["writes"]]
-        fused[hits[-1] if hits else len(kernels) - 1] += nbytes
-    extra = [0.0] * len(kernels)
-    ca = CacheAwareModel(g).at(spec.on_chip_capacity)
-    for node, x in ca.extra.items():
-        extra[index.get(g.nodes[node].get("kernel"), 0)] += x
-    per_unit = [compute_time(graph_ops(g, k["statements"]), spec).per_unit for k in kernels]
-
-    def shares(time: float, by: str, nbytes: list[float]) -> list[float]:
-        if by == "dram":
-            return [x / spec.dram_bandwidth for x in nbytes]
-        w = [pu.get(by, 0.0) for pu in per_unit]
-        total = sum(w)
-        if total <= 0:
-            return [time / len(kernels)] * len(kernels)
-        return [time * x / total for x in w]
-
-    ca_bytes = [f + x for f, x in zip(fused, extra)]
-    f_sh = shares(b.fused, b.fused_bound_by, fused)
-    c_sh = shares(b.cache_aware, b.cache_aware_bound_by, ca_bytes)
-    rows = []
-    for i, k in enumerate(b.kernels):
-        rows.append(
-            {
-                "kernel": k.name,
-                "unfused_s": k.time_s,
-                "fused_s": f_sh[i],
-                "cache_aware_s": c_sh[i],
-                "fused_bytes": fused[i],
-                "cache_aware_bytes": ca_bytes[i],
-            }
-        )
-    return rows
-
-
-# ---------------------------------------------------------------------------------------------
-# DataFrames
-
-
-def bound_frame(b, by: str = "kernel", hw=None):
-    """A Bound as a DataFrame: ``by="kernel"`` (default) or ``by="level"``."""
-    pd = _pd()
-    if by == "level":
-        rows = [
-            {
-                "level": "unfused",
-                "time_s": b.unfused,
-                "bound_by": b.unfused_bound_by,
-                "dram_bytes": b.bytes_unfused,
-            },
-            {
-                "level": "fused",
-                "time_s": b.fused,
-                "bound_by": b.fused_bound_by,
-                "dram_bytes": b.bytes_fused,
-            },
-            {
-                "level": "cache_aware",
-                "time_s": b.cache_aware,
-                "bound_by": b.cache_aware_bound_by,
-                "dram_bytes": b.bytes_cache_aware,
-            },
-        ]
-        df = pd.DataFrame(rows).set_index("level")
-        df["flops"] = sum(b.flops.values())
-        df["hw"] = b.hw
-        return df
-    if by != "kernel":
-        raise ValueError(f"by must be 'kernel' or 'level', got {by!r}")
-    shares = kernel_attribution(b, hw) if b.graph is not None else None
-    rows = []
-    for i, k in enumerate(b.kernels):
-        ops = sum(k.flops.values())
-        nbytes = k.bytes_read + k.bytes_written
-        row = {
-            "kernel": k.name,
-            "op": k.op,
-            "source": k.source,
-            "module": k.module,
-            "flops": ops,
-            **{f"flops_{c}": n for c, n in k.flops.items()},
-            "bytes_read": k.bytes_read,
-            "bytes_written": k.bytes_written,
-            "intensity": ops / nbytes if nbytes else math.inf,
-            "compute_s": k.compute_s,
-            "memory_s": k.memory_s,
-            "unfused_s": k.time_s,
-            "bound_by": k.bound_by,
-            "exact": k.exact,
-        }
-        if shares is not None:
-            row["fused_share_s"] = shares[i]["fused_s"]
-            row["cache_aware_share_s"] = shares[i]["cache_aware_s"]
-            row["fusion_gap_s"] = k.time_s - shares[i]["fused_s"]
-        rows.append(row)
-    df = pd.DataFrame(rows).set_index("kernel")
-    flop_cols = [c for c in df.columns if c.startswith("flops_")]
-    df[flop_cols] = df[flop_cols].fillna(0).astype("int64")
-    return df
-
-
-def provision_frame(p, part: str = "catalog"):
-    """``part="catalog"`` (one row per GPU), ``"region"`` (capacity -> minimum bandwidth) or
-    ``"peaks"`` (one row per rate)."""
-    pd = _pd()
-    if part == "catalog":
-        return pd.DataFrame([c.to_dict() for c in p.catalog]).set_index("key")
-    if part == "region":
-        return pd.DataFrame([pt.__dict__ for pt in p.region])
-    if part == "peaks":
-        rows = [{"rate": r, "needed_ops_per_s": v} for r, v in sorted(p.peaks.items())]
-        return pd.DataFrame(rows).set_index("rate")
-    raise ValueError(f"part must be 'catalog', 'region' or 'peaks', got {part!r}")
-
-
-def comparison_frame(c):
-    pd = _pd()
-    rows = []
-    for gpu in c.to_dict()["gpus"]:
-        rows.append(
-            {
-                "hw_key": gpu["hw_key"],
-                "hw": gpu["hw"],
-                **gpu["bounds"],
-                "bytes_unfused": gpu["bytes"]["unfused"],
-                "bytes_fused": gpu["bytes"]["fused"],
-                "bytes_cache_aware": gpu["bytes"]["cache_aware"],
-                "on_chip_capacity": gpu["on_chip_capacity"],
-                "dram_bandwidth": gpu["dram_bandwidth"],
-            }
-        )
-    return pd.DataFrame(rows).set_index("hw_key")
-
-
-def sweep_frame(s):
-    pd = _pd()
-    df = pd.DataFrame(s.to_dict()["points"]).set_index("size")
-    df.index.name = s.param
-    return df
-
-
-# ---------------------------------------------------------------------------------------------
-# HTML
+from solar.backend.attribution import kernel_attribution
+from solar.fmt import fmt_bytes, fmt_ops, fmt_rate, fmt_time
+from solar.report.style import COLORS
 
 _CSS_TABLE = "border-collapse:collapse;font-size:12px;margin:4px 0"
 _TD = "padding:2px 8px;border-bottom:1px solid #ddd;text-align:right"
 _TDL = "padding:2px 8px;border-bottom:1px solid #ddd;text-align:left"
 _TH = "padding:2px 8px;border-bottom:2px solid #999;text-align:left"
-COLORS = {
-    "dram": "#d62728",
-    "tensor": "#1f77b4",
-    "fma": "#2ca02c",
-    "sfu": "#9467bd",
-    "fp64": "#8c564b",
-    "int": "#e377c2",
-    "none": "#7f7f7f",
-}
 
 
 def _e(x) -> str:
@@ -356,8 +145,6 @@ def bound_html(b) -> str:
 
 
 def provision_html(p) -> str:
-    from solar.provisioning import fmt_rate
-
     spec = p.reference_spec
     need_rows = [
         [

@@ -6,23 +6,28 @@
 - :func:`capacity_plot` — the "ski slope": cache-aware DRAM bytes against on-chip capacity,
   with the GPU's L2 and its total on-chip storage marked (and the catalog's GPUs);
 - :func:`kernels_plot` — per-kernel time, stacked by level (unfused, cache-aware, fused; shares
-  as in :func:`solar.frame.kernel_attribution`);
+  as in :func:`solar.backend.attribution.kernel_attribution`);
 - :func:`region_plot` — the inverse roofline's feasible region, catalog GPUs placed in it;
 - :func:`compare_plot` — bounds per GPU; :func:`sweep_plot` — latency per problem size.
 
-Each takes an optional matplotlib ``ax`` and returns the Figure. ``python -m solar.plots --all
-examples/mlp_bf16.py --out docs/img`` (or ``solar plot``) writes them all as PNGs.
+- :func:`plot_headroom` — measured / bound per program (or per kernel) of headroom reports.
+
+Each takes an optional matplotlib ``ax`` and returns the Figure. ``solar plot --all
+examples/mlp_bf16.py --out docs/img`` writes them all as PNGs.
 """
 
 from __future__ import annotations
 
-import argparse
 import math
-import sys
-from pathlib import Path
+from collections.abc import Sequence
 
-from solar.frame import COLORS, kernel_attribution, spec_of
-from solar.report import fmt_bytes, fmt_time
+from solar.backend.attribution import kernel_attribution, spec_of
+from solar.backend.cache_aware import CacheAwareModel, default_capacities
+from solar.backend.result import LEVELS
+from solar.backend.units import UNIT_OF_RATE, compute_time
+from solar.fmt import fmt_bytes, fmt_time
+from solar.hw import list_specs
+from solar.report.style import COLORS
 
 KINDS = ("roofline", "capacity", "kernels", "region", "compare")
 
@@ -68,8 +73,6 @@ def _labels(ax, points, fontsize=7, rotation=0) -> None:
 
 def roofline_plot(b, ax=None, hw=None, label_kernels: int = 12):
     """Kernels by arithmetic intensity under the per-unit ceilings and the DRAM roof."""
-    from solar.backend.units import compute_time
-
     spec = spec_of(b, hw)
     ax = _ax(ax, (8.0, 4.5))
     pts = []
@@ -107,8 +110,6 @@ def roofline_plot(b, ax=None, hw=None, label_kernels: int = 12):
         fontsize=8,
         rotation=0,
     )
-    from solar.backend.units import UNIT_OF_RATE
-
     for r, pk in zip(rates, peaks):
         unit = UNIT_OF_RATE.get(r, "none")
         x0 = max(lo, pk / spec.dram_bandwidth)
@@ -158,8 +159,6 @@ def roofline_plot(b, ax=None, hw=None, label_kernels: int = 12):
 
 def capacity_plot(b, ax=None, hw=None, catalog: bool = True):
     """Cache-aware DRAM bytes against on-chip capacity, L2 and total on-chip marked."""
-    from solar.backend.cache_aware import CacheAwareModel, default_capacities
-
     spec = spec_of(b, hw)
     ax = _ax(ax)
     model = CacheAwareModel(b.graph)
@@ -182,8 +181,6 @@ def capacity_plot(b, ax=None, hw=None, catalog: bool = True):
         label=f"{spec.key}: {fmt_bytes(here)}",
     )
     if catalog:
-        from solar.hw import list_specs
-
         others = [s for s in list_specs() if s.key != spec.key]
         ax.scatter(
             [s.on_chip_capacity for s in others],
@@ -360,117 +357,85 @@ def plot_bound(b, kind: str = "roofline", **kw):
 
 
 # ---------------------------------------------------------------------------------------------
-# writing PNGs
+# headroom (measured / bound)
+
+_MARKERS = {"unfused": "o", "fused": "s", "cache_aware": "^", "kernel": "."}
 
 
-def _save(fig, path: Path) -> Path:
-    fig.savefig(path, dpi=120, metadata={"Software": None})
-    return path
+def _get(r, key):
+    return r.get(key) if isinstance(r, dict) else getattr(r, key)
 
 
-def save_all(
-    file,
-    out,
-    *,
-    hw: str = "H100",
-    kinds=KINDS,
-    target_ms: float | None = None,
-    compare_hw="all",
-    sweep: str | None = None,
-    precision: str | None = None,
-) -> list[Path]:
-    """Trace problem ``file`` once and write the plots of ``kinds`` as PNGs into ``out``.
-    The region uses ``target_ms`` (default: the cache-aware bound on ``hw``, so the region is
-    "at least as fast as hw for this program")."""
-    from solar.comparison import compare_graph
-    from solar.graph import lift
-    from solar.hw import load_spec
-    from solar.problem import load_problem
-    from solar.provisioning import analyse, parse_sweep, provision_graph, sweep_problem
-
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    problem = load_problem(file)
-    from solar.api import trace
-
-    traced = trace(problem.model, problem.inputs, precision=precision, name=problem.name)
-    g = lift(traced.program)
-    spec = load_spec(hw)
-    b = analyse(traced.program, g, spec)
-    written = []
-    for kind in kinds:
-        if kind in ("roofline", "capacity", "kernels"):
-            fig = plot_bound(b, kind, hw=spec)
-        elif kind == "region":
-            t = target_ms * 1e-3 if target_ms is not None else b.cache_aware
-            fig = region_plot(provision_graph(traced.program, g, target_s=t, hw=spec))
-        elif kind == "compare":
-            fig = compare_plot(compare_graph(traced.program, g, compare_hw))
-        else:
-            raise ValueError(f"unknown plot kind {kind!r}; kinds: {', '.join(KINDS)}")
-        written.append(_save(fig, out / f"{kind}.png"))
-    if sweep:
-        param, sizes = parse_sweep(sweep)
-        s = sweep_problem(file, param, sizes, spec, target_ms=target_ms, precision=precision)
-        written.append(_save(sweep_plot(s), out / "sweep.png"))
-    return written
+def _levels(r) -> dict:
+    if isinstance(r, dict):
+        h = r.get("headroom") or {}
+        return {lv: h.get(lv) if isinstance(h.get(lv), (int, float)) else None for lv in LEVELS}
+    return r.levels
 
 
-def _add_args(sp, positional: bool = True) -> None:
-    from solar.provisioning import add_problem_args
-
-    add_problem_args(sp)
-    sp.add_argument("--out", default=".", help="directory for the PNGs (created if missing)")
-    sp.add_argument("--hw", default="H100", help="GPU for the per-program plots")
-    sp.add_argument(
-        "--kind",
-        action="append",
-        choices=KINDS,
-        help="which plot (repeatable); default: all of them",
-    )
-    sp.add_argument("--all", action="store_true", help="every plot (the default)")
-    sp.add_argument("--target-ms", type=float, default=None, help="target for the region plot")
-    sp.add_argument("--compare-hw", default="all", help="GPUs of the compare plot")
-    sp.add_argument("--sweep", metavar="NAME=v1,v2,...", help="also plot latency per size")
-
-
-def cmd_plot(args) -> int:
-    paths = save_all(
-        args.file,
-        args.out,
-        hw=args.hw,
-        kinds=tuple(args.kind) if args.kind and not args.all else KINDS,
-        target_ms=args.target_ms,
-        compare_hw=args.compare_hw,
-        sweep=args.sweep,
-        precision=args.precision,
-    )
-    for p in paths:
-        print(p)
-    return 0
-
-
-def register(sub) -> None:
-    """Add ``solar plot`` to the CLI's subparsers."""
-    sp = sub.add_parser("plot", help="write the roofline, capacity, kernel, region, compare PNGs")
-    _add_args(sp)
-    sp.set_defaults(func=cmd_plot)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m solar.plots --all FILE --out DIR``."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    p = argparse.ArgumentParser(prog="python -m solar.plots", description=__doc__.split("\n")[0])
-    _add_args(p)
-    args = p.parse_args(argv)
+def plot_headroom(reports: Sequence, path=None, *, per_kernel: bool = False):
+    """Headroom (measured / bound, log scale) per program, one marker per bound level; points
+    below 1 (violations) are drawn red. ``reports``: :class:`HeadroomReport` s or their
+    ``to_dict()`` s. With ``per_kernel`` (one report), per-kernel headroom too. Returns the
+    matplotlib figure; saves a PNG to ``path`` when given."""
     try:
-        return cmd_plot(args)
-    except (ValueError, OSError) as e:
-        print(f"solar.plots: error: {str(e).splitlines()[0]}", file=sys.stderr)
-        return 2
+        import matplotlib
+
+        matplotlib.use("Agg", force=False)
+        import matplotlib.pyplot as plt
+    except ImportError as e:
+        raise ImportError("plotting needs matplotlib: pip install matplotlib") from e
+    reports = [r for r in reports if r is not None and _get(r, "measured") is not None]
+    if per_kernel and len(reports) == 1 and not isinstance(reports[0], dict):
+        r = reports[0]
+        ks = [k for k in r.kernels if k.headroom is not None]
+        labels = [f"[{lv}]" for lv in LEVELS] + [k.name for k in ks]
+        series: dict[str, list] = {lv: [None] * len(labels) for lv in (*LEVELS, "kernel")}
+        for i, lv in enumerate(LEVELS):
+            series[lv][i] = r.levels.get(lv)
+        for j, k in enumerate(ks):
+            series["kernel"][len(LEVELS) + j] = k.headroom
+        title = f"{r.program} on {r.hw}: headroom per level and per kernel"
+    else:
+        labels = [_get(r, "program") for r in reports]
+        series = {lv: [_levels(r).get(lv) for r in reports] for lv in LEVELS}
+        hw = _get(reports[0], "hw") if reports else "?"
+        title = f"headroom (measured / bound) per program on {hw}"
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.28 * len(labels) + 2), 4.8))
+    for n, (lv, ys) in enumerate(series.items()):
+        xs = [i for i, y in enumerate(ys) if y]
+        if not xs:
+            continue
+        vals = [ys[i] for i in xs]
+        ax.scatter(
+            xs,
+            vals,
+            marker=_MARKERS.get(lv, "o"),
+            label=lv.replace("_", "-"),
+            c=["tab:red" if v < 1 else f"C{n}" for v in vals],
+            s=28,
+            zorder=3,
+        )
+    ax.axhline(1.0, color="k", lw=0.8, ls="--", zorder=1)
+    ax.set_yscale("log")
+    ax.set_ylabel("measured / bound (log)")
+    ax.set_xticks(range(len(labels)))
+    ax.set_xticklabels(labels, rotation=90, fontsize=7)
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, which="both", axis="y", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    if path is not None:
+        fig.savefig(path, dpi=120)
+        plt.close(fig)
+    return fig
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def headroom_report_plot(r, path=None):
+    """``HeadroomReport.plot()``: headroom per level and per kernel; saved to ``path`` if given."""
+    return plot_headroom([r], path, per_kernel=True)
+
+
+def headroom_batch_plot(batch, path=None):
+    """``BatchReport.plot()``: headroom per program of a batch; saved to ``path`` if given."""
+    return plot_headroom([e.report for e in batch.entries if e.report is not None], path)

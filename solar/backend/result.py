@@ -1,0 +1,128 @@
+"""The result of an analysis, as data: :class:`Bound` (and its :class:`KernelRow` s).
+
+Its text table, HTML, DataFrame and plots are views (:mod:`solar.report`), reached through
+:class:`~solar.viewable.Viewable`.
+
+JSON schema ``solar.bound/1`` (stable; agents may rely on it)::
+
+    {"schema": "solar.bound/1", "program": str, "hw": str (spec name), "hw_key": str,
+     "bounds": {"unfused_s": float, "fused_s": float, "cache_aware_s": float,
+                "unfused_bound_by": str, "fused_bound_by": str, "cache_aware_bound_by": str},
+     "totals": {"flops": {op_class: int}, "bytes": {"unfused": int, "fused": int,
+                "cache_aware": float}, "compute_s": {unit: float}},
+     "kernels": [{"name", "op", "source", "module", "flops": {op_class: int},
+                  "bytes_read": int, "bytes_written": int, "compute_s", "memory_s",
+                  "time_s": float, "bound_by": str, "exact": bool}],
+     "assumptions": [str]}
+
+``bound_by`` is a physical unit (``tensor``, ``fma``, ``fp64``, ``int``, ``sfu``) or ``dram``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from solar.fmt import fmt_time
+from solar.viewable import Viewable
+
+SCHEMA = "solar.bound/1"
+#: The three bound levels of DESIGN.md §5, in the order reports show them.
+LEVELS = ("unfused", "fused", "cache_aware")
+
+
+def level_name(level: str) -> str:
+    """``"cache-aware"`` / ``"Cache_Aware"`` -> ``"cache_aware"``; unknown levels rejected."""
+    key = level.replace("-", "_").lower()
+    if key not in LEVELS:
+        raise ValueError(f"unknown level {level!r}; one of {', '.join(LEVELS)}")
+    return key
+
+
+@dataclass(frozen=True)
+class KernelRow:
+    name: str
+    op: str
+    source: str
+    module: str
+    flops: dict[str, int]
+    bytes_read: int
+    bytes_written: int
+    compute_s: float
+    memory_s: float
+    time_s: float
+    bound_by: str
+    exact: bool
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass(repr=False)
+class Bound(Viewable):
+    """Speed-of-light bounds of one program on one GPU (seconds), with the work and DRAM
+    bytes they rest on, per kernel and in total, and the assumptions stated."""
+
+    program: str
+    hw: str
+    hw_key: str
+    unfused: float
+    fused: float
+    cache_aware: float
+    unfused_bound_by: str
+    fused_bound_by: str
+    cache_aware_bound_by: str
+    flops: dict[str, int]
+    bytes_unfused: int
+    bytes_fused: int
+    bytes_cache_aware: float
+    compute_s: dict[str, float]
+    kernels: list[KernelRow]
+    assumptions: list[str]
+    graph: object = field(default=None, repr=False)  # the einsum graph (networkx)
+    ir: object = field(default=None, repr=False)  # the Affine Loop IR program
+    spec: object = field(default=None, repr=False)  # the HardwareSpec the bound is for
+
+    def time(self, level: str) -> float:
+        """The bound at ``level`` (``unfused``, ``fused``, ``cache_aware``), in seconds."""
+        return getattr(self, level_name(level))
+
+    def bound_by(self, level: str) -> str:
+        """What binds the bound at ``level``: a physical unit or ``dram``."""
+        return getattr(self, f"{level_name(level)}_bound_by")
+
+    def to_dict(self) -> dict:
+        return {
+            "schema": SCHEMA,
+            "program": self.program,
+            "hw": self.hw,
+            "hw_key": self.hw_key,
+            "bounds": {
+                "unfused_s": self.unfused,
+                "fused_s": self.fused,
+                "cache_aware_s": self.cache_aware,
+                "unfused_bound_by": self.unfused_bound_by,
+                "fused_bound_by": self.fused_bound_by,
+                "cache_aware_bound_by": self.cache_aware_bound_by,
+            },
+            "totals": {
+                "flops": dict(self.flops),
+                "bytes": {
+                    "unfused": self.bytes_unfused,
+                    "fused": self.bytes_fused,
+                    "cache_aware": self.bytes_cache_aware,
+                },
+                "compute_s": dict(self.compute_s),
+            },
+            "kernels": [k.to_dict() for k in self.kernels],
+            "assumptions": list(self.assumptions),
+        }
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent)
+
+    def __repr__(self) -> str:
+        return (
+            f"Bound({self.program!r} on {self.hw}: unfused {fmt_time(self.unfused)}, "
+            f"fused {fmt_time(self.fused)}, cache-aware {fmt_time(self.cache_aware)})"
+        )

@@ -1,0 +1,71 @@
+"""``solar bound FILE|DIR ...``: the unfused, fused and cache-aware bounds of problem files.
+
+One file prints its report; several files or a folder run as a batch (a process pool, or one
+Ray task per file with ``--ray``) and print one line per program.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from solar.api import bound_graph, gc_paused
+from solar.cli.common import Progress, add_output_args, add_problem_args, check_out, emit, lifted
+from solar.hw import load_spec
+from solar.problem import discover
+from solar.questions.batch import batch_json, bound_paths
+from solar.report.table import bound_batch_text
+
+
+def add_parser(sub):
+    sp = sub.add_parser("bound", help="print the unfused, fused and cache-aware bounds")
+    add_problem_args(sp, many=True)
+    sp.add_argument("--hw", default="H100", help="GPU name, alias or spec YAML (default H100)")
+    add_output_args(sp)
+    sp.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="for several files or a folder: bound them N at a time in local worker processes "
+        "(default: one per CPU core; 1: in this process)",
+    )
+    sp.add_argument(
+        "--ray",
+        metavar="ADDRESS",
+        default=None,
+        help="run the batch on a Ray cluster, one task per file: 'auto' (the running cluster), "
+        "'local' (a Ray instance on this machine) or HOST:PORT (needs solar[ray])",
+    )
+    return sp
+
+
+def run(args) -> int:
+    if len(args.paths) > 1 or Path(args.paths[0]).is_dir() or args.ray:
+        return _run_batch(args)
+    check_out(args.out)
+    spec = load_spec(args.hw)
+    with gc_paused():
+        program, g = lifted(args.paths[0], args.precision)
+        b = bound_graph(program, g, spec)
+    emit(b.to_json() if args.json else str(b), args.out)
+    return 0
+
+
+def _run_batch(args) -> int:
+    check_out(args.out)
+    files = discover(args.paths)
+    bar = Progress.maybe(len(files), "bound")
+    try:
+        results = bound_paths(
+            files,
+            args.hw,
+            precision=args.precision,
+            jobs=args.jobs,
+            ray=args.ray,
+            on_done=(lambda i, r: bar.advance(r.name)) if bar else None,
+        )
+    finally:
+        if bar:
+            bar.close()
+    emit(batch_json(results, args.hw) if args.json else bound_batch_text(results), args.out)
+    return 0 if all(r.status in ("ok", "skipped") for r in results) else 1

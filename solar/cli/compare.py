@@ -1,0 +1,23 @@
+"""``solar compare FILE --hw all``: one program's bounds on several GPUs, one table."""
+
+from __future__ import annotations
+
+from solar.cli.common import add_output_args, add_problem_args, emit, lifted
+from solar.questions.compare import compare_graph
+
+
+def add_parser(sub):
+    sp = sub.add_parser("compare", help="bounds of one program on several GPUs, one table")
+    add_problem_args(sp)
+    sp.add_argument(
+        "--hw", default="all", help="comma-separated GPU names or 'all' (the catalog; default)"
+    )
+    add_output_args(sp)
+    return sp
+
+
+def run(args) -> int:
+    program, g = lifted(args.file, args.precision)
+    c = compare_graph(program, g, args.hw)
+    emit(c.to_json() if args.json else str(c), args.out)
+    return 0

@@ -1,0 +1,54 @@
+"""``solar provision FILE --target-ms T``: the inverse roofline (what hardware meets T), and
+with ``--sweep NAME=v1,v2,...`` the bounds per size of a module constant."""
+
+from __future__ import annotations
+
+import json
+
+from solar.cli.common import add_output_args, add_problem_args, emit, lifted
+from solar.fmt import jsonable
+from solar.questions.provision import provision_graph
+from solar.questions.sweep import parse_sweep, sweep_problem
+
+
+def add_parser(sub):
+    sp = sub.add_parser(
+        "provision",
+        help="inverse roofline: bandwidth, capacity and peaks a GPU needs for a target time",
+    )
+    add_problem_args(sp)
+    sp.add_argument("--target-ms", type=float, required=True, help="target latency in ms")
+    sp.add_argument(
+        "--level",
+        default="cache_aware",
+        choices=["cache_aware", "cache-aware", "fused", "unfused"],
+        help="which bound must meet the target (default cache_aware)",
+    )
+    sp.add_argument("--hw", default="H100", help="reference GPU for peaks and the capacity grid")
+    sp.add_argument(
+        "--sweep",
+        metavar="NAME=v1,v2,...",
+        help="also bound the problem at each value of its module constant NAME on --hw",
+    )
+    add_output_args(sp)
+    return sp
+
+
+def run(args) -> int:
+    program, g = lifted(args.file, args.precision)
+    p = provision_graph(program, g, target_s=args.target_ms * 1e-3, level=args.level, hw=args.hw)
+    sw = None
+    if args.sweep:
+        param, sizes = parse_sweep(args.sweep)
+        sw = sweep_problem(
+            args.file, param, sizes, args.hw, target_ms=args.target_ms, precision=args.precision
+        )
+    if args.json:
+        d = p.to_dict()
+        if sw is not None:
+            d["sweep"] = sw.to_dict()
+        text = json.dumps(jsonable(d), indent=2)
+    else:
+        text = str(p) + ("\n" + str(sw) if sw is not None else "")
+    emit(text, args.out)
+    return 0

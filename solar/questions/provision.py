@@ -1,0 +1,325 @@
+"""Inverse roofline (DESIGN.md §8): what a GPU needs to run a program in a target time.
+
+``provision(model, inputs, target_ms=2.0, level="cache_aware", hw="H100")`` traces once and
+answers, for the bound at ``level`` to be at most the target ``T``:
+
+- **compute**: each level is ``max(compute, memory)``, so the two separate. The compute time
+  on the reference GPU ``hw`` per physical unit ``t_u`` must shrink to ``T``: every rate of
+  unit ``u`` needs ``peak × t_u / T`` (``peaks``); an op class alone would need ``ops / T``
+  (``class_peaks``); ``compute_scale`` is the factor by which all of ``hw``'s rates must grow.
+- **memory, as a feasible region**: for the cache-aware level, a GPU with on-chip capacity
+  ``S`` needs DRAM bandwidth at least ``cache_aware_bytes(S) / T`` — the bandwidth ↔ capacity
+  trade-off curve, non-increasing in ``S`` down to ``fused_bytes / T``. Capacities are those
+  of ``hw.scaled(capacity=f)`` on a log grid of ``f``, so every point can be re-derived with
+  :meth:`~solar.hw.spec.HardwareSpec.scaled`. (Fused: one bandwidth for every capacity.
+  Unfused: kernels add up, so with ``hw``'s compute the bandwidth solving
+  ``Σ_k max(c_k, bytes_k / BW) = T``.)
+- **catalog**: every GPU of :func:`solar.hw.list_specs` with its bound at ``level``, whether it
+  meets ``T``, the slack ``T - bound`` and the ratio ``T / bound``.
+
+The reverse question, the best-case latency per problem size, is :mod:`solar.questions.sweep`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from solar.api import bound_graph, trace_and_lift
+from solar.backend.cache_aware import CacheAwareModel
+from solar.backend.result import Bound, level_name
+from solar.backend.roofline import graph_ops, kernel_times
+from solar.backend.units import UNIT_OF_RATE, compute_time
+from solar.fmt import fmt_rate, fmt_time, jsonable
+from solar.hw import list_specs, load_spec
+from solar.viewable import Viewable
+
+SCHEMA = "solar.provision/1"
+
+#: Capacity factors of the region grid: 4 per octave from 1/64 to 64 times the reference's.
+CAPACITY_FACTORS: tuple[float, ...] = tuple(2.0 ** (k / 4) for k in range(-24, 25))
+
+
+# ---------------------------------------------------------------------------------------------
+# results
+
+
+@dataclass(frozen=True)
+class RegionPoint:
+    capacity: float  # on-chip bytes
+    capacity_scale: float  # factor of the reference GPU's capacities (HardwareSpec.scaled)
+    bandwidth: float  # minimum DRAM bytes/s to meet the target (inf: impossible)
+    dram_bytes: float  # the level's DRAM bytes at this capacity
+
+
+@dataclass(frozen=True)
+class CatalogFit:
+    key: str
+    name: str
+    bound_s: float  # the level's bound on this GPU (inf when it cannot run the program)
+    bound_by: str
+    meets: bool
+    slack_s: float  # target - bound
+    ratio: float  # target / bound (>= 1 meets)
+    on_chip_capacity: int
+    dram_bandwidth: float
+    bandwidth_needed: float  # at this GPU's capacity (and compute, for unfused)
+    compute_needed: float  # compute time / target (<= 1 fits)
+    error: str | None = None
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass(repr=False)
+class Provision(Viewable):
+    """What a GPU needs for the bound at ``level`` to meet ``target_s`` (see the module
+    docstring), relative to the reference GPU ``hw``, and which catalogue GPUs meet it."""
+
+    program: str
+    level: str
+    target_s: float
+    hw: str  # the reference GPU (peaks and the capacity grid are relative to it)
+    hw_key: str
+    ops: dict[str, int]
+    class_peaks: dict[str, float]  # op class -> ops/s if it ran alone
+    peaks: dict[str, float]  # rate key of the reference -> ops/s needed
+    compute_scale: float  # the reference's compute rates must grow by this factor
+    fused_bytes: int
+    bandwidth_floor: float  # the region's asymptote (infinite capacity)
+    region: list[RegionPoint]
+    catalog: list[CatalogFit]
+    reference: Bound = field(repr=False)
+    spec: object = field(default=None, repr=False)  # the reference HardwareSpec
+
+    def bandwidth_needed(self, capacity: float) -> float:
+        """Minimum DRAM bandwidth at on-chip ``capacity`` bytes (exact, not interpolated)."""
+        if self.level == "cache_aware":
+            return CacheAwareModel(self.reference.graph).bytes(capacity) / self.target_s
+        return self.region[0].bandwidth
+
+    def feasible(self, bandwidth: float, capacity: float, compute_scale: float = math.inf):
+        """Whether a GPU with this DRAM bandwidth and on-chip capacity, and the reference's
+        compute × ``compute_scale``, meets the target at this level."""
+        return compute_scale >= self.compute_scale and bandwidth >= self.bandwidth_needed(capacity)
+
+    @property
+    def meeting(self) -> list[CatalogFit]:
+        return [c for c in self.catalog if c.meets]
+
+    def to_dict(self) -> dict:
+        return {
+            "schema": SCHEMA,
+            "program": self.program,
+            "level": self.level,
+            "target_s": self.target_s,
+            "hw": self.hw,
+            "hw_key": self.hw_key,
+            "compute": {
+                "ops": dict(self.ops),
+                "class_peaks": dict(self.class_peaks),
+                "peaks": dict(self.peaks),
+                "compute_scale": self.compute_scale,
+            },
+            "memory": {
+                "fused_bytes": self.fused_bytes,
+                "bandwidth_floor": self.bandwidth_floor,
+                "region": [p.__dict__ for p in self.region],
+            },
+            "catalog": [c.to_dict() for c in self.catalog],
+        }
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(jsonable(self.to_dict()), indent=indent)
+
+    @property
+    def reference_spec(self):
+        return self.spec or getattr(self.reference, "spec", None) or _spec_or_none(self.hw_key)
+
+    def __repr__(self) -> str:
+        ok = ", ".join(c.key for c in self.meeting) or "none"
+        return (
+            f"Provision({self.program!r}, {self.level} <= {fmt_time(self.target_s)}: "
+            f"compute x{self.compute_scale:.3g} of {self.hw_key}, DRAM >= "
+            f"{fmt_rate(self.bandwidth_floor, 'B/s')}; catalog meeting it: {ok})"
+        )
+
+
+def _spec_or_none(key: str):
+    try:
+        return load_spec(key)
+    except (ValueError, OSError):
+        return None
+
+
+# ---------------------------------------------------------------------------------------------
+# the computation
+
+
+def _unfused_bandwidth(compute: Sequence[float], nbytes: Sequence[float], target: float) -> float:
+    """Least BW with Σ max(c_k, b_k / BW) <= target (inf when compute alone exceeds it)."""
+    if sum(compute) > target:
+        return math.inf
+    if not any(nbytes):
+        return 0.0
+
+    def total(bw: float) -> float:
+        return sum(max(c, b / bw) for c, b in zip(compute, nbytes))
+
+    lo, hi = 1.0, 1.0
+    while total(hi) > target:
+        hi *= 2
+    for _ in range(200):
+        mid = math.sqrt(lo * hi)
+        if total(mid) > target:
+            lo = mid
+        else:
+            hi = mid
+        if hi / lo < 1 + 1e-12:
+            break
+    return hi
+
+
+def _needs(g, spec, target: float) -> tuple[dict, dict, dict, float]:
+    ops = graph_ops(g)
+    ct = compute_time(ops, spec)
+    class_peaks = {cls: n / target for cls, n in ops.items() if n}
+    peaks = {}
+    for rate in set(ct.rates_used.values()):
+        t_u = ct.per_unit.get(UNIT_OF_RATE[rate], 0.0)
+        peaks[rate] = spec.peak(rate) * t_u / target
+    return ops, class_peaks, peaks, ct.seconds / target
+
+
+def _fit(b: Bound, spec, level: str, target: float, g) -> CatalogFit:
+    t = b.time(level)
+    if level == "unfused":
+        ks = kernel_times(g, spec)
+        bw = _unfused_bandwidth(
+            [k.compute.seconds for k in ks], [k.bytes_read + k.bytes_written for k in ks], target
+        )
+        comp = sum(k.compute.seconds for k in ks) / target
+    else:
+        nbytes = (
+            CacheAwareModel(g).bytes(spec.on_chip_capacity)
+            if level == "cache_aware"
+            else b.bytes_fused
+        )
+        bw = nbytes / target
+        comp = compute_time(b.flops, spec).seconds / target
+    return CatalogFit(
+        spec.key,
+        spec.name,
+        t,
+        b.bound_by(level),
+        t <= target,
+        target - t,
+        target / t if t > 0 else math.inf,
+        spec.on_chip_capacity,
+        spec.dram_bandwidth,
+        bw,
+        comp,
+    )
+
+
+def _catalog(program, g, level: str, target: float, specs) -> list[CatalogFit]:
+    out = []
+    for spec in specs:
+        try:
+            b = bound_graph(program, g, spec)
+        except ValueError as e:  # e.g. no unit for an op class
+            out.append(
+                CatalogFit(
+                    spec.key,
+                    spec.name,
+                    math.inf,
+                    "-",
+                    False,
+                    -math.inf,
+                    0.0,
+                    spec.on_chip_capacity,
+                    spec.dram_bandwidth,
+                    math.inf,
+                    math.inf,
+                    str(e).splitlines()[0],
+                )
+            )
+            continue
+        out.append(_fit(b, spec, level, target, g))
+    return out
+
+
+def provision_graph(
+    program, g, *, target_s: float, level: str = "cache_aware", hw="H100", catalog=None
+) -> Provision:
+    """:func:`provision` on an already lifted graph (``program`` may be None)."""
+    level = level_name(level)
+    if not (isinstance(target_s, (int, float)) and 0 < target_s < math.inf):
+        raise ValueError(f"target time must be a positive number of seconds, got {target_s!r}")
+    spec = load_spec(hw)
+    ref = bound_graph(program, g, spec)
+    ops, class_peaks, peaks, scale = _needs(g, spec, target_s)
+    region = []
+    if level == "cache_aware":
+        model = CacheAwareModel(g)
+        for f in CAPACITY_FACTORS:
+            cap = spec.scaled(capacity=f).on_chip_capacity if f != 1 else spec.on_chip_capacity
+            nbytes = model.bytes(cap)
+            region.append(RegionPoint(float(cap), f, nbytes / target_s, nbytes))
+        floor = model.fused / target_s
+    else:
+        if level == "fused":
+            nbytes, bw = ref.bytes_fused, ref.bytes_fused / target_s
+        else:
+            ks = kernel_times(g, spec)
+            nbytes = sum(k.bytes_read + k.bytes_written for k in ks)
+            bw = _unfused_bandwidth(
+                [k.compute.seconds for k in ks],
+                [k.bytes_read + k.bytes_written for k in ks],
+                target_s,
+            )
+            scale = sum(k.compute.seconds for k in ks) / target_s
+        for f in CAPACITY_FACTORS:
+            cap = spec.scaled(capacity=f).on_chip_capacity if f != 1 else spec.on_chip_capacity
+            region.append(RegionPoint(float(cap), f, bw, nbytes))
+        floor = bw
+    specs = list_specs() if catalog is None else [load_spec(s) for s in catalog]
+    return Provision(
+        program=ref.program,
+        level=level,
+        target_s=float(target_s),
+        hw=spec.name,
+        hw_key=spec.key,
+        ops=ops,
+        class_peaks=class_peaks,
+        peaks=peaks,
+        compute_scale=scale,
+        fused_bytes=ref.bytes_fused,
+        bandwidth_floor=floor,
+        region=region,
+        catalog=_catalog(program, g, level, target_s, specs),
+        reference=ref,
+        spec=spec,
+    )
+
+
+def provision(
+    model,
+    inputs,
+    target_ms: float = 2.0,
+    level: str = "cache_aware",
+    hw="H100",
+    *,
+    precision: str | None = None,
+    name: str | None = None,
+    catalog: Iterable | None = None,
+) -> Provision:
+    """What a GPU needs for the ``level`` bound of ``model(*inputs)`` to be at most
+    ``target_ms`` milliseconds: peaks per unit, the DRAM bandwidth ↔ on-chip capacity
+    feasible region, and which catalog GPUs (or those of ``catalog``) meet it."""
+    program, g = trace_and_lift(model, inputs, precision=precision, name=name)
+    return provision_graph(
+        program, g, target_s=target_ms * 1e-3, level=level, hw=hw, catalog=catalog
+    )
