@@ -5,6 +5,7 @@ from __future__ import annotations
 import networkx as nx
 
 from solar.backend.cache_aware import cache_aware_bytes
+from solar.backend.memory import peak_memory
 from solar.backend.result import Bound, KernelRow
 from solar.backend.roofline import fused_bytes, graph_ops, kernel_times
 from solar.backend.units import compute_time
@@ -53,6 +54,9 @@ def analyze(g: nx.MultiDiGraph, spec, *, notes: list[str] | None = None) -> Boun
             else "(none binding at this capacity)"
         ),
         "SFU work may be emulated on the FMA pipe at 8 flops per op where that is faster",
+        "peak memory: live bytes in the traced kernel order (inputs and weights resident, "
+        "every other tensor from the first kernel touching it to the last reading it); "
+        "allocator overhead, library workspaces and the CUDA context come on top",
     ]
     fallbacks = {
         cls: r for k in kernels for cls, r in k.compute.rates_used.items() if not r.startswith(cls)
@@ -101,6 +105,8 @@ def analyze(g: nx.MultiDiGraph, spec, *, notes: list[str] | None = None) -> Boun
         compute_s=compute.per_unit,
         kernels=rows,
         assumptions=assumptions,
+        memory=peak_memory(g),
+        dram_capacity=spec.dram_capacity,
         graph=g,
         spec=spec,
     )

@@ -10,6 +10,8 @@ JSON schema ``solar.bound/1`` (stable; agents may rely on it)::
                 "unfused_bound_by": str, "fused_bound_by": str, "cache_aware_bound_by": str},
      "totals": {"flops": {op_class: int}, "bytes": {"unfused": int, "fused": int,
                 "cache_aware": float}, "compute_s": {unit: float}},
+     "memory": {"peak_bytes": int, "peak_kernel": str, "resident_bytes": int,
+                "at_peak": {role: int}, "dram_capacity": int, "fits": bool},
      "kernels": [{"name", "op", "source", "module", "flops": {op_class: int},
                   "bytes_read": int, "bytes_written": int, "compute_s", "memory_s",
                   "time_s": float, "bound_by": str, "exact": bool}],
@@ -23,6 +25,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from solar.backend.memory import PeakMemory
 from solar.fmt import fmt_time
 from solar.viewable import Viewable
 
@@ -79,9 +82,19 @@ class Bound(Viewable):
     compute_s: dict[str, float]
     kernels: list[KernelRow]
     assumptions: list[str]
+    memory: PeakMemory | None = None  # peak live bytes over the kernel order
+    dram_capacity: int = 0  # the GPU's device memory (bytes)
     graph: object = field(default=None, repr=False)  # the einsum graph (networkx)
     ir: object = field(default=None, repr=False)  # the Affine Loop IR program
     spec: object = field(default=None, repr=False)  # the HardwareSpec the bound is for
+
+    @property
+    def fits(self) -> bool | None:
+        """Whether the program's peak live bytes fit in the GPU's device memory (None when
+        either is unknown)."""
+        if self.memory is None or not self.dram_capacity:
+            return None
+        return self.memory.peak_bytes <= self.dram_capacity
 
     def time(self, level: str) -> float:
         """The bound at ``level`` (``unfused``, ``fused``, ``cache_aware``), in seconds."""
@@ -114,6 +127,9 @@ class Bound(Viewable):
                 },
                 "compute_s": dict(self.compute_s),
             },
+            "memory": None
+            if self.memory is None
+            else {**self.memory.to_dict(), "dram_capacity": self.dram_capacity, "fits": self.fits},
             "kernels": [k.to_dict() for k in self.kernels],
             "assumptions": list(self.assumptions),
         }

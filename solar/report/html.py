@@ -9,6 +9,7 @@ import math
 from solar.backend.attribution import kernel_attribution
 from solar.fmt import fmt_bytes, fmt_ops, fmt_rate, fmt_time
 from solar.report.style import COLORS
+from solar.report.table import memory_lines
 
 _CSS_TABLE = "border-collapse:collapse;font-size:12px;margin:4px 0"
 _TD = "padding:2px 8px;border-bottom:1px solid #ddd;text-align:right"
@@ -138,7 +139,8 @@ def bound_html(b) -> str:
         f"<b>{_e(b.hw)}</b> — speed-of-light bounds (lower bounds on time)</div>{summary}"
         f"<div>total work: {_e(fmt_ops(b.flops))}; unfused / fused = {gap:.3g}x "
         f"(fusion opportunity)</div>"
-        f"<details open><summary>{len(b.kernels)} kernels (unfused, each through DRAM)"
+        + "".join(f"<div>{_e(line)}</div>" for line in memory_lines(b))
+        + f"<details open><summary>{len(b.kernels)} kernels (unfused, each through DRAM)"
         f"</summary>{kernels}</details>"
         f"<details><summary>assumptions</summary><ul>{notes}</ul></details></div>"
     )

@@ -98,7 +98,23 @@ def bound_renderables(b: Bound) -> list:
     )
     notes = "assumptions:\n" + "\n".join(f"  - {a}" for a in b.assumptions)
     total = "total work: " + fmt_ops(b.flops)
-    return [t, s, total, notes]
+    return [t, s, total, *memory_lines(b), notes]
+
+
+def memory_lines(b: Bound) -> list[str]:
+    """``peak memory: ... of the GPU's ...: fits`` (nothing when the bound has no profile)."""
+    m = b.memory
+    if m is None:
+        return []
+    roles = ", ".join(f"{r} {fmt_bytes(n)}" for r, n in sorted(m.at_peak.items()) if n)
+    line = f"peak memory: {fmt_bytes(m.peak_bytes)}"
+    if m.peak_kernel:
+        line += f" while {m.peak_kernel} runs"
+    line += f" ({roles})" if roles else ""
+    if b.dram_capacity:
+        verdict = "fits" if b.fits else "DOES NOT FIT on one GPU"
+        line += f"; {b.hw} has {fmt_bytes(b.dram_capacity)}: {verdict}"
+    return [line]
 
 
 def comparison_renderables(c: Comparison) -> list:

@@ -1,0 +1,93 @@
+"""Peak device memory of a program: live bytes over the kernel order, beside the GPU's HBM.
+
+The rule, a lower bound on the device memory an execution of the kernels *in the traced
+order* needs:
+
+- graph inputs, weights and constants are resident for the whole program (the caller holds
+  them before the first kernel and after the last);
+- every other storage tensor is allocated when the first kernel that touches it starts and
+  freed when the last kernel that reads it ends; graph outputs stay until the end;
+- while kernel ``k`` runs, the live bytes are the resident bytes plus every such tensor whose
+  interval contains ``k`` (a kernel's inputs and outputs are live together).
+
+Whole storage tensors count (an allocation is the whole tensor, not the part a kernel
+touches); views cost nothing; kernel-local scratch (role ``local``) stays on chip. Not
+counted, so a real run needs at least this much: allocator rounding and fragmentation,
+library workspaces (cuBLAS, cuDNN), the CUDA context, and tensors the framework keeps longer
+than their last use.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import networkx as nx
+
+RESIDENT = ("input", "weight", "constant")
+
+
+@dataclass(frozen=True)
+class PeakMemory:
+    """The live-bytes profile of a program (see the module docstring for the rule)."""
+
+    peak_bytes: int
+    peak_kernel: str | None  # the kernel during which the peak is reached (None: no kernels)
+    resident_bytes: int  # graph inputs, weights and constants
+    at_peak: dict[str, int] = field(default_factory=dict)  # role -> live bytes at the peak
+    timeline: tuple[int, ...] = ()  # live bytes while each kernel runs, in kernel order
+
+    def to_dict(self) -> dict:
+        return {
+            "peak_bytes": self.peak_bytes,
+            "peak_kernel": self.peak_kernel,
+            "resident_bytes": self.resident_bytes,
+            "at_peak": dict(self.at_peak),
+        }
+
+
+def live_intervals(g: nx.MultiDiGraph) -> dict[str, tuple[int, int]]:
+    """Storage tensor -> (first kernel touching it, last kernel needing it) for every
+    non-resident tensor that a kernel touches; graph outputs last until the end."""
+    kernels = g.graph["kernels"]
+    tensors = g.graph["tensors"]
+    end = len(kernels) - 1
+    first: dict[str, int] = {}
+    last: dict[str, int] = {}
+    for i, k in enumerate(kernels):
+        for base in (*k["writes"], *k["reads"]):
+            if tensors[base]["role"] in RESIDENT:
+                continue
+            first.setdefault(base, i)
+            last[base] = i
+    return {b: (first[b], end if tensors[b]["role"] == "output" else last[b]) for b in first}
+
+
+def peak_memory(g: nx.MultiDiGraph) -> PeakMemory:
+    """The peak live bytes of graph ``g``'s program over its kernel order."""
+    tensors = g.graph["tensors"]
+    n = len(g.graph["kernels"])
+    resident = sum(t["bytes"] for t in tensors.values() if t["role"] in RESIDENT)
+    # a difference array over kernel indices: +bytes where an interval starts, - after it ends
+    delta = [0] * (n + 1)
+    intervals = live_intervals(g)
+    for base, (lo, hi) in intervals.items():
+        delta[lo] += tensors[base]["bytes"]
+        delta[hi + 1] -= tensors[base]["bytes"]
+    timeline, live = [], resident
+    for i in range(n):
+        live += delta[i]
+        timeline.append(live)
+    if not timeline:
+        return PeakMemory(resident, None, resident, _by_role(tensors, set()), ())
+    k = max(range(n), key=timeline.__getitem__)
+    alive = {b for b, (lo, hi) in intervals.items() if lo <= k <= hi}
+    name = g.graph["kernels"][k]["name"]
+    return PeakMemory(timeline[k], name, resident, _by_role(tensors, alive), tuple(timeline))
+
+
+def _by_role(tensors: dict, alive: set[str]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for name, t in tensors.items():
+        if t["role"] in RESIDENT or name in alive:
+            out[t["role"]] = out.get(t["role"], 0) + t["bytes"]
+    return out
