@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import networkx as nx
 
-from solar.graph.cache import kernel_facts
+from solar.graph.cache import KernelFacts, kernel_facts
 from solar.graph.ranks import assign_ranks
 from solar.ir.affine import Affine
-from solar.ir.cost import program_io
-from solar.ir.program import Program, Statement, with_loops
+from solar.ir.cost import KernelIO, program_io
+from solar.ir.footprint import Footprint
+from solar.ir.program import Kernel, Program, Statement, with_loops
 from solar.ir.scalar import Indirect
 
 
@@ -57,107 +58,151 @@ def _bytes(program: Program, footprint_elements: int, tensor: str) -> int:
     return footprint_elements * program.tensors[tensor].itemsize
 
 
-def lift(program: Program) -> nx.MultiDiGraph:
-    ranks = assign_ranks(program)
-    g = nx.MultiDiGraph(name=program.name)
-    tensors = {
+def _io_bytes(program: Program, io: KernelIO) -> dict:
+    """DRAM ``reads`` and ``writes`` in bytes per storage tensor, and whether every footprint
+    behind them is ``exact``."""
+    return {
+        "reads": {t: _bytes(program, f.elements, t) for t, f in io.reads.items()},
+        "writes": {t: _bytes(program, f.elements, t) for t, f in io.writes.items()},
+        "exact": all(f.exact for f in [*io.reads.values(), *io.writes.values()]),
+    }
+
+
+def _storage_tensors(program: Program) -> dict[str, dict]:
+    """Per storage tensor (views excluded): shape, dtype, role, bytes."""
+    return {
         n: {"shape": list(t.shape), "dtype": t.dtype, "role": program.role(n), "bytes": t.nbytes}
         for n, t in program.tensors.items()
         if t.view is None
     }
-    for n, info in tensors.items():
-        if info["role"] in ("input", "weight", "constant"):
-            g.add_node(f"in:{n}", kind=info["role"], tensor=n)
-    writers: dict[str, list[str]] = {}  # storage base -> op nodes that wrote it so far
-    kernels = []
-    for ki, k in enumerate(program.kernels):
-        facts = kernel_facts(program, k)  # computed once per kernel structure
-        io = facts.io
+
+
+class _Lifter:
+    """Builds the graph kernel by kernel, statement by statement, remembering which op nodes
+    wrote each storage tensor so far (the producers of later reads)."""
+
+    def __init__(self, program: Program) -> None:
+        self.program = program
+        self.ranks = assign_ranks(program)
+        self.g = nx.MultiDiGraph(name=program.name)
+        self.tensors = _storage_tensors(program)
+        self.writers: dict[str, list[str]] = {}  # storage base -> op nodes that wrote it so far
+
+    def add_inputs(self) -> None:
+        """One ``in:<tensor>`` node per graph input, weight and constant."""
+        for n, info in self.tensors.items():
+            if info["role"] in ("input", "weight", "constant"):
+                self.g.add_node(f"in:{n}", kind=info["role"], tensor=n)
+
+    def add_kernel(self, ki: int, k: Kernel) -> dict:
+        """The op nodes and read edges of kernel ``k``; returns its ``graph.graph["kernels"]``
+        record (statements, DRAM reads and writes)."""
+        facts = kernel_facts(self.program, k)  # computed once per kernel structure
         stmt_ids = []
         for si, st in enumerate(k.statements):
             node = f"{k.name}/{si}"
-            whole = with_loops(st, k.loops)  # the loop dims are dims of every statement
-            rename = {d.name: ranks[("stmt", ki, si, d.name)] for d in whole.dims}
-            loads = list(dict.fromkeys((ld.tensor, ld.index) for ld in st.loads()))
-            g.add_node(
-                node,
-                kind="op",
-                op_kind=facts.kinds[si],
-                einsum=_einsum(st, loads, rename),
-                ranks={rename[d.name]: d.extent for d in whole.dims},
-                reduction_ranks=[rename[d.name] for d in st.reduction_dims],
-                loops=[rename[d.name] for d in k.loops],
-                scan=rename[st.scan] if st.scan is not None else None,
-                extern=st.extern,
-                reduce=st.reduce,
-                ops=facts.ops[si],
-                operands=[_access(program, t, i, rename, tensors) for t, i in loads],
-                output=_access(program, st.out.tensor, st.out.index, rename, tensors),
-                precision=st.precision,
-                kernel=k.name,
-                source_op=k.op,
-                source=k.source,
-                module=k.module,
-            )
+            loads = self.add_op(node, ki, si, k, st, facts)
             stmt_ids.append(node)
-            for (tensor, _), fp in zip(loads, facts.footprints[si], strict=True):
-                base = program.base(tensor)
-                edge = dict(
-                    tensor=base,
-                    view=tensor if tensor != base else None,
-                    shape=list(program.tensors[tensor].shape),
-                    dtype=program.tensors[base].dtype,
-                    role=tensors[base]["role"],
-                    bytes=tensors[base]["bytes"],
-                    footprint_bytes=_bytes(program, fp.elements, base),
-                )
-                sources = writers.get(base) or ([f"in:{base}"] if g.has_node(f"in:{base}") else [])
-                for src in sources:
-                    if src != node:
-                        g.add_edge(src, node, key=tensor, **edge)
-            base = program.base(st.out.tensor)
-            if node not in writers.setdefault(base, []):
-                writers[base].append(node)
-        kernels.append(
-            {
-                "name": k.name,
-                "op": k.op,
-                "source": k.source,
-                "module": k.module,
-                "statements": stmt_ids,
-                "reads": {t: _bytes(program, f.elements, t) for t, f in io.reads.items()},
-                "writes": {t: _bytes(program, f.elements, t) for t, f in io.writes.items()},
-                "exact": all(f.exact for f in [*io.reads.values(), *io.writes.values()]),
-            }
+            self.add_reads(node, loads, facts.footprints[si])
+            base = self.program.base(st.out.tensor)
+            if node not in self.writers.setdefault(base, []):
+                self.writers[base].append(node)
+        return {
+            "name": k.name,
+            "op": k.op,
+            "source": k.source,
+            "module": k.module,
+            "statements": stmt_ids,
+            **_io_bytes(self.program, facts.io),
+        }
+
+    def add_op(
+        self, node: str, ki: int, si: int, k: Kernel, st: Statement, facts: KernelFacts
+    ) -> list[tuple]:
+        """The op node of statement ``si`` of kernel ``k``, its dims renamed to the program's
+        consistent ranks; returns its distinct loads ``(tensor, index)`` in order."""
+        program, tensors = self.program, self.tensors
+        whole = with_loops(st, k.loops)  # the loop dims are dims of every statement
+        rename = {d.name: self.ranks[("stmt", ki, si, d.name)] for d in whole.dims}
+        loads = list(dict.fromkeys((ld.tensor, ld.index) for ld in st.loads()))
+        self.g.add_node(
+            node,
+            kind="op",
+            op_kind=facts.kinds[si],
+            einsum=_einsum(st, loads, rename),
+            ranks={rename[d.name]: d.extent for d in whole.dims},
+            reduction_ranks=[rename[d.name] for d in st.reduction_dims],
+            loops=[rename[d.name] for d in k.loops],
+            scan=rename[st.scan] if st.scan is not None else None,
+            extern=st.extern,
+            reduce=st.reduce,
+            ops=facts.ops[si],
+            operands=[_access(program, t, i, rename, tensors) for t, i in loads],
+            output=_access(program, st.out.tensor, st.out.index, rename, tensors),
+            precision=st.precision,
+            kernel=k.name,
+            source_op=k.op,
+            source=k.source,
+            module=k.module,
         )
-    for out in dict.fromkeys(program.base(o) for o in program.outputs):
-        g.add_node(f"out:{out}", kind="output", tensor=out)
-        for src in writers.get(out, [f"in:{out}"]):
-            info = tensors[out]
-            g.add_edge(
-                src,
-                f"out:{out}",
-                key=out,
-                tensor=out,
-                view=None,
-                shape=info["shape"],
-                dtype=info["dtype"],
-                role="output",
-                bytes=info["bytes"],
-                footprint_bytes=info["bytes"],
+        return loads
+
+    def add_reads(self, node: str, loads: list[tuple], footprints: tuple[Footprint, ...]) -> None:
+        """One edge per load from each op that wrote the tensor so far (or from its
+        ``in:`` node), with the bytes this access touches."""
+        program, tensors = self.program, self.tensors
+        for (tensor, _), fp in zip(loads, footprints, strict=True):
+            base = program.base(tensor)
+            edge = dict(
+                tensor=base,
+                view=tensor if tensor != base else None,
+                shape=list(program.tensors[tensor].shape),
+                dtype=program.tensors[base].dtype,
+                role=tensors[base]["role"],
+                bytes=tensors[base]["bytes"],
+                footprint_bytes=_bytes(program, fp.elements, base),
             )
-    fio = program_io(program)
-    g.graph.update(
+            has_input = self.g.has_node(f"in:{base}")
+            sources = self.writers.get(base) or ([f"in:{base}"] if has_input else [])
+            for src in sources:
+                if src != node:
+                    self.g.add_edge(src, node, key=tensor, **edge)
+
+    def add_outputs(self) -> None:
+        """One ``out:<tensor>`` node per program output, fed by every op that wrote it (or by
+        its input node: an output that is an input)."""
+        for out in dict.fromkeys(self.program.base(o) for o in self.program.outputs):
+            self.g.add_node(f"out:{out}", kind="output", tensor=out)
+            for src in self.writers.get(out, [f"in:{out}"]):
+                info = self.tensors[out]
+                self.g.add_edge(
+                    src,
+                    f"out:{out}",
+                    key=out,
+                    tensor=out,
+                    view=None,
+                    shape=info["shape"],
+                    dtype=info["dtype"],
+                    role="output",
+                    bytes=info["bytes"],
+                    footprint_bytes=info["bytes"],
+                )
+
+
+def lift(program: Program) -> nx.MultiDiGraph:
+    """The einsum graph of ``program`` (module docstring): input nodes, op nodes and their
+    read edges kernel by kernel, output nodes, then the per-kernel and fused-program I/O."""
+    lifter = _Lifter(program)
+    lifter.add_inputs()
+    kernels = [lifter.add_kernel(ki, k) for ki, k in enumerate(program.kernels)]
+    lifter.add_outputs()
+    lifter.g.graph.update(
         name=program.name,
         kernels=kernels,
-        tensors=tensors,
-        fused_io={
-            "reads": {t: _bytes(program, f.elements, t) for t, f in fio.reads.items()},
-            "writes": {t: _bytes(program, f.elements, t) for t, f in fio.writes.items()},
-            "exact": all(f.exact for f in [*fio.reads.values(), *fio.writes.values()]),
-        },
+        tensors=lifter.tensors,
+        fused_io=_io_bytes(program, program_io(program)),
     )
-    return g
+    return lifter.g
 
 
 def operands(g: nx.MultiDiGraph, node: str) -> list[dict]:

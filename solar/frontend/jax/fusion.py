@@ -51,16 +51,11 @@ def _accesses(lw: Lowerer, u: Unit) -> tuple[set[str], set[str]]:
     return reads, writes
 
 
-def group_units(lw: Lowerer) -> None:
-    """Replace the program's kernels (one per unit) by fused kernels and mark the storage that
-    never travels through DRAM as kernel-local (see the module docstring)."""
-    p = lw.program
-    units = [u for u in lw.units if u.kernel.statements]
-    if not units:
-        p.kernels = []
-        return
-    acc = {u.index: _accesses(lw, u) for u in units}
-    # dependencies in program order: read-after-write, write-after-read, write-after-write
+def _dependencies(
+    units: list[Unit], acc: dict[int, tuple[set[str], set[str]]]
+) -> tuple[dict[int, set[int]], dict[int, set[int]]]:
+    """Each unit's dependencies in program order (read-after-write, write-after-read,
+    write-after-write) and its consumers (the later units that read what it wrote)."""
     deps: dict[int, set[int]] = {u.index: set() for u in units}
     consumers: dict[int, set[int]] = {u.index: set() for u in units}
     writers: dict[str, list[int]] = {}
@@ -81,10 +76,15 @@ def group_units(lw: Lowerer) -> None:
     for u in units:
         deps[u.index].discard(u.index)
         consumers[u.index].discard(u.index)
-    kind = {u.index: u.kind for u in units}
-    loops = {u.index for u in units if u.kind == "loop"}  # looped kernels take nothing in
+    return deps, consumers
 
-    # 1-2: anchors, consumer fusion (reverse order), then epilogue fusion of lone light groups
+
+def _consumer_fusion(
+    units: list[Unit], kind: dict[int, str], consumers: dict[int, set[int]], loops: set[int]
+) -> dict[int, int]:
+    """Rules 1-2, first half: heavy units anchor groups; in reverse program order a light
+    unit joins the group of its earliest consumer (unless that is a looped kernel). Returns
+    unit -> group (the anchor's index)."""
     group: dict[int, int] = {}
     for u in reversed(units):
         i = u.index
@@ -92,6 +92,19 @@ def group_units(lw: Lowerer) -> None:
             group[i] = i
         else:
             group[i] = group[min(consumers[i])]
+    return group
+
+
+def _epilogue_fusion(
+    units: list[Unit],
+    kind: dict[int, str],
+    deps: dict[int, set[int]],
+    consumers: dict[int, set[int]],
+    loops: set[int],
+    group: dict[int, int],
+) -> None:
+    """Rule 2, second half (in place): a group of light units only whose results leave the
+    program joins the group of its latest producer (unless that is a looped kernel)."""
     members: dict[int, list[int]] = {}
     for u in units:
         members.setdefault(group[u.index], []).append(u.index)
@@ -109,7 +122,13 @@ def group_units(lw: Lowerer) -> None:
         members[target].extend(ms)
         members[g] = []
 
-    # 5: break cycles between groups by splitting off light units
+
+def _break_cycles(
+    kind: dict[int, str], deps: dict[int, set[int]], group: dict[int, int]
+) -> nx.DiGraph:
+    """Rule 6 (in place): while the groups depend on each other in a cycle, split the light
+    units of the groups on it off into kernels of their own. Returns the (acyclic) graph of
+    group dependencies."""
     while True:
         gg = nx.DiGraph()
         gg.add_nodes_from(set(group.values()))
@@ -120,7 +139,7 @@ def group_units(lw: Lowerer) -> None:
         try:
             cycle = nx.find_cycle(gg)
         except nx.NetworkXNoCycle:
-            break
+            return gg
         on_cycle = {a for a, _ in cycle}
         split = [i for i in group if group[i] in on_cycle and kind[i] == "light" and group[i] != i]
         if not split:  # only anchors left on the cycle: cannot happen for a valid program
@@ -128,6 +147,11 @@ def group_units(lw: Lowerer) -> None:
         for i in split:
             group[i] = i
 
+
+def _fused_kernels(units: list[Unit], group: dict[int, int], gg: nx.DiGraph) -> list[Kernel]:
+    """One kernel per group, in a topological order of ``gg`` that keeps program order where
+    it can; named and labelled after its anchor (``dot_general_3``, op ``"dot_general +
+    add, tanh"``), or ``fusion_<n>`` for a group of light units only."""
     first: dict[int, int] = {}
     for i, g in group.items():
         first[g] = min(first.get(g, i), i)
@@ -152,9 +176,20 @@ def group_units(lw: Lowerer) -> None:
                 anchor.kernel.loops,
             )
         )
-    p.kernels = kernels
+    return kernels
 
-    # 4: storage that stays on chip
+
+def _mark_on_chip(
+    lw: Lowerer,
+    units: list[Unit],
+    acc: dict[int, tuple[set[str], set[str]]],
+    kind: dict[int, str],
+    group: dict[int, int],
+) -> None:
+    """Rule 4: an intermediate written by light units only, or read only by the groups of the
+    heavy units that wrote it, never travels through DRAM: its role becomes kernel-local.
+    Program outputs are always written."""
+    p = lw.program
     outputs = {p.base(o) for o in p.outputs}
     heavy_groups: dict[str, set[int]] = {}
     light_only: dict[str, bool] = {}
@@ -174,3 +209,21 @@ def group_units(lw: Lowerer) -> None:
         crosses = bool(read_groups.get(b, set()) - heavy_groups.get(b, set()))
         if only_light or not crosses:
             p.tensors[b] = replace(decl, role="local")
+
+
+def group_units(lw: Lowerer) -> None:
+    """Replace the program's kernels (one per unit) by fused kernels and mark the storage that
+    never travels through DRAM as kernel-local (see the module docstring)."""
+    units = [u for u in lw.units if u.kernel.statements]
+    if not units:
+        lw.program.kernels = []
+        return
+    acc = {u.index: _accesses(lw, u) for u in units}
+    deps, consumers = _dependencies(units, acc)
+    kind = {u.index: u.kind for u in units}
+    loops = {u.index for u in units if u.kind == "loop"}  # looped kernels take nothing in
+    group = _consumer_fusion(units, kind, consumers, loops)
+    _epilogue_fusion(units, kind, deps, consumers, loops, group)
+    gg = _break_cycles(kind, deps, group)
+    lw.program.kernels = _fused_kernels(units, group, gg)
+    _mark_on_chip(lw, units, acc, kind, group)

@@ -125,6 +125,11 @@ def scan_unrolled(ctx, args, jaxpr, length, reverse, num_consts, num_carry) -> N
         ctx.bind_out(num_carry + k, V(y.shape, y.dtype, y, owned=True, producer=last))
 
 
+# A loop nest of the looped scan kernel, before it is a Statement:
+# (dims, out tensor, index, expr, guards)
+_Nest = tuple
+
+
 def scan_loop(ctx, args, jaxpr, length, reverse, num_consts, num_carry) -> None:
     """The scan as ONE kernel with a sequential loop ``t < length`` (``Kernel.loops``)::
 
@@ -136,14 +141,26 @@ def scan_loop(ctx, args, jaxpr, length, reverse, num_consts, num_carry) -> None:
     The carry history makes every iteration's values new (the cost of the body is counted
     ``length`` times); it lives on chip (kernel-local), so DRAM traffic is xs, consts and the
     initial carry read once, ys and the final carry written once."""
-    lw = ctx.lowerer
     consts = list(args[:num_consts])
     init = list(args[num_consts : num_consts + num_carry])
     xs = list(args[num_consts + num_carry :])
-    t = "t"
-    step = Affine.of(length - 1) - Affine.of(t) if reverse else Affine.of(t)
-    first, last = Guard(Affine.of(t), 0, 1), Guard(Affine.of(t), length - 1, length)
-    pre: list = []  # (dims, out tensor, index, expr, guards)
+    t = Affine.of("t")
+    step = Affine.of(length - 1) - t if reverse else t
+    first, last = Guard(t, 0, 1), Guard(t, length - 1, length)
+    pre, c_hist, c_buf, x_buf = _scan_inputs(ctx, init, xs, length, step, first)
+    outs, body = _scan_body(ctx, jaxpr, consts, c_buf, x_buf)
+    post = _scan_results(ctx, outs, c_hist, num_carry, step, last)
+    _emit_scan_kernel(ctx, length, pre, body, post)
+
+
+def _scan_inputs(
+    ctx: LoweringContext, init: list[V], xs: list[V], length: int, step: Affine, first: Guard
+) -> tuple[list[_Nest], list, list, list]:
+    """The carry history ``c_hist`` (``length + 1`` states, ``init`` stored at the first
+    step), the per-iteration buffers the body reads (``c_buf = c_hist[t]``, ``x_buf =
+    xs[step]``), and the nests that fill them at the top of every iteration."""
+    lw = ctx.lowerer
+    pre: list[_Nest] = []
     c_hist, c_buf = [], []
     for c in init:
         dt = _dtype(c)
@@ -151,7 +168,7 @@ def scan_loop(ctx, args, jaxpr, length, reverse, num_consts, num_carry) -> None:
         buf = lw.fresh_tensor("scan_carry", c.shape, dt)
         d = dims_of(c.shape)
         pre.append((nest(d, c.shape), hist, [0, *d], ctx.operand(c, d, dt), [first]))
-        pre.append((nest(d, c.shape), buf, d, ctx.load(hist, [t, *d]), []))
+        pre.append((nest(d, c.shape), buf, d, ctx.load(hist, ["t", *d]), []))
         c_hist.append(hist)
         c_buf.append(buf)
     x_buf = []
@@ -161,6 +178,16 @@ def scan_loop(ctx, args, jaxpr, length, reverse, num_consts, num_carry) -> None:
         d = dims_of(shape)
         pre.append((nest(d, shape), buf, d, ctx.load(ctx.tensor(x), [step, *d]), []))
         x_buf.append(buf)
+    return pre, c_hist, c_buf, x_buf
+
+
+def _scan_body(
+    ctx: LoweringContext, jaxpr, consts: list[V], c_buf: list, x_buf: list
+) -> tuple[list[V], list[Statement]]:
+    """Lower the body once on the buffers (the carries owned, so updated in place where the
+    body allows it); returns its results and its statements, taken out of the units the body
+    lowered into (they run inside the loop kernel)."""
+    lw = ctx.lowerer
     start = len(lw.units)
     lw.in_loop = True
     try:
@@ -171,14 +198,22 @@ def scan_loop(ctx, args, jaxpr, length, reverse, num_consts, num_carry) -> None:
                 *(V(b.shape, b.dtype, b, owned=True) for b in c_buf),
                 *(V(b.shape, b.dtype, b) for b in x_buf),
             ],
-            owned=[False] * num_consts + [True] * num_carry + [False] * len(xs),
+            owned=[False] * len(consts) + [True] * len(c_buf) + [False] * len(x_buf),
         )
     finally:
         lw.in_loop = False
     body = [st for u in lw.units[start:] for st in u.kernel.statements]
     for u in lw.units[start:]:
         u.kernel.statements = []
-    post: list = []
+    return outs, body
+
+
+def _scan_results(
+    ctx: LoweringContext, outs: list[V], c_hist: list, num_carry: int, step: Affine, last: Guard
+) -> list[_Nest]:
+    """The nests at the bottom of every iteration: the new carry into ``c_hist[t+1]`` (and
+    into the final carry at the last step), each ``y`` into ``ys[step]``."""
+    post: list[_Nest] = []
     finals = [ctx.out(k) for k in range(num_carry)]
     for k, v in enumerate(outs[:num_carry]):
         d = dims_of(v.shape)
@@ -186,7 +221,7 @@ def scan_loop(ctx, args, jaxpr, length, reverse, num_consts, num_carry) -> None:
             (
                 nest(d, v.shape),
                 c_hist[k],
-                [Affine.of(t) + 1, *d],
+                [Affine.of("t") + 1, *d],
                 ctx.operand(v, d, c_hist[k].dtype),
                 [],
             )
@@ -196,7 +231,16 @@ def scan_loop(ctx, args, jaxpr, length, reverse, num_consts, num_carry) -> None:
         y = ctx.out(num_carry + k, stem="scan_ys")
         d = dims_of(v.shape)
         post.append((nest(d, v.shape), y, [step, *d], ctx.operand(v, d, y.dtype), []))
-    unit = lw.begin_unit("scan", "loop", ctx.source, ctx.module, loops=(Dim(t, length),))
+    return post
+
+
+def _emit_scan_kernel(
+    ctx: LoweringContext, length: int, pre: list[_Nest], body: list[Statement], post: list[_Nest]
+) -> None:
+    """One unit (kernel) looped over ``t < length``: the input nests, the body, the result
+    nests (a nest with an empty dim runs nothing and is skipped); it produces every output."""
+    lw = ctx.lowerer
+    unit = lw.begin_unit("scan", "loop", ctx.source, ctx.module, loops=(Dim("t", length),))
 
     def add(dims, out, index, expr, guards) -> None:
         dims = [Dim(*x) for x in dims]

@@ -34,6 +34,7 @@ row), one SFU exp, and 2·E + 2·Ev tensor-core flops, what FlashAttention execu
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 
 import torch
 
@@ -44,6 +45,156 @@ from solar.frontend.torch.registry import lowering
 from solar.ir.affine import Affine
 from solar.ir.program import Guard
 from solar.ir.scalar import Const, Expr, call
+
+
+@dataclass
+class _Lead:
+    """The loops over the output's leading dims (batch, heads) and how each operand is indexed
+    by them: broadcast operands read index 0; under GQA the query-head dim is split into
+    loops ``kv < Hkv, g < G`` (query heads ``kv·G + g``, key/value heads ``kv``)."""
+
+    loops: list[tuple[str, int]] = field(default_factory=list)
+    q: list[object] = field(default_factory=list)
+    k: list[object] = field(default_factory=list)
+    v: list[object] = field(default_factory=list)
+    o: list[object] = field(default_factory=list)
+
+
+def _checked_output(ctx: LoweringContext, q: T, k: T, v: T, dropout_p: float) -> T:
+    """The call's output, once the call is one with a loop-nest definition: no dropout,
+    operands of the output's rank with matching head and sequence sizes."""
+    if dropout_p:
+        ctx.fail(
+            f"with dropout_p={dropout_p} is training-mode (random) attention, which has no "
+            "loop-nest definition; trace in eval mode with dropout_p=0"
+        )
+    out = ctx.out()
+    if not q.ndim == k.ndim == v.ndim == out.ndim:
+        ctx.fail(f"with query, key, value of {q.ndim}, {k.ndim}, {v.ndim} dims is not supported")
+    if k.shape[-1] != q.shape[-1] or v.shape[-2] != k.shape[-2]:
+        ctx.fail(f"with mismatched shapes q {q.shape}, k {k.shape}, v {v.shape}")
+    return out
+
+
+def _lead(ctx: LoweringContext, q: T, k: T, v: T, out: T, enable_gqa: bool) -> _Lead:
+    """One loop per leading dim, except the query-head dim under GQA (two loops)."""
+    nd = out.ndim
+    lead = _Lead()
+    for p in range(nd - 2):
+        hq, hk, hv = q.shape[p], k.shape[p], v.shape[p]
+        if enable_gqa and p == nd - 3 and hq != hk:
+            if hk != hv or hq % hk:
+                ctx.fail(f"with enable_gqa needs Hq ({hq}) a multiple of Hk = Hv ({hk}, {hv})")
+            group = hq // hk
+            lead.loops += [("kv", hk), ("g", group)]
+            head = Affine.of("kv") * group + "g"
+            lead.q.append(head)
+            lead.o.append(head)
+            lead.k.append("kv")
+            lead.v.append("kv")
+            continue
+        d = f"b{p}"
+        lead.loops.append((d, out.shape[p]))
+        lead.q.append(0 if hq == 1 else d)
+        lead.k.append(0 if hk == 1 else d)
+        lead.v.append(0 if hv == 1 else d)
+        lead.o.append(d)
+    return lead
+
+
+class _Attention:
+    """Emits the loop nests of one attention kernel (module docstring): the scores, the
+    softmax over keys, the weighted sum of values. Holds the kernel-local storage
+    (``sc``, ``m``, ``den``, ``acc``) and the causal guard every nest over ``s`` carries."""
+
+    def __init__(
+        self, ctx: LoweringContext, q: T, k: T, out: T, lead: _Lead, is_causal: bool, scale: float
+    ) -> None:
+        self.ctx = ctx
+        self.lead = lead
+        self.scale = scale
+        self.lq, self.e_dim, self.lk = q.shape[-2], q.shape[-1], k.shape[-2]
+        self.rows = [*lead.loops, ("l", self.lq)]
+        self.scores = [*self.rows, ("s", self.lk)]
+        self.keys = [*self.rows, ("s", self.lk, True)]  # a reduction over the keys
+        self.row_ix = [*lead.o, "l"]
+        self.sc_ix = [*self.row_ix, "s"]
+        self.acc = acc = acc_dtype(out.dtype)
+        lead_shape = out.shape[:-2]
+        self.sc = ctx.local("scores", (*lead_shape, self.lq, self.lk), acc)
+        self.m = ctx.local("max", (*lead_shape, self.lq), acc)
+        self.den = ctx.local("sum", (*lead_shape, self.lq), acc)
+        self.o_acc = ctx.local("acc", out.shape, acc)
+        self.precision = "tf32" if q.dtype == "float32" else None
+        self.guards = [Guard(Affine.of("s") - "l", 1 - self.lq, 1)] if is_causal else []
+
+    def emit(self, dims, target: T, index, expr: Expr, **kw) -> None:
+        """One nest, under the causal guard."""
+        self.ctx.statement(dims, target, index, expr, guards=self.guards, **kw)
+
+    def sc_load(self) -> Expr:
+        """``sc[b..., l, s]``."""
+        return self.ctx.load(self.sc, self.sc_ix)
+
+    def row_max(self) -> Expr:
+        """``m[b..., l]``."""
+        return self.ctx.load(self.m, self.row_ix)
+
+    def scaled(self, x: Expr) -> Expr:
+        """``x·scale`` (no multiply for a scale of 1)."""
+        return x if self.scale == 1 else call("mul", x, Const(self.scale))
+
+    def qk(self, q: T, k: T) -> None:
+        """``sc = Q K^T``, on tensor cores."""
+        ctx, lead = self.ctx, self.lead
+        qk = call("mul", ctx.load(q, [*lead.q, "l", "e"]), ctx.load(k, [*lead.k, "s", "e"]))
+        dims = [*self.scores, ("e", self.e_dim, True)]
+        self.emit(dims, self.sc, self.sc_ix, qk, reduce="sum", precision=self.precision)
+
+    def shifted_logits(self, mask: T | None) -> Expr:
+        """Emit the row maxima of the (masked, scaled) logits; return ``logit - row max``.
+        Without a mask and with ``scale > 0``, ``max(scale·x) = scale·max(x)``: the scale is
+        applied in the shift, one FFMA per score, as FlashAttention."""
+        folded = mask is None and self.scale > 0  # the scale applied in the shift
+        if mask is not None:
+            self.emit(self.scores, self.sc, self.sc_ix, self.masked_logit(mask))
+        elif not folded:
+            self.emit(self.scores, self.sc, self.sc_ix, self.scaled(self.sc_load()))
+        self.emit(self.keys, self.m, self.row_ix, self.sc_load(), reduce="max")
+        if folded:
+            return call("sub", self.scaled(self.sc_load()), self.scaled(self.row_max()))
+        return call("sub", self.sc_load(), self.row_max())
+
+    def masked_logit(self, mask: T) -> Expr:
+        """``where(mask, sc·scale, -inf)`` (boolean mask) or ``sc·scale + mask`` (additive),
+        the mask broadcast from the right over ``[b..., l, s]``."""
+        ctx = self.ctx
+        full = [*self.lead.o, "l", "s"]
+        m_ix = [0 if n == 1 else full[len(full) - mask.ndim + j] for j, n in enumerate(mask.shape)]
+        logit = self.scaled(self.sc_load())
+        if mask.dtype == "bool":
+            return call("where", ctx.load(mask, m_ix), logit, Const(-math.inf))
+        return call("add", logit, ctx.load(mask, m_ix, self.acc))
+
+    def softmax_numerator(self, shifted: Expr) -> None:
+        """``sc = exp(shifted)`` and its row sums ``den``."""
+        self.emit(self.scores, self.sc, self.sc_ix, call("exp", shifted))
+        self.emit(self.keys, self.den, self.row_ix, self.sc_load(), reduce="sum")
+
+    def weighted_values(self, v: T, out: T, masked: bool) -> None:
+        """``acc = P V`` on tensor cores, then ``out = acc / den`` (0 on a row whose keys are
+        all masked, as PyTorch, not NaN)."""
+        ctx, ev = self.ctx, v.shape[-1]
+        pv = call("mul", self.sc_load(), ctx.load(v, [*self.lead.v, "s", "ev"]))
+        o_ix = [*self.row_ix, "ev"]
+        dims = [*self.rows, ("ev", ev), ("s", self.lk, True)]
+        self.emit(dims, self.o_acc, o_ix, pv, reduce="sum", precision=self.precision)
+        norm: Expr = call("div", ctx.load(self.o_acc, o_ix), ctx.load(self.den, self.row_ix))
+        if masked:
+            empty = call("eq", self.row_max(), Const(-math.inf))
+            norm = call("where", empty, Const(0.0), norm)
+        result = cast(norm, self.acc, out.dtype)
+        ctx.statement([*self.rows, ("ev", ev)], out, o_ix, result, dtype=self.acc)
 
 
 @lowering(torch.ops.solar.sdpa.default)
@@ -58,109 +209,11 @@ def sdpa(
     scale: float | None,
     enable_gqa: bool,
 ) -> None:
-    if dropout_p:
-        ctx.fail(
-            f"with dropout_p={dropout_p} is training-mode (random) attention, which has no "
-            "loop-nest definition; trace in eval mode with dropout_p=0"
-        )
-    out = ctx.out()
-    nd = out.ndim
-    if not q.ndim == k.ndim == v.ndim == nd:
-        ctx.fail(f"with query, key, value of {q.ndim}, {k.ndim}, {v.ndim} dims is not supported")
-    lq, e_dim, lk, ev = q.shape[-2], q.shape[-1], k.shape[-2], v.shape[-1]
-    if k.shape[-1] != e_dim or v.shape[-2] != lk:
-        ctx.fail(f"with mismatched shapes q {q.shape}, k {k.shape}, v {v.shape}")
-    scale = 1 / math.sqrt(e_dim) if scale is None else scale
-
-    # Leading dims: one loop each (broadcast operands read index 0), except the query-head dim
-    # under GQA, split into (kv, g) loops.
-    lead: list[tuple[str, int]] = []
-    q_ix: list[object] = []
-    k_ix: list[object] = []
-    v_ix: list[object] = []
-    o_ix: list[object] = []
-    for p in range(nd - 2):
-        hq, hk, hv = q.shape[p], k.shape[p], v.shape[p]
-        if enable_gqa and p == nd - 3 and hq != hk:
-            if hk != hv or hq % hk:
-                ctx.fail(f"with enable_gqa needs Hq ({hq}) a multiple of Hk = Hv ({hk}, {hv})")
-            group = hq // hk
-            lead += [("kv", hk), ("g", group)]
-            head = Affine.of("kv") * group + "g"
-            q_ix.append(head)
-            o_ix.append(head)
-            k_ix.append("kv")
-            v_ix.append("kv")
-            continue
-        d = f"b{p}"
-        lead.append((d, out.shape[p]))
-        q_ix.append(0 if hq == 1 else d)
-        k_ix.append(0 if hk == 1 else d)
-        v_ix.append(0 if hv == 1 else d)
-        o_ix.append(d)
-
-    rows = [*lead, ("l", lq)]
-    scores = [*rows, ("s", lk)]
-    row_ix = [*o_ix, "l"]
-    sc_ix = [*row_ix, "s"]
-    acc = acc_dtype(out.dtype)
-    lead_shape = out.shape[:-2]
-    sc = ctx.local("scores", (*lead_shape, lq, lk), acc)
-    m = ctx.local("max", (*lead_shape, lq), acc)
-    den = ctx.local("sum", (*lead_shape, lq), acc)
-    o_acc = ctx.local("acc", out.shape, acc)
-    precision = "tf32" if q.dtype == "float32" else None
-    guards = [Guard(Affine.of("s") - "l", 1 - lq, 1)] if is_causal else []
-
-    def emit(dims, target, index, expr, **kw) -> None:
-        ctx.statement(dims, target, index, expr, guards=guards, **kw)
-
-    def sc_load() -> Expr:
-        return ctx.load(sc, sc_ix)
-
-    def scaled(x: Expr) -> Expr:
-        return x if scale == 1 else call("mul", x, Const(scale))
-
-    # scores = Q K^T
-    qk = call("mul", ctx.load(q, [*q_ix, "l", "e"]), ctx.load(k, [*k_ix, "s", "e"]))
-    emit([*scores, ("e", e_dim, True)], sc, sc_ix, qk, reduce="sum", precision=precision)
-
-    # the masked, scaled logits; exp(logit - row max)
-    masked = mask is not None
-    if masked:
-        assert mask is not None
-        full = [*o_ix, "l", "s"]
-        m_ix = [0 if n == 1 else full[len(full) - mask.ndim + j] for j, n in enumerate(mask.shape)]
-        if mask.dtype == "bool":
-            logit = call("where", ctx.load(mask, m_ix), scaled(sc_load()), Const(-math.inf))
-        else:
-            logit = call("add", scaled(sc_load()), ctx.load(mask, m_ix, acc))
-        emit(scores, sc, sc_ix, logit)
-        emit([*rows, ("s", lk, True)], m, row_ix, sc_load(), reduce="max")
-        shifted = call("sub", sc_load(), ctx.load(m, row_ix))
-    elif scale > 0:  # max(scale·x) = scale·max(x): one FFMA per score, as FlashAttention
-        emit([*rows, ("s", lk, True)], m, row_ix, sc_load(), reduce="max")
-        shifted = call("sub", scaled(sc_load()), scaled(ctx.load(m, row_ix)))
-    else:
-        emit(scores, sc, sc_ix, scaled(sc_load()))
-        emit([*rows, ("s", lk, True)], m, row_ix, sc_load(), reduce="max")
-        shifted = call("sub", sc_load(), ctx.load(m, row_ix))
-    emit(scores, sc, sc_ix, call("exp", shifted))
-    emit([*rows, ("s", lk, True)], den, row_ix, sc_load(), reduce="sum")
-
-    # O = P V / rowsum
-    pv = call("mul", sc_load(), ctx.load(v, [*v_ix, "s", "ev"]))
-    emit(
-        [*rows, ("ev", ev), ("s", lk, True)],
-        o_acc,
-        [*row_ix, "ev"],
-        pv,
-        reduce="sum",
-        precision=precision,
-    )
-    o_ix_full = [*row_ix, "ev"]
-    norm: Expr = call("div", ctx.load(o_acc, o_ix_full), ctx.load(den, row_ix))
-    if masked:  # a row whose keys are all masked gives 0 (PyTorch), not NaN
-        empty = call("eq", ctx.load(m, row_ix), Const(-math.inf))
-        norm = call("where", empty, Const(0.0), norm)
-    ctx.statement([*rows, ("ev", ev)], out, o_ix_full, cast(norm, acc, out.dtype), dtype=acc)
+    """One attention kernel: scores, softmax over keys, weighted values (module docstring)."""
+    out = _checked_output(ctx, q, k, v, dropout_p)
+    scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
+    lead = _lead(ctx, q, k, v, out, enable_gqa)
+    att = _Attention(ctx, q, k, out, lead, is_causal, scale)
+    att.qk(q, k)
+    att.softmax_numerator(att.shifted_logits(mask))
+    att.weighted_values(v, out, masked=mask is not None)
