@@ -97,6 +97,7 @@ from solar.ir.affine import Affine
 from solar.ir.dtypes import itemsize
 from solar.ir.extern import extern_op
 from solar.ir.footprint import (
+    LIMIT_DEPENDENT_CACHES,
     Footprint,
     _flat_form,
     distinct_tuples,
@@ -244,6 +245,7 @@ def _signature(program: Program, e: Expr, tags: _Tags = _NO_TAGS) -> list[Affine
 
 
 _TAG_CACHE: dict[int, tuple[object, tuple, list[_Tags]]] = {}
+LIMIT_DEPENDENT_CACHES.append(_TAG_CACHE.clear)
 
 
 def _loop_tags(program: Program, kernel: Kernel) -> list[_Tags]:
@@ -326,10 +328,25 @@ def _call_dtype(program: Program, st: Statement, node: Expr) -> str:
     return "bool"
 
 
+@dataclass(frozen=True)
+class OpCounts:
+    """Operations of one statement by op class; ``exact=False`` when some count is a proven
+    lower bound (a gathered operand or a scattered output identified by its provable minimum,
+    or a distinct-tuple count the footprint arithmetic could only bound from below)."""
+
+    ops: dict[str, int]
+    exact: bool
+
+
 def statement_ops(program: Program, st: Statement, kernel: Kernel | None = None) -> dict[str, int]:
     """Operations of one statement by op class (classes of :data:`OP_CLASSES` with a nonzero
     count only), over all iterations of its kernel's sequential loops. ``kernel``: the kernel
     holding ``st`` (found in ``program`` when not given; only looped kernels matter)."""
+    return op_counts(program, st, kernel).ops
+
+
+def op_counts(program: Program, st: Statement, kernel: Kernel | None = None) -> OpCounts:
+    """:func:`statement_ops` with its exactness."""
     if kernel is None:
         kernel = _kernel_of(program, st)
     tags = _NO_TAGS
@@ -340,12 +357,20 @@ def statement_ops(program: Program, st: Statement, kernel: Kernel | None = None)
     else:
         st_all = st
     ops = dict.fromkeys(OP_CLASSES, 0)
+    exact = True
+
+    def distinct(forms: list[Affine], nodes: list[Expr] = ()) -> int:
+        nonlocal exact
+        fp = distinct_tuples(st_all, forms)
+        if not fp.exact or any(ld.indirect for n in nodes for ld in n.value_loads()):
+            exact = False
+        return fp.elements
+
     pair = contraction_operands(st)
     if pair is not None:
         forms = [f for ld in pair for f in (_load_form(program, ld), *tags.load(ld))]
-        n = distinct_tuples(st_all, forms).elements
-        ops[contraction_class(st, program)] += 2 * n
-        return {k: v for k, v in ops.items() if v}
+        ops[contraction_class(st, program)] += 2 * distinct(forms, list(pair))
+        return OpCounts({k: v for k, v in ops.items() if v}, exact)
     seen: set[str] = set()
     for node in st.expr.walk_values():
         if not isinstance(node, Call) or str(node) in seen:
@@ -357,7 +382,7 @@ def statement_ops(program: Program, st: Statement, kernel: Kernel | None = None)
         forms = _signature(program, node, tags)
         if not forms:
             continue  # constant: folded at compile time
-        n = distinct_tuples(st_all, forms).elements
+        n = distinct(forms, [node])
         ops[cuda_class(_call_dtype(program, st, node))] += spec.alu * n
         ops["sfu"] += spec.sfu * n
     out = [_flat_form(program, st.out.tensor, st.out.index), *tags.out]
@@ -366,29 +391,30 @@ def statement_ops(program: Program, st: Statement, kernel: Kernel | None = None)
         ext = extern_op(st.extern)
         n = prod(int(d.extent) for d in st.reduction_dims)
         m = st.parallel_dims[-1].extent
-        rows = distinct_tuples(st_all, [Affine.of(d.name) for d in st_all.parallel_dims[:-1]])
-        for c, k in ext.ops(int(n), int(m), rows.elements, dict(st.extern_attrs)).items():
+        rows = distinct([Affine.of(d.name) for d in st_all.parallel_dims[:-1]])
+        for c, k in ext.ops(int(n), int(m), rows, dict(st.extern_attrs)).items():
             ops[c] += k
     elif st.scan is not None:
         assert st.reduce is not None
         others = [Affine.of(d.name) for d in st.parallel_dims if d.name != st.scan]
-        n = distinct_tuples(st_all, out).elements
-        n -= distinct_tuples(st_all, [*others, *tags.out]).elements
+        n = distinct(out) - distinct([*others, *tags.out])
         alu, sfu = REDUCTION_COMBINE_COST[st.reduce]
         ops[cls] += alu * max(0, n)
         ops["sfu"] += sfu * max(0, n)
     elif st.reduce is not None or st.accumulate:
         terms = _signature(program, st.expr, tags)
+        if st.out.indirect:
+            exact = False  # the positions a scatter combines into are data
         if st.accumulate:
-            n = distinct_tuples(st_all, [*out, *terms]).elements
+            n = distinct([*out, *terms], [st.expr])
         else:
             if st.out.indirect:  # at most one distinct output per parallel instance
                 out = [Affine.of(d.name) for d in st.parallel_dims] + list(tags.out)
-            n = distinct_tuples(st_all, terms).elements - distinct_tuples(st_all, out).elements
+            n = distinct(terms, [st.expr]) - distinct(out)
         alu, sfu = REDUCTION_COMBINE_COST[st.reduce] if st.reduce else (1, 0)
         ops[cls] += alu * max(0, n)
         ops["sfu"] += sfu * max(0, n)
-    return {k: v for k, v in ops.items() if v}
+    return OpCounts({k: v for k, v in ops.items() if v}, exact)
 
 
 @dataclass(frozen=True)

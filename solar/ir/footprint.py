@@ -54,7 +54,8 @@ minimum, whichever is larger (``exact=False``).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache, reduce
 
@@ -70,7 +71,38 @@ MASK_LIMIT = 1 << 24  # largest base marked in a boolean mask by union_footprint
 # (exact count, opaque structure) instead of materialising and sorting every value.
 SEG_MATERIALIZE_LIMIT = 1 << 16
 _INF = 1 << 100  # stands in for an unbounded guard side
+# memo caches that depend on the limits above (cleared when they change)
+LIMIT_DEPENDENT_CACHES: list[Callable[[], None]] = []
 _NP_SAFE = 1 << 61  # magnitudes above this are not handed to int64 numpy arithmetic
+
+
+@contextmanager
+def enumeration_limits(
+    enum: int | None = None, mask: int | None = None, segments: int | None = None
+) -> Iterator[None]:
+    """Run with other enumeration limits (:data:`ENUM_LIMIT`, :data:`MASK_LIMIT`,
+    :data:`SEG_MATERIALIZE_LIMIT`). Tiny limits make small shapes take the paths that large
+    shapes take (no enumeration: progressions, interval solving, sweeps, lower bounds), so the
+    counting oracle can check those paths at sizes it can enumerate."""
+    global ENUM_LIMIT, MASK_LIMIT, SEG_MATERIALIZE_LIMIT
+    old = ENUM_LIMIT, MASK_LIMIT, SEG_MATERIALIZE_LIMIT
+    new = (enum, mask, segments)
+    ENUM_LIMIT, MASK_LIMIT, SEG_MATERIALIZE_LIMIT = (
+        o if n is None else n for o, n in zip(old, new)
+    )
+    _clear_caches()
+    try:
+        yield
+    finally:
+        ENUM_LIMIT, MASK_LIMIT, SEG_MATERIALIZE_LIMIT = old
+        _clear_caches()
+
+
+def _clear_caches() -> None:
+    _domain.cache_clear()
+    _form_set.cache_clear()
+    for clear in LIMIT_DEPENDENT_CACHES:
+        clear()
 
 
 @dataclass(frozen=True)
@@ -288,8 +320,10 @@ def _values(f: _F) -> np.ndarray:
     return f.vals
 
 
-def _materialize(fs: Sequence[_F], limit: int = ENUM_LIMIT) -> np.ndarray | None:
-    """Sorted values of an injective sum (minimum 0), if exact and at most ``limit``."""
+def _materialize(fs: Sequence[_F], limit: int | None = None) -> np.ndarray | None:
+    """Sorted values of an injective sum (minimum 0), if exact and at most ``limit``
+    (default :data:`ENUM_LIMIT`)."""
+    limit = ENUM_LIMIT if limit is None else limit
     if any(f.kind == "opq" for f in fs) or math.prod(f.n for f in fs) > limit:
         return None
     if sum(f.diam for f in fs) >= _NP_SAFE:
@@ -821,6 +855,24 @@ def _injective_form(terms: Mapping[str, int], rng: Mapping[str, tuple[int, int]]
     return s.exact and s.count == math.prod(rng[d][1] - rng[d][0] for d in terms)
 
 
+def _widths(
+    dims: Iterable[str], fixed: set[str], rng: Mapping[str, tuple[int, int]], guards
+) -> dict[str, tuple[int, int]]:
+    """Per dim of ``dims``, a range ``[0, w)`` whose width bounds the values the dim takes
+    among the executed instances once the ``fixed`` dims are given: its loop range, narrowed by
+    every guard over that dim and fixed dims only (``lo <= a·x + b < hi`` leaves at most
+    ``ceil((hi - lo) / |a|)`` values of ``x``)."""
+    out = {}
+    for d in dims:
+        w = rng[d][1] - rng[d][0]
+        for g in guards:
+            coefs = dict(g.coefs)
+            if d in coefs and set(coefs) <= fixed | {d}:
+                w = min(w, _cdiv(g.hi - g.lo, abs(coefs[d])))
+        out[d] = (0, w)
+    return out
+
+
 def distinct_tuples(st: Statement, forms: Sequence[Affine]) -> Footprint:
     """Distinct values of the tuple ``(form_1(x), ..., form_k(x))`` over the executed
     instances ``x`` of ``st``: how often a function of those values must be evaluated."""
@@ -836,7 +888,7 @@ def distinct_tuples(st: Statement, forms: Sequence[Affine]) -> Footprint:
         changed = False
         for f in forms:
             rest = {d: c for d, c in f.terms if d not in det}
-            if rest and _injective_form(rest, rng):
+            if rest and _injective_form(rest, _widths(rest, det, rng, dom.guards)):
                 det |= rest.keys()
                 changed = True
     if dims <= det:
