@@ -1137,14 +1137,15 @@ def _punshuf(draw):
 
 for _kind in ("reflection", "replication"):
     for _n in (1, 2, 3):
+        _op = getattr(aten, f"{_kind}_pad{_n}d").default
 
-        def _pad(draw, op=getattr(aten, f"{_kind}_pad{_n}d").default, n=_n, kind=_kind):
+        def _pad(draw, op=_op, n=_n, kind=_kind):
             size = [draw(st.integers(2, 4)) for _ in range(n)]
             hi = 1 if kind == "reflection" else 2
             pads = [draw(st.integers(0, hi)) for _ in range(2 * n)]
             return (lambda x: op(x, pads)), (rand((1, 2, *size)),)
 
-        case(getattr(aten, f"{_kind}_pad{_n}d").default, examples=2)(_pad)
+        case(_op, examples=2)(_pad)
 
 
 for _op in (aten.clone.default, aten.lift_fresh_copy.default):

@@ -467,7 +467,9 @@ def _dram_reads(program: Program, reads: Sequence[_Acc], writes: Sequence[_Acc])
     reads and writes the base), that is exactly ``|R ∪ W0| - |W0|`` with ``W0`` the writes
     before the first read; otherwise the larger of the reads before the first write (in a
     loop that writes it first: its first iteration's) and ``|R ∪ W| - |W|`` (elements read
-    and never written) is a lower bound."""
+    and never written) is a lower bound, exact when it meets ``|R ∪ W0| - |W0|`` (outside
+    loops, an upper bound: an element written before the first read is never read from
+    DRAM)."""
     r_acc = [a.acc for a in reads]
     r0, r1 = min(a.time for a in reads), max(a.time for a in reads)
     early = [a.acc for a in writes if a.time < r0]
@@ -495,7 +497,13 @@ def _dram_reads(program: Program, reads: Sequence[_Acc], writes: Sequence[_Acc])
             if a.time < first.time
         ],
     )
-    return Footprint(max(diff, pre.elements), False)
+    lower = max(diff, pre.elements)
+    if not looped:  # exact when it meets the upper bound |R ∪ W0| - |W0|
+        w0 = union_footprint(program, early)
+        upper = union_footprint(program, r_acc + early)
+        if w0.exact and upper.exact and upper.elements - w0.elements == lower:
+            return Footprint(lower, True)
+    return Footprint(lower, False)
 
 
 def _io(
