@@ -37,14 +37,17 @@ DRAM traffic (:func:`kernel_io`, :func:`program_io`), per storage base, in eleme
 elements x itemsize of the base's dtype):
 
 - A kernel reads every element of a base that one of its statements loads (or accumulates
-  into) before the kernel writes that element; it writes the union of its output accesses.
+  into) before the kernel writes that element; it writes the union of its output accesses
+  (over the executed instances; a reduction that does not accumulate writes its whole output
+  box, the identity where no instance executes: :func:`written_instances`).
   Kernel-local tensors (role ``local``) are excluded. With ``W0`` the elements written before
   the kernel's first read of the base: when no write of the base falls between its first and
   last read, the reads are exactly ``|read ∪ W0| - |W0|`` (so a base written by an earlier
   statement and then read or accumulated into costs no read: addmm's ``out``); when writes and
   reads interleave, the larger of (reads before the first write) and ``|read ∪ written| -
-  |written|`` (elements read and never written), a lower bound. A statement's reads come
-  before its own write (in-place updates read).
+  |written|`` (elements read and never written), a lower bound, exact when it meets the upper
+  bound ``|read ∪ W0| - |W0|``. A statement's reads come before its own write (in-place
+  updates read).
 - The program (fused view) reads every graph input, weight and constant element it loads that
   it has not written before (same rule, in program order), and writes every element of a graph
   output (``program.role(base) == "output"``) or of an input/weight/constant base that some
@@ -90,7 +93,7 @@ Extensions:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from math import prod
 
 from solar.ir.affine import Affine
@@ -506,6 +509,16 @@ def _dram_reads(program: Program, reads: Sequence[_Acc], writes: Sequence[_Acc])
     return Footprint(lower, False)
 
 
+def written_instances(st: Statement) -> Statement:
+    """The statement whose instances write ``st``'s output: ``st`` itself, except that a
+    reduction that does not accumulate (nor scans, nor scatters) writes every output of its
+    box, the reduction's identity where no instance executes: its guards dropped."""
+    plain = st.scan is None and st.extern is None and not st.out.indirect
+    if st.reduce is not None and not st.accumulate and plain and st.guards:
+        return replace(st, guards=())
+    return st
+
+
 def _io(
     program: Program, items: Sequence[tuple[Statement, int, tuple[Dim, ...]]], read_ok, write_ok
 ) -> KernelIO:
@@ -524,7 +537,9 @@ def _io(
             if read_ok(b):
                 reads.setdefault(b, []).append(_Acc(2 * i, whole, first, t, idx, group))
         b = program.base(st.out.tensor)
-        out = _Acc(2 * i + 1, whole, first, st.out.tensor, st.out.index, group)
+        wst = written_instances(st)
+        wall, wfirst = with_loops(wst, loops), with_loops(wst, tuple(Dim(d.name, 1) for d in loops))
+        out = _Acc(2 * i + 1, wall, wfirst, st.out.tensor, st.out.index, group)
         writes.setdefault(b, []).append(out)
     r = {b: _dram_reads(program, rs, writes.get(b, ())) for b, rs in reads.items()}
     r = {b: f for b, f in r.items() if f.elements or not f.exact}

@@ -32,8 +32,10 @@ loads of rewritten storage instead, see :mod:`solar.ir.cost`).
 *DRAM elements*: accesses are replayed in execution order (statements, and iterations of
 looped kernels); an element is read when a statement loads it (or accumulates into it) before
 the kernel (the program, for the fused view) has written it, and written when a statement's
-executed instance writes it. Kernel-local storage does not count; the program view counts
-reads of graph inputs, weights and constants and writes of those and of graph outputs.
+executed instance writes it; a reduction that does not accumulate also writes the outputs no
+instance reaches (the reduction's identity, as the executor does). Kernel-local storage does
+not count; the program view counts reads of graph inputs, weights and constants and writes of
+those and of graph outputs.
 
 :func:`check` compares the oracle with the analytical counts (exact counts must agree, proven
 lower bounds must not exceed the oracle) and returns the disagreements.
@@ -45,7 +47,7 @@ import itertools
 import math
 from collections import defaultdict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import torch
@@ -136,20 +138,38 @@ class _Counter:
     # ------------------------------------------------------------------ one statement
     def visit(self, ki: int, si: int, kernel: Kernel, env: Mapping[str, int], mem) -> None:
         st = kernel.statements[si]
-        inst = _Instances(self, st, env, mem, f"statement {si} of kernel {kernel.name}")
-        if inst.n == 0:
-            return
+        where = f"statement {si} of kernel {kernel.name}"
+        inst = _Instances(self, st, env, mem, where)
         looped = bool(kernel.loops)
-        loads = {id(ld): inst.offsets(ld.tensor, ld.index) for ld in _all_loads(st)}
-        out_base, out_off = inst.offsets(st.out.tensor, st.out.index)
-        load_ids = {k: self.ids(b)[off] for k, (b, off) in loads.items()}
-        cur_out = self.ids(out_base)[out_off]
-        self._dram(ki, st, loads, out_base, out_off)
-        terms = _signature(st.expr, load_ids, inst)
-        if st.accumulate:
-            terms = [*terms, cur_out]
-        new_out = self._write(ki, si, st, inst, out_base, out_off, terms, looped)
-        self._ops(ki, si, st, inst, load_ids, new_out, looped, env)
+        if inst.n:
+            loads = {id(ld): inst.offsets(ld.tensor, ld.index) for ld in _all_loads(st)}
+            out_base, out_off = inst.offsets(st.out.tensor, st.out.index)
+            load_ids = {k: self.ids(b)[off] for k, (b, off) in loads.items()}
+            cur_out = self.ids(out_base)[out_off]
+            self._dram(ki, st, loads, out_base, out_off)
+            terms = _signature(st.expr, load_ids, inst)
+            if st.accumulate:
+                terms = [*terms, cur_out]
+            new_out = self._write(ki, si, st, inst, out_base, out_off, terms, looped)
+            self._ops(ki, si, st, inst, load_ids, new_out, looped, env)
+        self._identity_writes(ki, si, st, env, inst, where)
+
+    def _identity_writes(self, ki, si, st: Statement, env, inst: _Instances, where) -> None:
+        """A reduction that does not accumulate writes every output of its box: the
+        identity where no instance executes (as the executor does)."""
+        if st.reduce is None or st.accumulate or st.scan or st.extern or st.out.indirect:
+            return
+        box = _Instances(self, replace(st, dims=st.parallel_dims, guards=()), env, None, where)
+        base, off = box.offsets(st.out.tensor, st.out.index)
+        done = inst.offsets(st.out.tensor, st.out.index)[1] if inst.n else off[:0]
+        idle = np.setdiff1d(off, done)
+        if idle.size == 0:
+            return
+        self.mask(self.k_written[ki], base)[idle] = True
+        self.mask(self.p_written, base)[idle] = True
+        keys = [(ki, si, int(o), "identity") for o in idle]
+        ids = [self.numbers.setdefault(k, int(self.fresh(1)[0])) for k in keys]
+        self.ids(base)[idle] = np.asarray(ids, dtype=np.int64)
 
     def _dram(self, ki: int, st: Statement, loads, out_base: str, out_off: np.ndarray) -> None:
         """Reads before writes, per kernel and for the whole program (a statement reads
