@@ -369,6 +369,17 @@ def op_counts(program: Program, st: Statement, kernel: Kernel | None = None) -> 
             exact = False
         return fp.elements
 
+    def at_most(forms: list[Affine]) -> int:
+        """Distinct tuples, or (when only a lower bound is known) the box of their dims: an
+        upper bound, so that subtracting it keeps a difference a lower bound."""
+        nonlocal exact
+        fp = distinct_tuples(st_all, forms)
+        if fp.exact:
+            return fp.elements
+        exact = False
+        ext = st_all.extents
+        return prod(int(ext[d]) for d in {d for f in forms for d in f.dims})
+
     pair = contraction_operands(st)
     if pair is not None:
         forms = [f for ld in pair for f in (_load_form(program, ld), *tags.load(ld))]
@@ -400,7 +411,7 @@ def op_counts(program: Program, st: Statement, kernel: Kernel | None = None) -> 
     elif st.scan is not None:
         assert st.reduce is not None
         others = [Affine.of(d.name) for d in st.parallel_dims if d.name != st.scan]
-        n = distinct(out) - distinct([*others, *tags.out])
+        n = distinct(out) - at_most([*others, *tags.out])
         alu, sfu = REDUCTION_COMBINE_COST[st.reduce]
         ops[cls] += alu * max(0, n)
         ops["sfu"] += sfu * max(0, n)
@@ -413,7 +424,7 @@ def op_counts(program: Program, st: Statement, kernel: Kernel | None = None) -> 
         else:
             if st.out.indirect:  # at most one distinct output per parallel instance
                 out = [Affine.of(d.name) for d in st.parallel_dims] + list(tags.out)
-            n = distinct(terms, [st.expr]) - distinct(out)
+            n = distinct(terms, [st.expr]) - at_most(out)
         alu, sfu = REDUCTION_COMBINE_COST[st.reduce] if st.reduce else (1, 0)
         ops[cls] += alu * max(0, n)
         ops["sfu"] += sfu * max(0, n)

@@ -98,13 +98,29 @@ class _Rows:
         return int(np.unique(rows, axis=0).shape[0])
 
 
+@dataclass
+class _Tally:
+    """One counted quantity of a statement: ``alu`` flops (on ``cls``) and ``sfu`` ops per
+    distinct row of ``plus``, less the distinct rows of ``minus`` (at least 0) if given."""
+
+    cls: str
+    alu: int
+    sfu: int
+    plus: _Rows = field(default_factory=_Rows)
+    minus: _Rows | None = None
+
+    def count(self) -> int:
+        n = self.plus.distinct()
+        return n if self.minus is None else max(0, n - self.minus.distinct())
+
+
 class _Counter:
     def __init__(self, program: Program) -> None:
         self.p = program
         self.vid: dict[str, np.ndarray] = {}
         self.next_id = 0
         self.numbers: dict[tuple, int] = {}
-        self.rows: dict[tuple, _Rows] = defaultdict(_Rows)
+        self.tallies: dict[tuple, _Tally] = {}
         self.extern_rows: dict[tuple[int, int], _Rows] = defaultdict(_Rows)
         n = len(program.kernels)
         self.k_read: list[dict[str, np.ndarray]] = [{} for _ in range(n)]
@@ -151,7 +167,7 @@ class _Counter:
             if st.accumulate:
                 terms = [*terms, cur_out]
             new_out = self._write(ki, si, st, inst, out_base, out_off, terms, looped)
-            self._ops(ki, si, st, inst, load_ids, new_out, looped, env)
+            self._ops(ki, si, st, inst, load_ids, new_out, env)
         self._identity_writes(ki, si, st, env, inst, where)
 
     def _identity_writes(self, ki, si, st: Statement, env, inst: _Instances, where) -> None:
@@ -206,12 +222,17 @@ class _Counter:
         return new[inverse]
 
     # -------------------------------------------------------------------------- ops
-    def _ops(self, ki, si, st, inst, load_ids, new_out, looped, env) -> None:
+    def tally(self, key, label: str, cls: str, cost: tuple[int, int], minus=False) -> _Tally:
+        if (key, label) not in self.tallies:
+            self.tallies[(key, label)] = _Tally(cls, *cost, minus=_Rows() if minus else None)
+        return self.tallies[(key, label)]
+
+    def _ops(self, ki, si, st, inst, load_ids, new_out, env) -> None:
         key = (ki, si)
         pair = _contraction_pair(st)
         if pair is not None:
-            cls = contraction_class(st, self.p)
-            self.rows[(key, "pair", cls, 2, 0)].add([load_ids[id(ld)] for ld in pair], inst.n)
+            t = self.tally(key, "pairs", contraction_class(st, self.p), (2, 0))
+            t.plus.add([load_ids[id(ld)] for ld in pair], inst.n)
             return
         seen: set[str] = set()
         for node in _value_nodes(st.expr):
@@ -222,45 +243,37 @@ class _Counter:
             cols = _signature(node, load_ids, inst)
             if (spec.alu or spec.sfu) and cols:
                 cls = cuda_class(_call_dtype(self.p, st, node))
-                self.rows[(key, str(node), cls, spec.alu, spec.sfu)].add(cols, inst.n)
+                self.tally(key, str(node), cls, (spec.alu, spec.sfu)).plus.add(cols, inst.n)
         cls = cuda_class(_call_dtype(self.p, st, st.expr))
         terms = _signature(st.expr, load_ids, inst)
         if st.extern is not None:
             batch = [inst.dim(d.name) for d in st.parallel_dims[:-1]]
             loop = [np.full(inst.n, v, np.int64) for v in env.values()]
             self.extern_rows[key].add([*loop, *batch], inst.n)
-        elif st.scan is not None:
-            alu, sfu = REDUCTION_COMBINE_COST[st.reduce]  # type: ignore[index]
-            self.rows[(key, "outs", cls, alu, sfu)].add([new_out], inst.n)
-            self.rows[(key, "-rows", cls, alu, sfu)].add(_scan_rows(st, inst, new_out), inst.n)
-        elif st.reduce is not None or st.accumulate:
-            alu, sfu = REDUCTION_COMBINE_COST[st.reduce] if st.reduce else (1, 0)
-            if st.accumulate:
-                self.rows[(key, "out-terms", cls, alu, sfu)].add([new_out, *terms], inst.n)
-            else:
-                self.rows[(key, "terms", cls, alu, sfu)].add(terms, inst.n)
-                self.rows[(key, "-outs", cls, alu, sfu)].add([new_out], inst.n)
+        elif st.scan is not None:  # distinct outputs less distinct rows
+            t = self.tally(key, "combines", cls, REDUCTION_COMBINE_COST[st.reduce], minus=True)
+            t.plus.add([new_out], inst.n)
+            t.minus.add(_scan_rows(st, inst, new_out), inst.n)  # type: ignore[union-attr]
+        elif st.accumulate:  # distinct (output, term) pairs
+            cost = REDUCTION_COMBINE_COST[st.reduce] if st.reduce else (1, 0)
+            self.tally(key, "combines", cls, cost).plus.add([new_out, *terms], inst.n)
+        elif st.reduce is not None:  # distinct terms less distinct outputs
+            t = self.tally(key, "combines", cls, REDUCTION_COMBINE_COST[st.reduce], minus=True)
+            t.plus.add(terms, inst.n)
+            t.minus.add([new_out], inst.n)  # type: ignore[union-attr]
 
     def totals(self) -> dict[tuple[int, int], dict[str, int]]:
         ops: dict[tuple[int, int], dict[str, int]] = defaultdict(lambda: defaultdict(int))
-        combine: dict[tuple, int] = defaultdict(int)
-        for (key, what, cls, alu, sfu), rows in self.rows.items():
-            n = rows.distinct()
-            if what in ("terms", "-outs", "outs", "-rows"):
-                combine[(key, cls, alu, sfu)] += -n if what.startswith("-") else n
-                continue
-            ops[key][cls] += alu * n
-            ops[key]["sfu"] += sfu * n
-        for (key, cls, alu, sfu), n in combine.items():
-            ops[key][cls] += alu * max(0, n)
-            ops[key]["sfu"] += sfu * max(0, n)
+        for (key, _), t in self.tallies.items():
+            n = t.count()
+            ops[key][t.cls] += t.alu * n
+            ops[key]["sfu"] += t.sfu * n
         for (ki, si), rows in self.extern_rows.items():
             st = self.p.kernels[ki].statements[si]
+            routine = extern_op(st.extern)  # type: ignore[arg-type]
             n = math.prod(int(d.extent) for d in st.reduction_dims)
             m = int(st.parallel_dims[-1].extent)
-            for c, k in (
-                extern_op(st.extern).ops(n, m, rows.distinct(), dict(st.extern_attrs)).items()
-            ):  # type: ignore[arg-type]
+            for c, k in routine.ops(n, m, rows.distinct(), dict(st.extern_attrs)).items():
                 ops[(ki, si)][c] += k
         return {k: {c: v for c, v in d.items() if v} for k, d in ops.items()}
 
