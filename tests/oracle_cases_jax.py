@@ -27,7 +27,7 @@ Build = Callable[[Draw], tuple[Callable, tuple]]
 class Case:
     op: str  # the primitive name
     build: Build
-    examples: int = 3
+    examples: int = 5
     scan: str = "auto"  # trace_jax's scan mode
     error: type[Exception] | None = None  # the rule refuses the primitive with this error
     match: str = ""  # what that error names (default: the primitive)
@@ -36,7 +36,7 @@ class Case:
 CASES: list[Case] = []
 
 
-def case(op: str, examples: int = 3, **kw: object) -> Callable[[Build], Build]:
+def case(op: str, examples: int = 5, **kw: object) -> Callable[[Build], Build]:
     def register(build: Build) -> Build:
         CASES.append(Case(op, build, examples, **kw))  # type: ignore[arg-type]
         return build

@@ -30,7 +30,7 @@ Build = Callable[[Draw], tuple[Callable, tuple]]
 class Case:
     op: str  # the registry key, as str(): "aten.add.Tensor"
     build: Build
-    examples: int = 3  # hypothesis examples per run
+    examples: int = 5  # hypothesis examples per run
     pre_dispatch: bool = False  # trace at the pre-dispatch level (ops a CPU build decomposes)
     error: type[Exception] | None = None  # the lowering refuses the operator with this error
 
@@ -38,7 +38,7 @@ class Case:
 CASES: list[Case] = []
 
 
-def case(op: object, examples: int = 3, **kw: object) -> Callable[[Build], Build]:
+def case(op: object, examples: int = 5, **kw: object) -> Callable[[Build], Build]:
     def register(build: Build) -> Build:
         CASES.append(Case(str(op), build, examples, **kw))  # type: ignore[arg-type]
         return build
@@ -584,7 +584,7 @@ def _trilinear(draw):
 # ------------------------------------------------------------------ convolutions
 
 
-@case(aten.convolution.default, examples=40)
+@case(aten.convolution.default, examples=60)
 def _conv(draw):
     nsp = draw(st.integers(1, 3))
     transposed = draw(st.booleans())
