@@ -56,7 +56,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache, reduce
 
 import numpy as np
@@ -769,8 +769,6 @@ def _merge_complementary(program: Program, accesses: Sequence[tuple]) -> list[tu
 def _merged(group: list[tuple]):
     """The access of ``group`` (see :func:`_merge_complementary`) without its split guard,
     or None."""
-    from dataclasses import replace
-
     first = group[0][0]
     for g in first.guards:
         rest = [h for h in first.guards if h != g]
