@@ -190,11 +190,16 @@ def _generic_reduce(draw):  # a monoid with a non-identity init: the generic red
 
 
 def _window(draw, nsp: int = 2):
+    """Window, strides, window dilation, the input and its padding ("SAME", "VALID" or
+    explicit (lo, hi) pairs) of a pooling over the last ``nsp`` dims."""
     k = tuple(draw(st.integers(1, 3)) for _ in range(nsp))
     s = tuple(draw(st.integers(1, 3)) for _ in range(nsp))
-    size = tuple(draw(st.integers(kk, kk + 3)) for kk in k)
-    pad = draw(st.sampled_from(["VALID", "SAME"]))
-    return (1, 1, *k), (1, 1, *s), rand((1, 2, *size)), pad
+    d = tuple(draw(st.integers(1, 2)) for _ in range(nsp))
+    size = tuple(draw(st.integers(dd * (kk - 1) + 1, dd * (kk - 1) + 4)) for kk, dd in zip(k, d))
+    pad = draw(st.sampled_from(["VALID", "SAME", "explicit"]))
+    if pad == "explicit":
+        pad = ((0, 0), (0, 0), *((draw(st.integers(0, 2)), draw(st.integers(0, 2))) for _ in k))
+    return (1, 1, *k), (1, 1, *s), (1, 1, *d), rand((1, 2, *size)), pad
 
 
 for _n, _init, _op in (
@@ -205,10 +210,10 @@ for _n, _init, _op in (
 ):
 
     def _rw(draw, init=_init, op=_op):
-        k, s, x, pad = _window(draw, draw(st.integers(1, 2)))
-        return (lambda x: lax.reduce_window(x, init, op, k, s, pad)), (x,)
+        k, s, d, x, pad = _window(draw, draw(st.integers(1, 2)))
+        return (lambda x: lax.reduce_window(x, init, op, k, s, pad, window_dilation=d)), (x,)
 
-    case(_n, examples=6)(_rw)
+    case(_n, examples=8)(_rw)
 
 for _n, _f in {
     "cumsum": lax.cumsum, "cumprod": lax.cumprod, "cummax": lax.cummax, "cummin": lax.cummin,
