@@ -10,7 +10,7 @@ import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from eager_oracle import by_dtype_and_magnitude, compare, outputs
+from eager_oracle import by_dtype_and_magnitude, compare, outputs, trace_pre_dispatch
 from eager_oracle import check as _check
 
 from solar.frontend.torch import UnsupportedOperatorError, trace_torch
@@ -346,26 +346,6 @@ def test_layer_norm_cost_per_row():
     io = kernel_io(p, p.kernels[0])
     assert io.read_bytes == 4 * (rows * n + 2 * n)
     assert io.write_bytes == 4 * (rows * n + 2 * rows)
-
-
-def trace_pre_dispatch(fn, *inputs):
-    """Lower ``fn`` traced at the pre-dispatch level: how a CPU-only test sees the operators
-    that a CUDA build records but a CPU build decomposes (``_fused_rms_norm`` has a CUDA
-    kernel and a CompositeImplicit definition elsewhere). Returns the program, the values of
-    its inputs and its output names."""
-    from torch.fx.experimental.proxy_tensor import make_fx
-
-    from solar.frontend.torch.lower import Lowerer
-    from solar.frontend.torch.precision import PrecisionPolicy
-
-    gm = make_fx(fn, tracing_mode="fake", pre_dispatch=True)(*inputs)
-    lowerer = Lowerer(gm, "pre_dispatch", PrecisionPolicy.from_torch())
-    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    names = [lowerer.declare_input(n, n.name, "input", n.name).name for n in placeholders]
-    lowerer.run()
-    out_names = lowerer.outputs()
-    lowerer.program.outputs = list(dict.fromkeys(out_names))
-    return lowerer.program, dict(zip(names, inputs, strict=True)), out_names
 
 
 RMS = "aten._fused_rms_norm.default"

@@ -398,7 +398,9 @@ def test_contraction_with_both_operands_broadcast_over_a_dim():
     assert statement_ops(b.program, s) == {"tc_fp16": 2 * m * n * k}
 
 
-def test_kernel_io_interleaved_writes_are_a_lower_bound():
+def test_kernel_io_interleaved_writes_exact_when_the_bounds_meet():
+    """Reads, then a write, then reads again: the lower bound (all 10 read before the write)
+    meets the upper bound (|R| - |W0| = 10), so the count is exact."""
     b = ProgramBuilder("il")
     x = b.tensor("x", (10,), "float32", "intermediate")
     y = b.tensor("y", (10,), "float32", "intermediate")
@@ -408,9 +410,24 @@ def test_kernel_io_interleaved_writes_are_a_lower_bound():
     b.statement([("i", 5)], (x, ("i",)), Const(0.0))
     b.statement([("i", 10)], (z, ("i",)), Load(x, (A("i"),)))
     io = kernel_io(b.program, b.program.kernels[0])
-    assert io.reads == {"x": Footprint(10, False)}
+    assert io.reads == {"x": Footprint(10, True)}
     assert io.writes == {
         "x": Footprint(5, True),
         "y": Footprint(10, True),
         "z": Footprint(10, True),
     }
+
+
+def test_kernel_io_interleaved_writes_are_a_lower_bound():
+    """Read x[0:5], write x[0:10], read x[0:10]: 5 elements come from DRAM; the upper bound
+    |R| - |W0| = 10 does not meet the lower bound 5, which is reported as a bound."""
+    b = ProgramBuilder("il2")
+    x = b.tensor("x", (10,), "float32", "intermediate")
+    y = b.tensor("y", (5,), "float32", "intermediate")
+    z = b.tensor("z", (10,), "float32", "intermediate")
+    b.begin_kernel("k")
+    b.statement([("i", 5)], (y, ("i",)), Load(x, (A("i"),)))
+    b.statement([("i", 10)], (x, ("i",)), Const(0.0))
+    b.statement([("i", 10)], (z, ("i",)), Load(x, (A("i"),)))
+    io = kernel_io(b.program, b.program.kernels[0])
+    assert io.reads == {"x": Footprint(5, False)}

@@ -37,14 +37,17 @@ DRAM traffic (:func:`kernel_io`, :func:`program_io`), per storage base, in eleme
 elements x itemsize of the base's dtype):
 
 - A kernel reads every element of a base that one of its statements loads (or accumulates
-  into) before the kernel writes that element; it writes the union of its output accesses.
+  into) before the kernel writes that element; it writes the union of its output accesses
+  (over the executed instances; a reduction that does not accumulate writes its whole output
+  box, the identity where no instance executes: :func:`written_instances`).
   Kernel-local tensors (role ``local``) are excluded. With ``W0`` the elements written before
   the kernel's first read of the base: when no write of the base falls between its first and
   last read, the reads are exactly ``|read ∪ W0| - |W0|`` (so a base written by an earlier
   statement and then read or accumulated into costs no read: addmm's ``out``); when writes and
   reads interleave, the larger of (reads before the first write) and ``|read ∪ written| -
-  |written|`` (elements read and never written), a lower bound. A statement's reads come
-  before its own write (in-place updates read).
+  |written|`` (elements read and never written), a lower bound, exact when it meets the upper
+  bound ``|read ∪ W0| - |W0|``. A statement's reads come before its own write (in-place
+  updates read).
 - The program (fused view) reads every graph input, weight and constant element it loads that
   it has not written before (same rule, in program order), and writes every element of a graph
   output (``program.role(base) == "output"``) or of an input/weight/constant base that some
@@ -90,13 +93,14 @@ Extensions:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from math import prod
 
 from solar.ir.affine import Affine
 from solar.ir.dtypes import itemsize
 from solar.ir.extern import extern_op
 from solar.ir.footprint import (
+    LIMIT_DEPENDENT_CACHES,
     Footprint,
     _flat_form,
     distinct_tuples,
@@ -244,6 +248,7 @@ def _signature(program: Program, e: Expr, tags: _Tags = _NO_TAGS) -> list[Affine
 
 
 _TAG_CACHE: dict[int, tuple[object, tuple, list[_Tags]]] = {}
+LIMIT_DEPENDENT_CACHES.append(_TAG_CACHE.clear)
 
 
 def _loop_tags(program: Program, kernel: Kernel) -> list[_Tags]:
@@ -326,10 +331,25 @@ def _call_dtype(program: Program, st: Statement, node: Expr) -> str:
     return "bool"
 
 
+@dataclass(frozen=True)
+class OpCounts:
+    """Operations of one statement by op class; ``exact=False`` when some count is a proven
+    lower bound (a gathered operand or a scattered output identified by its provable minimum,
+    or a distinct-tuple count the footprint arithmetic could only bound from below)."""
+
+    ops: dict[str, int]
+    exact: bool
+
+
 def statement_ops(program: Program, st: Statement, kernel: Kernel | None = None) -> dict[str, int]:
     """Operations of one statement by op class (classes of :data:`OP_CLASSES` with a nonzero
     count only), over all iterations of its kernel's sequential loops. ``kernel``: the kernel
     holding ``st`` (found in ``program`` when not given; only looped kernels matter)."""
+    return op_counts(program, st, kernel).ops
+
+
+def op_counts(program: Program, st: Statement, kernel: Kernel | None = None) -> OpCounts:
+    """:func:`statement_ops` with its exactness."""
     if kernel is None:
         kernel = _kernel_of(program, st)
     tags = _NO_TAGS
@@ -340,12 +360,31 @@ def statement_ops(program: Program, st: Statement, kernel: Kernel | None = None)
     else:
         st_all = st
     ops = dict.fromkeys(OP_CLASSES, 0)
+    exact = True
+
+    def distinct(forms: list[Affine], nodes: list[Expr] = ()) -> int:
+        nonlocal exact
+        fp = distinct_tuples(st_all, forms)
+        if not fp.exact or any(ld.indirect for n in nodes for ld in n.value_loads()):
+            exact = False
+        return fp.elements
+
+    def at_most(forms: list[Affine]) -> int:
+        """Distinct tuples, or (when only a lower bound is known) the box of their dims: an
+        upper bound, so that subtracting it keeps a difference a lower bound."""
+        nonlocal exact
+        fp = distinct_tuples(st_all, forms)
+        if fp.exact:
+            return fp.elements
+        exact = False
+        ext = st_all.extents
+        return prod(int(ext[d]) for d in {d for f in forms for d in f.dims})
+
     pair = contraction_operands(st)
     if pair is not None:
         forms = [f for ld in pair for f in (_load_form(program, ld), *tags.load(ld))]
-        n = distinct_tuples(st_all, forms).elements
-        ops[contraction_class(st, program)] += 2 * n
-        return {k: v for k, v in ops.items() if v}
+        ops[contraction_class(st, program)] += 2 * distinct(forms, list(pair))
+        return OpCounts({k: v for k, v in ops.items() if v}, exact)
     seen: set[str] = set()
     for node in st.expr.walk_values():
         if not isinstance(node, Call) or str(node) in seen:
@@ -357,7 +396,7 @@ def statement_ops(program: Program, st: Statement, kernel: Kernel | None = None)
         forms = _signature(program, node, tags)
         if not forms:
             continue  # constant: folded at compile time
-        n = distinct_tuples(st_all, forms).elements
+        n = distinct(forms, [node])
         ops[cuda_class(_call_dtype(program, st, node))] += spec.alu * n
         ops["sfu"] += spec.sfu * n
     out = [_flat_form(program, st.out.tensor, st.out.index), *tags.out]
@@ -366,29 +405,30 @@ def statement_ops(program: Program, st: Statement, kernel: Kernel | None = None)
         ext = extern_op(st.extern)
         n = prod(int(d.extent) for d in st.reduction_dims)
         m = st.parallel_dims[-1].extent
-        rows = distinct_tuples(st_all, [Affine.of(d.name) for d in st_all.parallel_dims[:-1]])
-        for c, k in ext.ops(int(n), int(m), rows.elements, dict(st.extern_attrs)).items():
+        rows = distinct([Affine.of(d.name) for d in st_all.parallel_dims[:-1]])
+        for c, k in ext.ops(int(n), int(m), rows, dict(st.extern_attrs)).items():
             ops[c] += k
     elif st.scan is not None:
         assert st.reduce is not None
         others = [Affine.of(d.name) for d in st.parallel_dims if d.name != st.scan]
-        n = distinct_tuples(st_all, out).elements
-        n -= distinct_tuples(st_all, [*others, *tags.out]).elements
+        n = distinct(out) - at_most([*others, *tags.out])
         alu, sfu = REDUCTION_COMBINE_COST[st.reduce]
         ops[cls] += alu * max(0, n)
         ops["sfu"] += sfu * max(0, n)
     elif st.reduce is not None or st.accumulate:
         terms = _signature(program, st.expr, tags)
+        if st.out.indirect:
+            exact = False  # the positions a scatter combines into are data
         if st.accumulate:
-            n = distinct_tuples(st_all, [*out, *terms]).elements
+            n = distinct([*out, *terms], [st.expr])
         else:
             if st.out.indirect:  # at most one distinct output per parallel instance
                 out = [Affine.of(d.name) for d in st.parallel_dims] + list(tags.out)
-            n = distinct_tuples(st_all, terms).elements - distinct_tuples(st_all, out).elements
+            n = distinct(terms, [st.expr]) - at_most(out)
         alu, sfu = REDUCTION_COMBINE_COST[st.reduce] if st.reduce else (1, 0)
         ops[cls] += alu * max(0, n)
         ops["sfu"] += sfu * max(0, n)
-    return {k: v for k, v in ops.items() if v}
+    return OpCounts({k: v for k, v in ops.items() if v}, exact)
 
 
 @dataclass(frozen=True)
@@ -441,7 +481,9 @@ def _dram_reads(program: Program, reads: Sequence[_Acc], writes: Sequence[_Acc])
     reads and writes the base), that is exactly ``|R ∪ W0| - |W0|`` with ``W0`` the writes
     before the first read; otherwise the larger of the reads before the first write (in a
     loop that writes it first: its first iteration's) and ``|R ∪ W| - |W|`` (elements read
-    and never written) is a lower bound."""
+    and never written) is a lower bound, exact when it meets ``|R ∪ W0| - |W0|`` (outside
+    loops, an upper bound: an element written before the first read is never read from
+    DRAM)."""
     r_acc = [a.acc for a in reads]
     r0, r1 = min(a.time for a in reads), max(a.time for a in reads)
     early = [a.acc for a in writes if a.time < r0]
@@ -469,7 +511,23 @@ def _dram_reads(program: Program, reads: Sequence[_Acc], writes: Sequence[_Acc])
             if a.time < first.time
         ],
     )
-    return Footprint(max(diff, pre.elements), False)
+    lower = max(diff, pre.elements)
+    if not looped:  # exact when it meets the upper bound |R ∪ W0| - |W0|
+        w0 = union_footprint(program, early)
+        upper = union_footprint(program, r_acc + early)
+        if w0.exact and upper.exact and upper.elements - w0.elements == lower:
+            return Footprint(lower, True)
+    return Footprint(lower, False)
+
+
+def written_instances(st: Statement) -> Statement:
+    """The statement whose instances write ``st``'s output: ``st`` itself, except that a
+    reduction that does not accumulate (nor scans, nor scatters) writes every output of its
+    box, the reduction's identity where no instance executes: its guards dropped."""
+    plain = st.scan is None and st.extern is None and not st.out.indirect
+    if st.reduce is not None and not st.accumulate and plain and st.guards:
+        return replace(st, guards=())
+    return st
 
 
 def _io(
@@ -490,7 +548,9 @@ def _io(
             if read_ok(b):
                 reads.setdefault(b, []).append(_Acc(2 * i, whole, first, t, idx, group))
         b = program.base(st.out.tensor)
-        out = _Acc(2 * i + 1, whole, first, st.out.tensor, st.out.index, group)
+        wst = written_instances(st)
+        wall, wfirst = with_loops(wst, loops), with_loops(wst, tuple(Dim(d.name, 1) for d in loops))
+        out = _Acc(2 * i + 1, wall, wfirst, st.out.tensor, st.out.index, group)
         writes.setdefault(b, []).append(out)
     r = {b: _dram_reads(program, rs, writes.get(b, ())) for b, rs in reads.items()}
     r = {b: f for b, f in r.items() if f.elements or not f.exact}

@@ -85,6 +85,8 @@ _COMBINE: dict[str | None, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]]
 _SCATTER = {None: "sum", "sum": "sum", "prod": "prod", "max": "amax", "min": "amin"}
 
 Box = dict[str, tuple[int, int]]  # loop dim -> (start, size)
+# observe(kernel index, statement index, loop env, storage of a base) before each statement
+Observer = Callable[[int, int, Mapping[str, int], Callable[[str], torch.Tensor]], None]
 
 
 def execute(
@@ -93,6 +95,7 @@ def execute(
     *,
     device: str | torch.device | None = None,
     keep_intermediates: bool = False,
+    observe: Observer | None = None,
 ) -> dict[str, torch.Tensor]:
     """Run ``program`` and return ``{name: tensor}`` for its outputs.
 
@@ -101,9 +104,14 @@ def execute(
     value (CPU if there is none). With ``keep_intermediates`` the result also holds every
     intermediate, local and view tensor that is not an input, weight or constant.
     Views are returned as ``as_strided`` views of their base's storage.
+
+    ``observe(kernel_index, statement_index, loop_env, storage)`` is called before every
+    statement runs (once per iteration of a looped kernel), with ``storage(base)`` the 1-D
+    storage of a base as it is then (the counting oracle, :mod:`solar.ir.oracle`, reads index
+    tensors through it).
     """
     with torch.no_grad():
-        return _Executor(program, values, device, keep_intermediates).run()
+        return _Executor(program, values, device, keep_intermediates, observe).run()
 
 
 def _upcast(dtype: torch.dtype) -> torch.dtype:
@@ -194,9 +202,11 @@ class _Executor:
         values: Mapping[str, torch.Tensor],
         device: str | torch.device | None,
         keep: bool,
+        observe: Observer | None = None,
     ) -> None:
         self.p = program
         self.keep = keep
+        self.observe = observe
         self._check_values(values)
         if device is None:
             first = next(iter(values.values()), None)
@@ -288,7 +298,7 @@ class _Executor:
                     b = p.base(t)
                     if b not in self.flat:
                         self.flat[b] = self._allocate(b, written)
-            self._run_kernel(k)
+            self._run_kernel(ki, k)
             for b, last in last_use.items():
                 if last == ki and b not in returned:
                     self.flat.pop(b, None)
@@ -301,7 +311,7 @@ class _Executor:
                 out.setdefault(name, self.materialise(name))
         return out
 
-    def _run_kernel(self, k) -> None:
+    def _run_kernel(self, ki: int, k) -> None:
         names = [d.name for d in k.loops]
         ranges = []
         for d in k.loops:
@@ -316,6 +326,8 @@ class _Executor:
             at = f" (iteration {', '.join(f'{n}={v}' for n, v in env.items())})" if env else ""
             for si, st in enumerate(k.statements):
                 where = f"statement {si} of kernel {k.name}{at}"
+                if self.observe is not None:
+                    self.observe(ki, si, env, self.flat.__getitem__)
                 _StatementRun(self, bind_loops(st, env), where).run()
 
     def _kept_names(self) -> list[str]:

@@ -54,8 +54,9 @@ minimum, whichever is larger (``exact=False``).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from functools import lru_cache, reduce
 
 import numpy as np
@@ -65,12 +66,44 @@ from solar.ir.program import Guard, Program, Statement
 from solar.ir.scalar import Indirect
 
 ENUM_LIMIT = 1 << 22  # largest set enumerated explicitly (vectorised)
-MASK_LIMIT = 1 << 24  # largest base marked in a boolean mask by union_footprint
+MASK_LIMIT = 1 << 24  # largest span of values marked in a boolean mask by union_footprint
+GRID_LIMIT = 1 << 22  # largest grid of box cells a union of boxes is counted on
 # A union of segments larger than this is counted by an O(k log k) sweep over its k segments
 # (exact count, opaque structure) instead of materialising and sorting every value.
 SEG_MATERIALIZE_LIMIT = 1 << 16
 _INF = 1 << 100  # stands in for an unbounded guard side
+# memo caches that depend on the limits above (cleared when they change)
+LIMIT_DEPENDENT_CACHES: list[Callable[[], None]] = []
 _NP_SAFE = 1 << 61  # magnitudes above this are not handed to int64 numpy arithmetic
+
+
+@contextmanager
+def enumeration_limits(
+    enum: int | None = None, mask: int | None = None, segments: int | None = None
+) -> Iterator[None]:
+    """Run with other enumeration limits (:data:`ENUM_LIMIT`, :data:`MASK_LIMIT`,
+    :data:`SEG_MATERIALIZE_LIMIT`). Tiny limits make small shapes take the paths that large
+    shapes take (no enumeration: progressions, interval solving, sweeps, lower bounds), so the
+    counting oracle can check those paths at sizes it can enumerate."""
+    global ENUM_LIMIT, MASK_LIMIT, SEG_MATERIALIZE_LIMIT
+    old = ENUM_LIMIT, MASK_LIMIT, SEG_MATERIALIZE_LIMIT
+    new = (enum, mask, segments)
+    ENUM_LIMIT, MASK_LIMIT, SEG_MATERIALIZE_LIMIT = (
+        o if n is None else n for o, n in zip(old, new)
+    )
+    _clear_caches()
+    try:
+        yield
+    finally:
+        ENUM_LIMIT, MASK_LIMIT, SEG_MATERIALIZE_LIMIT = old
+        _clear_caches()
+
+
+def _clear_caches() -> None:
+    _domain.cache_clear()
+    _form_set.cache_clear()
+    for clear in LIMIT_DEPENDENT_CACHES:
+        clear()
 
 
 @dataclass(frozen=True)
@@ -288,8 +321,10 @@ def _values(f: _F) -> np.ndarray:
     return f.vals
 
 
-def _materialize(fs: Sequence[_F], limit: int = ENUM_LIMIT) -> np.ndarray | None:
-    """Sorted values of an injective sum (minimum 0), if exact and at most ``limit``."""
+def _materialize(fs: Sequence[_F], limit: int | None = None) -> np.ndarray | None:
+    """Sorted values of an injective sum (minimum 0), if exact and at most ``limit``
+    (default :data:`ENUM_LIMIT`)."""
+    limit = ENUM_LIMIT if limit is None else limit
     if any(f.kind == "opq" for f in fs) or math.prod(f.n for f in fs) > limit:
         return None
     if sum(f.diam for f in fs) >= _NP_SAFE:
@@ -704,33 +739,107 @@ def union_footprint(
         lb = max(_indirect_min(program, *a) for a in indirect)
         return Footprint(max(direct.elements, lb), False)
     uniq: dict[tuple, _Set] = {}
-    for st, t, idx in accesses:
+    for st, t, idx in _merge_complementary(program, accesses):
         s = _access_set(program, st, t, idx)
         uniq.setdefault(s.key(), s)
     sets = [s for s in uniq.values() if s.count > 0 or not s.exact]
     if not sets:
         return Footprint(0, True)
-    fps = [Footprint(min(s.count, numel), s.exact) for s in sets]
-    if any(fp.exact and fp.elements >= numel for fp in fps):
+    if any(s.exact and s.count >= numel for s in sets):
         return Footprint(numel, True)
+    fp = _union_sets(sets)
+    return Footprint(min(fp.elements, numel), fp.exact)
+
+
+def _merge_complementary(program: Program, accesses: Sequence[tuple]) -> list[tuple]:
+    """Accesses of one affine form over one loop box whose guards differ only in one guard
+    on a common expression, with intervals covering that expression's range (a triangle and
+    its complement: ``tril``), merged into one access without that guard."""
+    groups: dict[tuple, list[tuple]] = {}
+    for st, t, idx in accesses:
+        key = (_flat_form(program, t, idx), tuple((d.name, int(d.extent)) for d in st.dims))
+        groups.setdefault(key, []).append((st, t, idx))
+    out = []
+    for group in groups.values():
+        merged = _merged(group) if len(group) > 1 else None
+        out.extend([merged] if merged is not None else group)
+    return out
+
+
+def _merged(group: list[tuple]):
+    """The access of ``group`` (see :func:`_merge_complementary`) without its split guard,
+    or None."""
+    first = group[0][0]
+    for g in first.guards:
+        rest = [h for h in first.guards if h != g]
+        intervals = []
+        for st, _, _ in group:
+            split = [h for h in st.guards if h.expr == g.expr]
+            if len(split) != 1 or set(st.guards) - {split[0]} != set(rest):
+                break
+            intervals.append((_bound_int(split[0].lo), _bound_int(split[0].hi)))
+        else:
+            lo, hi = g.expr.bounds({d.name: int(d.extent) for d in first.dims})
+            reach = lo
+            for a, b in sorted(intervals):
+                if a > reach:
+                    break
+                reach = max(reach, b)
+            if reach > hi:
+                st, t, idx = group[0]
+                return replace(st, guards=tuple(rest)), t, idx
+    return None
+
+
+def _union_sets(sets: Sequence[_Set]) -> Footprint:
+    """Distinct values in a union of value sets (exact, or a lower bound)."""
     if len(sets) == 1:
-        return fps[0]
+        return Footprint(sets[0].count, sets[0].exact)
     n = _grid_union(sets)
     if n is not None:
-        return Footprint(min(n, numel), True)
-    lb = max(fp.elements for fp in fps)
-    if numel <= MASK_LIMIT:
-        mask = np.zeros(numel, dtype=bool)
+        return Footprint(n, True)
+    split = _common_outer(sets)
+    if split is not None:
+        outer, inner = split
+        fp = _union_sets(inner)
+        return Footprint(outer * fp.elements, fp.exact)
+    lb = max(s.count for s in sets)
+    lo = min(s.const for s in sets)
+    hi = max(s.const + sum(f.diam for f in s.factors) for s in sets)
+    if hi - lo + 1 <= MASK_LIMIT:
+        mask = np.zeros(hi - lo + 1, dtype=bool)
         exact = True
         for s in sets:
             v = _materialize(s.factors, MASK_LIMIT) if s.exact else None
             if v is None:
                 exact = False
                 continue
-            v = v + s.const
-            mask[v[(v >= 0) & (v < numel)]] = True
+            mask[v + (s.const - lo)] = True
         return Footprint(max(int(mask.sum()), lb), exact)
     return Footprint(lb, False)
+
+
+def _common_outer(sets: Sequence[_Set]) -> tuple[int, list[_Set]] | None:
+    """Factor a union through the progressions every set shares at its outside: with ``B``
+    dividing their steps and every set's remaining part (its offset from the smallest start
+    included) shorter than ``B``, ``|∪ (c_i + I_i + O)| = |O| · |∪ (c_i - c + I_i)|`` (each
+    element splits uniquely into a multiple of ``B`` and a rest below ``B``). Returns
+    ``(|O|, the inner sets)`` or None."""
+    common = set.intersection(*({f.key() for f in s.factors if f.kind == "ap"} for s in sets))
+    c0 = min(s.const for s in sets)
+    for block in sorted({k[1] for k in common}):
+        outer = {k for k in common if k[1] >= block}
+        if any(k[1] % block for k in outer):
+            continue
+        inner = []
+        for s in sets:
+            keep = tuple(f for f in s.factors if f.key() not in outer)
+            if s.const - c0 + sum(f.diam for f in keep) >= block:
+                break
+            inner.append(_Set(s.const - c0, keep))
+        else:
+            return math.prod(k[2] for k in outer), inner
+    return None
 
 
 def _grid_union(sets: Sequence[_Set]) -> int | None:
@@ -743,19 +852,12 @@ def _grid_union(sets: Sequence[_Set]) -> int | None:
     radix = [b // a for a, b in zip(steps, steps[1:], strict=False)] + [None]
     boxes = []
     for s in sets:
-        if s.const < 0:
+        box = _digit_box(s, steps, radix)
+        if box is None:
             return None
-        counts = {f.step: f.n for f in s.factors}
-        rest, box = s.const // steps[0], []
-        for st, r in zip(steps, radix, strict=True):
-            d, rest = (rest % r, rest // r) if r else (rest, 0)
-            n = counts.get(st, 1)
-            if r and d + n > r:
-                return None
-            box.append((d, d + n))
         boxes.append(box)
     cuts = [np.unique([b[t][i] for b in boxes for i in (0, 1)]) for t in range(len(steps))]
-    if math.prod(c.size - 1 for c in cuts) > ENUM_LIMIT:
+    if math.prod(c.size - 1 for c in cuts) > GRID_LIMIT:
         return None
     grid = np.zeros([c.size - 1 for c in cuts], dtype=bool)
     for b in boxes:
@@ -769,6 +871,30 @@ def _grid_union(sets: Sequence[_Set]) -> int | None:
     for c in cuts:
         vol = np.tensordot(np.diff(c).astype(np.int64), vol, axes=([0], [0]))
     return int(vol)
+
+
+def _digit_box(s: _Set, steps: list[int], radix: list[int | None]) -> list | None:
+    """``s`` as a box of digit ranges in the mixed radix; a progression longer than its digit
+    (merged rows: ``{0..k·r}`` at step ``t``) spills whole rows into the next digit. None when
+    ``s`` is not such a box."""
+    if s.const < 0:
+        return None
+    rest, digits = s.const, []
+    for r in radix:
+        d, rest = (rest % r, rest // r) if r else (rest, 0)
+        digits.append(d)
+    span = [1] * len(steps)
+    for f in s.factors:
+        i, n = steps.index(f.step), f.n
+        while radix[i] is not None and digits[i] + n > radix[i]:
+            r = radix[i]
+            if digits[i] or n % r or span[i] != 1:
+                return None
+            span[i], n, i = r, n // r, i + 1
+        if span[i] != 1:
+            return None
+        span[i] = n
+    return [(d, d + n) for d, n in zip(digits, span, strict=True)]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -821,6 +947,24 @@ def _injective_form(terms: Mapping[str, int], rng: Mapping[str, tuple[int, int]]
     return s.exact and s.count == math.prod(rng[d][1] - rng[d][0] for d in terms)
 
 
+def _widths(
+    dims: Iterable[str], fixed: set[str], rng: Mapping[str, tuple[int, int]], guards
+) -> dict[str, tuple[int, int]]:
+    """Per dim of ``dims``, a range ``[0, w)`` whose width bounds the values the dim takes
+    among the executed instances once the ``fixed`` dims are given: its loop range, narrowed by
+    every guard over that dim and fixed dims only (``lo <= a·x + b < hi`` leaves at most
+    ``ceil((hi - lo) / |a|)`` values of ``x``)."""
+    out = {}
+    for d in dims:
+        w = rng[d][1] - rng[d][0]
+        for g in guards:
+            coefs = dict(g.coefs)
+            if d in coefs and set(coefs) <= fixed | {d}:
+                w = min(w, _cdiv(g.hi - g.lo, abs(coefs[d])))
+        out[d] = (0, w)
+    return out
+
+
 def distinct_tuples(st: Statement, forms: Sequence[Affine]) -> Footprint:
     """Distinct values of the tuple ``(form_1(x), ..., form_k(x))`` over the executed
     instances ``x`` of ``st``: how often a function of those values must be evaluated."""
@@ -836,7 +980,7 @@ def distinct_tuples(st: Statement, forms: Sequence[Affine]) -> Footprint:
         changed = False
         for f in forms:
             rest = {d: c for d, c in f.terms if d not in det}
-            if rest and _injective_form(rest, rng):
+            if rest and _injective_form(rest, _widths(rest, det, rng, dom.guards)):
                 det |= rest.keys()
                 changed = True
     if dims <= det:

@@ -109,6 +109,10 @@ class TensorDecl:
 class Statement:
     """One loop nest. Beyond ``for dims: out op= expr``:
 
+    - guards: an instance outside a guard does not execute. A reduction that does not
+      accumulate still writes every output of its box: the reduction's identity (0 for a sum)
+      where none of its instances executes.
+
     - ``scan``: the name of a parallel dim; the statement is then an inclusive prefix
       reduction along it, ``out[.., i] = reduce_{i' <= i} expr[.., i']`` (in increasing order
       of the dim; reverse and exclusive scans are index arithmetic on the output and the
