@@ -1,0 +1,477 @@
+"""Speed-of-light bounds of one program on ``N`` GPUs of one spec under a parallel plan.
+
+A :class:`Plan` is ``TP x PP x DP`` (``tp * pp * dp = N``):
+
+- **tensor parallel** (``tp``): the split groups in ``tp_groups`` (:mod:`solar.backend.sharding`,
+  e.g. a transformer's attention heads and MLP hidden units: Megatron's column- and
+  row-parallel linears) are split ``tp`` ways; the collectives this forces come from the
+  graph (:mod:`solar.backend.shard`);
+- **data parallel** (``dp``): the batch group (axis 0 of the first input, unless told) is
+  split ``dp`` ways; what reduces over the batch (weight gradients of a training step) is
+  partial and all-reduced;
+- **pipeline parallel** (``pp``, ``micro_batches = m``): the kernel order is cut into ``pp``
+  stages (:mod:`solar.backend.pipeline`); the batch runs as ``m`` micro-batches; a stage
+  sends what crosses its cut to the next.
+
+The bound of a plan, per level (unfused, fused, cache-aware), is a lower bound on the time of
+any implementation of *that plan* on GPUs with the spec's peaks and links:
+
+- a stage's own work ``X_s``: the level's single-GPU rule applied to one GPU's share (its
+  per-GPU ops, and DRAM bytes of its tensor shards);
+- a stage's communication ``C_s`` = (bytes its collectives make one GPU send, plus the larger
+  of what it sends to the next stage and receives from the previous) / the GPU's link
+  bandwidth per direction (:mod:`solar.backend.collectives`); it may overlap the work, so
+  each stage is at least ``max(X_s, C_s)``;
+- pipeline fill and drain: stage ``b`` cannot start before the first micro-batch has crossed
+  the stages before it, and the last one must cross those after it. With ``τ_s`` a lower
+  bound on one micro-batch in stage ``s`` (its batch-proportional compute, bytes and
+  collectives / m) and ``δ_c`` one micro-batch crossing cut ``c``::
+
+      T >= max_b  max( X_b + Σ_{s≠b} τ_s + Σ_c δ_c ,  C_b )
+
+  (with ``pp = 1``: ``max(X, C)``). For balanced stages this is the usual
+  ``(m + pp - 1) / m`` of a stage's time: the bubble is ``(pp - 1) / (m + pp - 1)``.
+
+The plan's per-GPU peak memory is the live-bytes rule (:mod:`solar.backend.memory`) over a
+stage's kernels with tensor shards, and batch-carrying activations of one micro-batch: a
+lower bound, so "does not fit" is proven and "fits" means not ruled out.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from dataclasses import dataclass, field
+
+import networkx as nx
+
+from solar.backend.analyze import analyze
+from solar.backend.cache_aware import BarrierIO, CacheAwareModel, ContractionIO
+from solar.backend.memory import peak_memory
+from solar.backend.pipeline import crossings, stage_ranges
+from solar.backend.result import Bound, level_name
+from solar.backend.shard import ShardCosts, shard
+from solar.backend.sharding import SplitIndex
+from solar.backend.units import compute_time
+from solar.fmt import fmt_bytes, fmt_time
+from solar.viewable import Viewable
+
+SCHEMA = "solar.parallel/1"
+
+
+class NoInterconnectError(ValueError):
+    """The spec has no ``interconnect:`` block, so no communication bound."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How ``tp * pp * dp`` GPUs share one program (see the module docstring)."""
+
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    micro_batches: int = 1
+    tp_groups: tuple[int, ...] = ()  # split-group ids split tp ways
+    batch_group: int | None = None  # the split group dp and micro-batches split
+    starts: tuple[int, ...] = (0,)  # first kernel of each pipeline stage
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.pp * self.dp
+
+    def describe(self) -> str:
+        text = f"TP {self.tp} x PP {self.pp} x DP {self.dp}"
+        return text + (f", {self.micro_batches} micro-batches" if self.pp > 1 else "")
+
+    def assignment(self) -> dict[int, tuple[str, int]]:
+        out = {gid: ("tp", self.tp) for gid in self.tp_groups} if self.tp > 1 else {}
+        if self.dp > 1:
+            out[self.batch_group] = ("dp", self.dp)
+        return out
+
+
+@dataclass(frozen=True)
+class StageBound:
+    """One pipeline stage on one of its GPUs (seconds, bytes)."""
+
+    first_kernel: str
+    last_kernel: str
+    kernels: int
+    compute_s: float
+    compute_by: str  # the unit that binds the compute time
+    bytes_fused: float
+    bytes_cache_aware: float
+    bytes_unfused: float
+    unfused_work_s: float  # Σ over its kernels of max(compute, memory), no communication
+    comm_s: float
+    microbatch_s: float  # τ: a lower bound on one micro-batch in this stage
+    peak_bytes: float
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass(repr=False)
+class ParallelBound(Viewable):
+    """Bounds of one program on ``gpus`` GPUs under ``plan`` (seconds), with what they rest
+    on: per-stage work and communication, the collectives, per-GPU memory."""
+
+    program: str
+    hw: str
+    hw_key: str
+    gpus: int
+    plan: Plan
+    tp_groups: list[dict]  # label, extent, statements, kernels of each group split by tp
+    batch: str | None  # the batch axis dp and micro-batches split
+    unfused: float
+    fused: float
+    cache_aware: float
+    fused_bound_by: str  # compute unit, "dram", "link" or "pipeline"
+    stages: list[StageBound]
+    collectives: list[dict]
+    peak_bytes: float  # per GPU, the largest over stages
+    dram_capacity: int
+    ideal_s: float  # any plan on these GPUs: perfect split, no communication (fused)
+    link_bandwidth: float  # bytes/s per GPU per direction
+    bubble: float  # (pp - 1) / (m + pp - 1)
+    assumptions: list[str]
+    single: Bound | None = field(default=None, repr=False)
+
+    @property
+    def fits(self) -> bool:
+        return self.peak_bytes <= self.dram_capacity
+
+    def time(self, level: str) -> float:
+        return getattr(self, level_name(level))
+
+    @property
+    def speedup(self) -> float:
+        """Single-GPU fused bound / this plan's fused bound."""
+        return self.single.fused / self.fused if self.single and self.fused > 0 else math.nan
+
+    def to_dict(self) -> dict:
+        return {
+            "schema": SCHEMA,
+            "program": self.program,
+            "hw": self.hw,
+            "hw_key": self.hw_key,
+            "gpus": self.gpus,
+            "plan": {
+                "tp": self.plan.tp,
+                "pp": self.plan.pp,
+                "dp": self.plan.dp,
+                "micro_batches": self.plan.micro_batches,
+                "text": self.plan.describe(),
+                "tp_groups": self.tp_groups,
+                "batch": self.batch,
+                "stage_starts": list(self.plan.starts),
+            },
+            "bounds": {
+                "unfused_s": self.unfused,
+                "fused_s": self.fused,
+                "cache_aware_s": self.cache_aware,
+                "fused_bound_by": self.fused_bound_by,
+                "ideal_s": self.ideal_s,
+                "single_gpu_fused_s": self.single.fused if self.single else None,
+            },
+            "memory": {
+                "peak_bytes_per_gpu": self.peak_bytes,
+                "dram_capacity": self.dram_capacity,
+                "fits": self.fits,
+            },
+            "link_bandwidth": self.link_bandwidth,
+            "bubble": self.bubble,
+            "stages": [s.to_dict() for s in self.stages],
+            "collectives": self.collectives,
+            "assumptions": list(self.assumptions),
+        }
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent)
+
+    def __repr__(self) -> str:
+        return (
+            f"ParallelBound({self.program!r} on {self.gpus} x {self.hw}, {self.plan.describe()}: "
+            f"fused {fmt_time(self.fused)}, cache-aware {fmt_time(self.cache_aware)}, "
+            f"{fmt_bytes(self.peak_bytes)} per GPU)"
+        )
+
+
+class ParallelModel:
+    """One einsum graph prepared for plan evaluation: its split groups, a cache of shard
+    costs per assignment, and its cache-aware I/O items. Spec-independent."""
+
+    def __init__(self, g: nx.MultiDiGraph) -> None:
+        self.g = g
+        self.index = SplitIndex(g)
+        self._costs: dict = {}
+        self._io_items = CacheAwareModel(g).items
+
+    def costs(self, plan: Plan) -> ShardCosts:
+        assign = plan.assignment()
+        key = (tuple(sorted(assign.items())), plan.batch_group)
+        if key not in self._costs:
+            self._costs[key] = shard(self.index, assign, plan.batch_group)
+        return self._costs[key]
+
+    def evaluate(self, plan: Plan, spec, single: Bound | None = None) -> ParallelBound:
+        """The bounds of ``plan`` on GPUs of ``spec`` (see the module docstring)."""
+        link = link_bandwidth(spec, plan.gpus)
+        costs = self.costs(plan)
+        n_k = len(self.g.graph["kernels"])
+        ranges = stage_ranges(plan.starts, n_k)
+        m = plan.micro_batches if plan.pp > 1 else 1
+        sizes = dict(costs.storage)
+        cross, cross_b = crossings(self.g, sizes, costs.batch_tensors)
+        stage_of = [0] * n_k
+        for s, r in enumerate(ranges):
+            for k in r:
+                stage_of[k] = s
+        colls = _collective_rows(costs, spec, link, stage_of)
+        stages = [
+            self._stage(costs, spec, link, r, m, cross, colls, sizes, s)
+            for s, r in enumerate(ranges)
+        ]
+        delta = sum((cross[r.start] - cross_b[r.start]) + cross_b[r.start] / m for r in ranges[1:])
+        delta /= link
+        totals, by = _totals(stages, spec, delta)
+        single = single if single is not None else _single(self.g, spec)
+        ideal = _ideal(single, spec, plan.gpus)
+        return ParallelBound(
+            program=self.g.graph["name"],
+            hw=spec.name,
+            hw_key=spec.key,
+            gpus=plan.gpus,
+            plan=plan,
+            tp_groups=[_group_row(self.index, gid) for gid in plan.tp_groups]
+            if plan.tp > 1
+            else [],
+            batch=self.index.groups[plan.batch_group].label
+            if plan.batch_group is not None
+            else None,
+            unfused=totals["unfused"],
+            fused=totals["fused"],
+            cache_aware=totals["cache_aware"],
+            fused_bound_by=by,
+            stages=stages,
+            collectives=colls,
+            peak_bytes=max(s.peak_bytes for s in stages),
+            dram_capacity=spec.dram_capacity,
+            ideal_s=ideal,
+            link_bandwidth=link,
+            bubble=(plan.pp - 1) / (m + plan.pp - 1),
+            assumptions=_assumptions(spec, plan, link),
+            single=single,
+        )
+
+    def _stage(self, costs, spec, link, r: range, m: int, cross, colls, sizes, s) -> StageBound:
+        kernels = self.g.graph["kernels"]
+        ct = compute_time(costs.ops(r), spec)
+        compute = ct.seconds
+        io = {
+            b: v
+            for b, v in costs.io_bytes.items()
+            if any(k in r for k in costs.io_kernels.get(b, ()))
+        }
+        fused_b = sum(io.values())
+        ca_b = fused_b + self._extra_bytes(costs, r, spec.on_chip_capacity)
+        unfused = sum(
+            max(
+                compute_time(costs.kernel_ops[k], spec).seconds,
+                costs.kernel_bytes[k] / spec.dram_bandwidth,
+            )
+            for k in r
+        )
+        coll_b = sum(c["bytes_per_gpu"] for c in colls if c["stage"] == s)
+        send = cross[r.stop] if r.stop < len(cross) else 0.0
+        recv = cross[r.start] if r.start > 0 else 0.0
+        comm = (coll_b + max(send, recv)) / link
+        batch_coll = sum(c["bytes_per_gpu"] for c in colls if c["stage"] == s and c["batch"])
+        batch_io = sum(v for b, v in io.items() if b in costs.batch_tensors)
+        if m == 1:  # one micro-batch: it is the whole stage
+            tau = max(compute, fused_b / spec.dram_bandwidth)
+        else:
+            tau = (
+                max(
+                    compute_time(costs.batch_ops(r), spec).seconds,
+                    batch_io / spec.dram_bandwidth,
+                    batch_coll / link,
+                )
+                / m
+            )
+        mb_sizes = {
+            b: v / m
+            if b in costs.batch_tensors
+            and self.g.graph["tensors"][b]["role"] not in ("input", "weight", "constant")
+            else v
+            for b, v in sizes.items()
+        }
+        peak = peak_memory(self.g, sizes=mb_sizes, span=(r.start, r.stop)).peak_bytes
+        return StageBound(
+            kernels[r.start]["name"],
+            kernels[r.stop - 1]["name"],
+            len(r),
+            compute,
+            ct.bound_by,
+            fused_b,
+            ca_b,
+            sum(costs.kernel_bytes[k] for k in r),
+            unfused,
+            comm,
+            tau,
+            peak,
+        )
+
+    def _extra_bytes(self, costs: ShardCosts, r: range, capacity: float) -> float:
+        """Cache-aware traffic beyond the compulsory bytes, per GPU, for the I/O items of
+        the stage's nodes: a contraction split ``f`` ways runs ``V/f`` products (its other
+        facts stay upper bounds; the fewest products of an output element is dropped when a
+        reduced rank is split); a split barrier is not charged (sound: less traffic)."""
+        extra = 0.0
+        for item in self._io_items:
+            k = self.index.node_kernel.get(item.node)
+            if k is None or k not in r:
+                continue
+            f = costs.node_factor.get(item.node, 1)
+            if isinstance(item, BarrierIO):
+                if f == 1:
+                    extra += max(0.0, item.traffic_bytes(capacity) - item.compulsory_bytes)
+                continue
+            if f > 1:
+                item = _split_contraction(item, f, self._partial(costs, item.node))
+            extra += max(0.0, item.traffic_bytes(capacity) - item.compulsory_bytes)
+        return extra
+
+    def _partial(self, costs: ShardCosts, node: str) -> bool:
+        out = next(a for a in self.index.accesses[node] if a.write)
+        return any(gid not in out.linked for gid in costs.split[node].values())
+
+
+def _split_contraction(item: ContractionIO, f: int, partial: bool) -> ContractionIO:
+    seg = dataclasses.replace(
+        item.segment,
+        volume=item.segment.volume / f,
+        k_min=None if partial else item.segment.k_min,
+    )
+    return dataclasses.replace(item, volume=item.volume / f, segment=seg)
+
+
+def link_bandwidth(spec, gpus: int) -> float:
+    """Per-GPU link bandwidth per direction for a plan of ``gpus`` GPUs of ``spec``."""
+    ic = spec.interconnect
+    if gpus <= 1:
+        return ic.link_bandwidth if ic is not None else math.inf
+    if ic is None:
+        raise NoInterconnectError(
+            f"hw spec {spec.key}: no 'interconnect:' block, so no bound for {gpus} GPUs; add one "
+            "(see hw_specs/h100_sxm.yaml)"
+        )
+    if gpus > ic.host_gpus:
+        raise ValueError(
+            f"{gpus} GPUs of {spec.name}: one host holds at most {ic.host_gpus} "
+            "(interconnect.host_gpus); plans across hosts are not modelled"
+        )
+    return ic.link_bandwidth
+
+
+def _collective_rows(costs: ShardCosts, spec, link: float, stage_of) -> list[dict]:
+    ic = spec.interconnect
+    rows = []
+    for c in costs.collectives:
+        in_net = ic.reduces_in_network(c.n) if ic is not None else False
+        b = c.bytes_per_gpu(in_net)
+        rows.append(
+            {
+                **c.to_dict(),
+                "in_network": in_net,
+                "bytes_per_gpu": b,
+                "time_s": b / link,
+                "stage": stage_of[c.kernel],
+            }
+        )
+    return rows
+
+
+def _totals(stages: list[StageBound], spec, delta: float) -> tuple[dict[str, float], str]:
+    """Each level's plan bound, ``max_b max(X_b + Σ_{s≠b} τ_s + Σ δ, C_b)``, and what binds
+    the fused one (``link``, ``dram`` or a compute unit; ``+ pipeline`` when fill and drain
+    add to it)."""
+    bw = spec.dram_bandwidth
+    work = {
+        "unfused": [s.unfused_work_s for s in stages],
+        "fused": [max(s.compute_s, s.bytes_fused / bw) for s in stages],
+        "cache_aware": [max(s.compute_s, s.bytes_cache_aware / bw) for s in stages],
+    }
+    tau_sum = sum(s.microbatch_s for s in stages)
+    totals, by = {}, "none"
+    for level, xs in work.items():
+        times = [max(x + tau_sum - s.microbatch_s + delta, s.comm_s) for x, s in zip(xs, stages)]
+        b = max(range(len(stages)), key=times.__getitem__)
+        totals[level] = times[b]
+        if level == "fused":
+            s, x = stages[b], xs[b]
+            fill = tau_sum - s.microbatch_s + delta
+            if s.comm_s >= x + fill:
+                by = "link"
+            else:
+                by = "dram" if s.bytes_fused / bw >= s.compute_s else s.compute_by
+                by += " + pipeline" if fill > 0 else ""
+    return totals, by
+
+
+def _single(g, spec) -> Bound:
+    return analyze(g, spec)
+
+
+def _ideal(single: Bound, spec, n: int) -> float:
+    compute = compute_time(single.flops, spec).seconds
+    return max(compute, single.bytes_fused / spec.dram_bandwidth) / n
+
+
+def _group_row(index: SplitIndex, gid: int) -> dict:
+    grp = index.groups[gid]
+    kernels = sorted({index.node_kernel[n] for n in grp.nodes})
+    names = [index.g.graph["kernels"][k]["name"] for k in kernels]
+    return {
+        "label": grp.label,
+        "extent": grp.extent,
+        "statements": len(grp.nodes),
+        "kernels": names,
+    }
+
+
+def _assumptions(spec, plan: Plan, link: float) -> list[str]:
+    ic = spec.interconnect
+    out = [
+        f"{plan.gpus} GPUs of {spec.name} in one host, {plan.describe()}",
+        (
+            f"links: {ic.describe()}; a GPU sends and receives at most {link / 1e9:g} GB/s "
+            "each way (NVLink + PCIe: every byte crosses one of them)"
+            if ic is not None
+            else "one GPU: no communication"
+        ),
+        "collectives: all-gather and reduce-scatter move (n-1)/n of the tensor per GPU; "
+        "all-reduce 2(n-1)/n without in-network reduction, 1x with NVLink SHARP; all-to-all "
+        "(n-1)/n^2; lower bounds for any algorithm (solar/backend/collectives.py); latency not "
+        "counted",
+        "split: statements of a split group run 1/t of their instances; partial results are "
+        "reduced where a reader needs them whole; graph inputs and weights start where the "
+        "plan wants them; graph outputs may stay sharded (partial ones are all-reduced)",
+        "per GPU: compute of its share; DRAM bytes of its shards (the busiest GPU touches at "
+        "least its share); communication may overlap compute, so each stage is the max",
+        "a lower bound for this plan; another split of the same program may be faster "
+        "(ideal: a perfect split with no communication)",
+    ]
+    if plan.pp > 1:
+        out.append(
+            f"pipeline: {plan.pp} stages, {plan.micro_batches} micro-batches; bubble "
+            f"(pp-1)/(m+pp-1) = {(plan.pp - 1) / (plan.micro_batches + plan.pp - 1):.3g} for "
+            "balanced stages; the bound adds, to the bottleneck stage, one micro-batch through "
+            "every other stage and across every cut"
+        )
+    out.append(
+        "peak memory per GPU: live bytes of a stage's kernels with tensor shards and one "
+        "micro-batch of activations; weights and inputs resident; a lower bound"
+    )
+    return out

@@ -1,0 +1,129 @@
+"""Pipeline stages: where to cut a program's kernel order, and what crosses each cut.
+
+A pipeline plan of ``p`` stages cuts the kernel order into ``p`` contiguous ranges, one per
+GPU (or per tensor-parallel group). A tensor made before a cut and read after it crosses the
+cut: the stage that makes it sends it to the next (graph outputs stay where they are made,
+graph inputs and weights are placed on every stage that reads them).
+
+Cuts are chosen among the kernel boundaries that the least data crosses (between layers of a
+stack: the residual stream and what every layer reads), balancing a per-kernel cost (compute
+time plus the time to read the stage's weights, per GPU) by bisection on the bottleneck with
+a greedy fill, which is optimal for contiguous ranges with positive costs. The bound of the
+chosen cuts is exact for them (:mod:`solar.backend.parallel`); other cuts may be faster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from itertools import accumulate
+
+import networkx as nx
+
+RESIDENT = ("input", "weight", "constant")
+
+
+def crossings(
+    g: nx.MultiDiGraph, sizes: Mapping[str, float], batch: set[str] = frozenset()
+) -> tuple[list[float], list[float]]:
+    """``(cross, cross_batch)``: per boundary ``c`` (between kernels ``c - 1`` and ``c``;
+    index 0 unused) the per-GPU bytes of the tensors that cross it, and the part of them
+    with a batch axis (it shrinks with micro-batches)."""
+    tensors = g.graph["tensors"]
+    kernels = g.graph["kernels"]
+    made: dict[str, int] = {}
+    last: dict[str, int] = {}
+    for i, k in enumerate(kernels):
+        for b in k["writes"]:
+            made.setdefault(b, i)
+        for b in k["reads"]:
+            last[b] = i
+    n = len(kernels)
+    delta = [0.0] * (n + 1)
+    delta_b = [0.0] * (n + 1)
+    for b, i in made.items():
+        j = last.get(b, i)
+        if tensors[b]["role"] in RESIDENT or tensors[b]["role"] == "local" or j <= i:
+            continue
+        # crosses boundaries i+1 .. j
+        delta[i + 1] += sizes.get(b, tensors[b]["bytes"])
+        delta[j + 1] -= sizes.get(b, tensors[b]["bytes"])
+        if b in batch:
+            delta_b[i + 1] += sizes.get(b, tensors[b]["bytes"])
+            delta_b[j + 1] -= sizes.get(b, tensors[b]["bytes"])
+    cross = list(accumulate(delta[:n]))
+    cross_b = list(accumulate(delta_b[:n]))
+    return cross, cross_b
+
+
+def candidate_cuts(cross: Sequence[float], stages: int, slack: float = 0.01) -> list[int]:
+    """Boundaries (1 .. n-1) the least data crosses (within ``slack`` of the least); all
+    boundaries when there are too few of those for ``stages``."""
+    inner = list(range(1, len(cross)))
+    if not inner:
+        return []
+    least = min(cross[c] for c in inner)
+    best = [c for c in inner if cross[c] <= least * (1 + slack) + 1e-9]
+    return best if len(best) >= stages - 1 else inner
+
+
+def partition(costs: Sequence[float], cuts: Sequence[int], stages: int) -> tuple[int, ...] | None:
+    """The first kernel of each of ``stages`` contiguous ranges, cut only at ``cuts``, that
+    minimise the largest sum of ``costs`` in a range; None when there are too few cuts."""
+    if stages == 1:
+        return (0,)
+    cuts = sorted(set(cuts))
+    if len(cuts) < stages - 1:
+        return None
+    prefix = [0.0, *accumulate(costs)]
+    total = prefix[-1]
+
+    def fill(limit: float) -> list[int] | None:
+        """Greedy: extend each range to the last cut that keeps it within ``limit``."""
+        starts, prev = [0], None
+        for c in [*cuts, len(costs)]:
+            if prefix[c] - prefix[starts[-1]] <= limit:
+                prev = c
+                continue
+            if prev is None or prev == starts[-1] or prefix[c] - prefix[prev] > limit:
+                return None
+            starts.append(prev)
+            prev = c
+        return starts
+
+    lo, hi = total / stages, total
+    best = fill(hi)
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        got = fill(mid)
+        if got is not None and len(got) <= stages:
+            hi, best = mid, got
+        else:
+            lo = mid
+    if best is None:
+        return None
+    return _spread(best, cuts, stages, prefix)
+
+
+def _spread(starts: list[int], cuts: list[int], stages: int, prefix) -> tuple[int, ...] | None:
+    """Split the costliest ranges at their best cut until there are ``stages`` ranges."""
+    starts = list(starts)
+    n = len(prefix) - 1
+    while len(starts) < stages:
+        bounds = [*starts, n]
+        options = []
+        for i, (a, b) in enumerate(zip(bounds, bounds[1:])):
+            inside = [c for c in cuts if a < c < b]
+            if inside:
+                c = min(inside, key=lambda c: max(prefix[c] - prefix[a], prefix[b] - prefix[c]))
+                options.append((prefix[b] - prefix[a], i, c))
+        if not options:
+            return None
+        _, _, c = max(options)
+        starts = sorted([*starts, c])
+    return tuple(starts)
+
+
+def stage_ranges(starts: Sequence[int], n_kernels: int) -> list[range]:
+    """Kernel ranges of the stages beginning at ``starts``."""
+    bounds = [*starts, n_kernels]
+    return [range(a, b) for a, b in zip(bounds, bounds[1:])]
