@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from solar.backend import analyze
-from solar.backend.parallel import ParallelBound, ParallelModel
+from solar.backend.parallel import ParallelBound, ParallelModel, link_bandwidth
 from solar.backend.plan_search import best_plan
 from solar.backend.result import Bound
 from solar.graph import lift
@@ -177,6 +177,7 @@ def bound_parallel(
     if not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < 1:
         raise ValueError(f"gpus must be a whole number >= 1, got {gpus!r}")
     spec = load_spec(hw)
+    link_bandwidth(spec, gpus)  # a spec without links, or more GPUs than a host: say so first
     model = model or ParallelModel(g)
     batch_gid = model.index.batch_group(*_batch_axis(batch))
     single = single or bound_graph(program, g, spec)
