@@ -167,19 +167,23 @@ def bound_parallel(
     dp: int | None = None,
     micro_batches: int | None = None,
     batch: str | None = None,
+    split: Sequence[str] | None = None,
     model: ParallelModel | None = None,
     single: Bound | None = None,
 ) -> ParallelBound:
     """The best plan of ``gpus`` GPUs of ``hw`` for a lifted graph, by its ``level`` bound
     (:mod:`solar.backend.plan_search`). ``tp``/``pp``/``dp`` pin degrees; ``micro_batches``
     the pipeline's micro-batch count; ``batch`` (``"input"`` or ``"input:axis"``) the axis
-    data parallelism and micro-batches split (default: axis 0 of the first input)."""
+    data parallelism and micro-batches split (default: axis 0 of the first input); ``split``
+    (``["c_fc_weight:0", ...]``: graph tensor names and axes) the axes tensor parallelism
+    splits, instead of the search's choice."""
     if not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < 1:
         raise ValueError(f"gpus must be a whole number >= 1, got {gpus!r}")
     spec = load_spec(hw)
     link_bandwidth(spec, gpus)  # a spec without links, or more GPUs than a host: say so first
     model = model or ParallelModel(g)
     batch_gid = model.index.batch_group(*_batch_axis(batch))
+    split_gids = None if split is None else tuple(_split_group(model, s) for s in split)
     single = single or bound_graph(program, g, spec)
     best = best_plan(
         model,
@@ -190,6 +194,7 @@ def bound_parallel(
         batch=batch_gid,
         single=single,
         fixed={"tp": tp, "pp": pp, "dp": dp},
+        split=split_gids,
     )
     if best is None:
         pinned = ", ".join(f"{k}={v}" for k, v in (("tp", tp), ("pp", pp), ("dp", dp)) if v)
@@ -201,6 +206,21 @@ def bound_parallel(
         )
     best.single.ir = program
     return best
+
+
+def _split_group(model: ParallelModel, name: str) -> int:
+    tensor, axis = _batch_axis(name)
+    gid = model.index.group_of_axis(tensor, axis)
+    if gid is None:
+        weights = [t for t, i in model.g.graph["tensors"].items() if i["role"] == "weight"]
+        raise ValueError(
+            f"split {name!r}: no such tensor axis in the graph; weights: {', '.join(weights[:8])}"
+            + (" ..." if len(weights) > 8 else "")
+        )
+    grp = model.index.groups[gid]
+    if grp.reason is not None:
+        raise ValueError(f"split {name!r}: cannot be split ({grp.reason})")
+    return gid
 
 
 def _batch_axis(batch: str | None) -> tuple[str | None, int]:

@@ -122,9 +122,10 @@ def candidate_plans(
     micro_batches: int | None = None,
     batch: int | None = None,
     fixed: dict[str, int] | None = None,
+    split: tuple[int, ...] | None = None,
 ) -> Iterator[Plan]:
     """Every plan the search bounds for ``gpus`` GPUs (see the module docstring); ``fixed``
-    pins degrees (``{"tp": 2}``)."""
+    pins degrees (``{"tp": 2}``), ``split`` the groups tensor parallelism splits."""
     batch_extent = model.index.groups[batch].extent if batch is not None else 1
     n_k = len(model.g.graph["kernels"])
     fixed = {k: v for k, v in (fixed or {}).items() if v is not None}
@@ -135,7 +136,12 @@ def candidate_plans(
             continue
         if pp > n_k:
             continue
-        groups = tp_groups(model, spec, tp, batch)
+        if split is not None and tp > 1:
+            groups = tuple(g for g in split if model.index.groups[g].splits(tp))
+            if len(groups) < len(split):
+                continue
+        else:
+            groups = tp_groups(model, spec, tp, batch)
         if tp > 1 and not groups:
             continue
         base = Plan(tp=tp, pp=1, dp=dp, tp_groups=groups, batch_group=batch)
@@ -187,14 +193,15 @@ def best_plan(
     batch: int | None = None,
     single: Bound | None = None,
     fixed: dict[str, int] | None = None,
+    split: tuple[int, ...] | None = None,
 ) -> ParallelBound | None:
     """The plan of ``gpus`` GPUs with the lowest bound at ``level`` (fitting in memory when
     any plan does); None when no plan splits the program ``gpus`` ways. ``fixed`` pins
-    degrees (``{"tp": 2}``)."""
+    degrees (``{"tp": 2}``), ``split`` the groups tensor parallelism splits."""
     level = level_name(level)
     best = None
     plans = candidate_plans(
-        model, spec, gpus, micro_batches=micro_batches, batch=batch, fixed=fixed
+        model, spec, gpus, micro_batches=micro_batches, batch=batch, fixed=fixed, split=split
     )
     for plan in plans:
         pb = model.evaluate(plan, spec, single)
