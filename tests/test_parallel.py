@@ -301,3 +301,45 @@ def test_no_plan_is_faster_than_ideal():
             assert pb.unfused >= pb.fused * (1 - 1e-12)
     # a Plan is data: its degrees multiply to its GPUs
     assert Plan(tp=2, pp=2, dp=2).gpus == 8 and not math.isnan(Plan().gpus)
+
+
+def test_only_the_part_read_crosses_or_is_reduced():
+    """A tensor read later only as a slice crosses a pipeline cut with that slice; a partial
+    result read only as a slice (the last token of a row-parallel output) is all-reduced
+    over that slice."""
+    from solar.backend.pipeline import crossings
+
+    def f(x):
+        h = x * 2
+        return h + 1, h[:, :4] * 3
+
+    _, g = trace_and_lift(f, [torch.empty(8, 16, device="meta")])
+    cross, _ = crossings(g, {})
+    assert cross[1] == 8 * 16 * 4 and cross[2] == 8 * 4 * 4  # all of h, then its slice
+
+    class LastToken(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.up, self.down = nn.Linear(256, 1024), nn.Linear(1024, 256)
+
+        def forward(self, x):
+            return torch.relu(self.down(torch.relu(self.up(x))))[-1:]
+
+    with torch.device("meta"):
+        model, x = LastToken(), torch.empty(512, 256)
+    pb = solar.bound(model, [x], hw="A100", gpus=2, tp=2)
+    (ar,) = pb.collectives
+    assert ar["kind"] == "all-reduce" and ar["tensor_bytes"] == 512 * 256 * 4
+    # relu reads all of the partial sums: the slice comes after it
+    assert ar["fraction"] == 1.0
+
+    class SliceFirst(LastToken):
+        def forward(self, x):
+            return self.down(torch.relu(self.up(x)))[-1:] * 2
+
+    with torch.device("meta"):
+        model = SliceFirst()
+    pb = solar.bound(model, [x], hw="A100", gpus=2, tp=2)
+    (ar,) = pb.collectives
+    assert ar["fraction"] == pytest.approx(1 / 512)  # one row of 512 is read
+    assert ar["bytes_per_gpu"] == pytest.approx(256 * 4)

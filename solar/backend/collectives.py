@@ -25,6 +25,10 @@ where ``bytes`` is what one GPU must send or receive. Proof sketches, for any al
   ``(n-1)/n`` of its part: ``(n-1)M/n²``.
 - **send** (pipeline stage to stage): the ``M`` bytes cross one link: ``M``.
 
+When the readers need only part of the tensor (a slice: ``F = f M`` bytes), only that part
+must move: an all-reduce or reduce-scatter of ``F``; an all-gather of what a GPU lacks of it,
+at least ``F - M/n``; an all-to-all is then not charged (the part may already be local).
+
 Sends and receives use opposite directions of the links, so a GPU that sends ``s`` and
 receives ``r`` bytes needs at least ``max(s, r) / B``; the collectives above are symmetric.
 Latency (per-message start-up) is not counted: it only adds time.
@@ -37,21 +41,27 @@ from dataclasses import dataclass
 KINDS = ("all-reduce", "reduce-scatter", "all-gather", "all-to-all", "send")
 
 
-def per_gpu_bytes(kind: str, tensor_bytes: float, n: int, in_network: bool = False) -> float:
+def per_gpu_bytes(
+    kind: str, tensor_bytes: float, n: int, in_network: bool = False, fraction: float = 1.0
+) -> float:
     """Bytes one GPU must send (or receive) in collective ``kind`` over ``n`` GPUs on an
-    ``tensor_bytes``-byte tensor (see the module docstring for the proofs)."""
-    if kind == "send":
-        return float(tensor_bytes)
+    ``tensor_bytes``-byte tensor of which the readers need ``fraction`` (see the module
+    docstring for the proofs)."""
     if kind not in KINDS:
         raise ValueError(f"unknown collective {kind!r}; one of {', '.join(KINDS)}")
+    m = float(tensor_bytes)
+    f = min(max(float(fraction), 0.0), 1.0) * m  # the part that must move
+    if kind == "send":
+        return f
     if n <= 1:
         return 0.0
-    m = float(tensor_bytes)
     if kind == "all-reduce":
-        return m if in_network else 2.0 * (n - 1) / n * m
-    if kind in ("reduce-scatter", "all-gather"):
-        return (n - 1) / n * m
-    return (n - 1) / (n * n) * m  # all-to-all
+        return f if in_network else 2.0 * (n - 1) / n * f
+    if kind == "reduce-scatter":
+        return (n - 1) / n * f
+    if kind == "all-gather":
+        return (n - 1) / n * m if fraction >= 1 else max(0.0, f - m / n)
+    return (n - 1) / (n * n) * m if fraction >= 1 else 0.0  # all-to-all
 
 
 @dataclass(frozen=True)
@@ -65,9 +75,10 @@ class Collective:
     tensor_bytes: float  # M: the tensor one group holds
     kernel: int  # index of the kernel after which it happens (for pipeline stages)
     batch: bool = False  # the tensor has the batch axis (it shrinks with micro-batches)
+    fraction: float = 1.0  # the part of the tensor its readers need
 
     def bytes_per_gpu(self, in_network: bool = False) -> float:
-        return per_gpu_bytes(self.kind, self.tensor_bytes, self.n, in_network)
+        return per_gpu_bytes(self.kind, self.tensor_bytes, self.n, in_network, self.fraction)
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)

@@ -26,33 +26,50 @@ def crossings(
     g: nx.MultiDiGraph, sizes: Mapping[str, float], batch: set[str] = frozenset()
 ) -> tuple[list[float], list[float]]:
     """``(cross, cross_batch)``: per boundary ``c`` (between kernels ``c - 1`` and ``c``;
-    index 0 unused) the per-GPU bytes of the tensors that cross it, and the part of them
-    with a batch axis (it shrinks with micro-batches)."""
+    index 0 unused) the per-GPU bytes that must cross it, and the part of them with a batch
+    axis (it shrinks with micro-batches). A tensor made before the cut crosses it with what
+    the kernels after the cut read of it: at least the largest of their footprints (a slice
+    read later needs only its part sent)."""
     tensors = g.graph["tensors"]
     kernels = g.graph["kernels"]
     made: dict[str, int] = {}
-    last: dict[str, int] = {}
+    reads: dict[str, list[tuple[int, int]]] = {}
     for i, k in enumerate(kernels):
         for b in k["writes"]:
             made.setdefault(b, i)
-        for b in k["reads"]:
-            last[b] = i
+        for b, nbytes in k["reads"].items():
+            reads.setdefault(b, []).append((i, nbytes))
     n = len(kernels)
     delta = [0.0] * (n + 1)
     delta_b = [0.0] * (n + 1)
     for b, i in made.items():
-        j = last.get(b, i)
-        if tensors[b]["role"] in RESIDENT or tensors[b]["role"] == "local" or j <= i:
+        info = tensors[b]
+        if info["role"] in (*RESIDENT, "local") or not info["bytes"]:
             continue
-        # crosses boundaries i+1 .. j
-        delta[i + 1] += sizes.get(b, tensors[b]["bytes"])
-        delta[j + 1] -= sizes.get(b, tensors[b]["bytes"])
-        if b in batch:
-            delta_b[i + 1] += sizes.get(b, tensors[b]["bytes"])
-            delta_b[j + 1] -= sizes.get(b, tensors[b]["bytes"])
+        scale = sizes.get(b, info["bytes"]) / info["bytes"]
+        later = sorted(((k, f) for k, f in reads.get(b, ()) if k > i), reverse=True)
+        # from the last reader back: boundaries (k_prev, k] need the largest footprint read
+        # at or after them
+        need, upper = 0.0, None
+        for k, f in later:
+            if upper is not None and need:
+                _add(delta, delta_b, b in batch, k + 1, upper + 1, need * scale)
+            need = max(need, f)
+            upper = k
+        if upper is not None and need:
+            _add(delta, delta_b, b in batch, i + 1, upper + 1, need * scale)
     cross = list(accumulate(delta[:n]))
     cross_b = list(accumulate(delta_b[:n]))
     return cross, cross_b
+
+
+def _add(delta, delta_b, is_batch: bool, lo: int, hi: int, v: float) -> None:
+    """Add ``v`` to boundaries ``lo .. hi-1``."""
+    delta[lo] += v
+    delta[hi] -= v
+    if is_batch:
+        delta_b[lo] += v
+        delta_b[hi] -= v
 
 
 def candidate_cuts(cross: Sequence[float], stages: int, slack: float = 0.01) -> list[int]:

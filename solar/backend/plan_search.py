@@ -23,7 +23,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 
-from solar.backend.collectives import per_gpu_bytes
 from solar.backend.parallel import ParallelBound, ParallelModel, Plan, link_bandwidth
 from solar.backend.pipeline import candidate_cuts, crossings, partition
 from solar.backend.result import Bound, level_name
@@ -90,7 +89,7 @@ def _score(model: ParallelModel, spec, gid: int, tp: int) -> float:
     link = link_bandwidth(spec, tp)
     ic = spec.interconnect
     comm = sum(
-        per_gpu_bytes(c.kind, c.tensor_bytes, c.n, ic.reduces_in_network(c.n))
+        c.bytes_per_gpu(ic.reduces_in_network(c.n))
         for c in collectives_of(model.index, {gid: ("tp", tp)})
     )
     return (1 - 1 / tp) * saved - comm / link
@@ -212,9 +211,15 @@ def best_plan(
 
 
 def _better(a: ParallelBound, b: ParallelBound, level: str) -> bool:
+    """Fitting first, then the level's bound; ties by the other levels, then less memory."""
     if a.fits != b.fits:
         return a.fits
-    ta, tb = a.time(level), b.time(level)
-    if not math.isclose(ta, tb, rel_tol=1e-12):
-        return ta < tb
-    return (a.plan.pp, a.plan.micro_batches) < (b.plan.pp, b.plan.micro_batches)
+    for lv in (level, "cache_aware", "unfused"):
+        ta, tb = a.time(lv), b.time(lv)
+        if not math.isclose(ta, tb, rel_tol=1e-12):
+            return ta < tb
+    return (a.peak_bytes, a.plan.pp, a.plan.micro_batches) < (
+        b.peak_bytes,
+        b.plan.pp,
+        b.plan.micro_batches,
+    )

@@ -228,29 +228,44 @@ def _collectives(index, split, states, degrees, storage, batch_tensors) -> list[
             continue
         readers = index.readers.get(base, [])
         last = max(index.node_kernel[n] for n, _ in writers)
+        whole_bytes = tensors[base]["bytes"] or 1
         for mesh, state in states[base].items():
             if state == WHOLE:
                 continue
-            needs_whole = any(split.get(n, {}).get(mesh) not in a.linked for n, a in readers)
+            wanting = [a for n, a in readers if split.get(n, {}).get(mesh) not in a.linked]
+            output = tensors[base]["role"] == "output"
+            # the part of the tensor the readers need: the largest single read (a slice needs
+            # only its part moved); a graph output needs all of it
+            need = 1.0 if output else max((a.footprint for a in wanting), default=0) / whole_bytes
             if state == PARTIAL:
-                if needs_whole or tensors[base]["role"] == "output":
+                if wanting or output:
                     kind = "all-reduce"
                 elif readers:
                     kind = "reduce-scatter"
+                    need = max(a.footprint for _, a in readers) / whole_bytes
                 else:
                     continue
                 held = storage[base]  # a partial buffer is whole along this mesh axis
             else:
                 gid = int(state.split(":")[1])
                 others = {split.get(n, {}).get(mesh) for n, _ in readers} - {gid}
-                if needs_whole:
+                if wanting:
                     kind = "all-gather"
                 elif others:
-                    kind = "all-to-all"
+                    kind, need = "all-to-all", 1.0
                 else:
                     continue
                 held = storage[base] * degrees[mesh]  # the whole tensor along this mesh axis
             out.append(
-                Collective(base, kind, mesh, degrees[mesh], held, last, base in batch_tensors)
+                Collective(
+                    base,
+                    kind,
+                    mesh,
+                    degrees[mesh],
+                    held,
+                    last,
+                    base in batch_tensors,
+                    min(need, 1.0),
+                )
             )
     return out

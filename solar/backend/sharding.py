@@ -58,7 +58,7 @@ class AccessInfo:
     write: bool
     linked: frozenset[int]  # groups that index an axis of the storage through this access
     touched: frozenset[int]  # groups of every rank in the access (linked or not)
-    batch: bool = False  # (set later) the storage has an axis in the batch group
+    footprint: int = 0  # bytes of the storage a read touches (0 when unknown or a write)
 
 
 @dataclass(frozen=True)
@@ -143,6 +143,9 @@ class SplitIndex:
             for r in ranks:
                 direct.find(("rank", r))
                 groups.find(("rank", r))
+            touched = {
+                k: e["footprint_bytes"] for _, _, k, e in g.in_edges(n, keys=True, data=True)
+            }
             out = []
             for acc, write in [(d["output"], True)] + [(a, False) for a in d["operands"]]:
                 tensor, base = acc["tensor"], acc["base"]
@@ -169,16 +172,17 @@ class SplitIndex:
                     groups.union(("rank", r), ("axis", base, j))
                     imposed.append((("axis", base, j), (start, length)))
                     rank_axes.append((r, j))
-                out.append((base, tensors[base]["role"], write, rank_axes))
+                fp = 0 if write else touched.get(tensor, 0)
+                out.append((base, tensors[base]["role"], write, rank_axes, fp))
             raw[n] = out
         self._build_groups(g, groups, direct, imposed)
         self.accesses: dict[str, list[AccessInfo]] = {}
         for n, accs in raw.items():
             infos = []
-            for base, role, write, rank_axes in accs:
+            for base, role, write, rank_axes, fp in accs:
                 linked = frozenset(self.rank_group[r] for r, j in rank_axes if j is not None)
                 touched = frozenset(self.rank_group[r] for r, _ in rank_axes)
-                infos.append(AccessInfo(base, role, write, linked, touched))
+                infos.append(AccessInfo(base, role, write, linked, touched, fp))
             self.accesses[n] = infos
         self.node_groups = {
             n: frozenset(self.rank_group[r] for r in g.nodes[n]["ranks"]) for n in self.op_nodes

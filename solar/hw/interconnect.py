@@ -86,8 +86,9 @@ class Interconnect:
         return self.nvlink_bandwidth + self.pcie_bandwidth
 
     def reduces_in_network(self, n: int) -> bool:
-        """Whether an all-reduce over ``n`` GPUs may be reduced by the switch."""
-        return self.in_network_reduction and self.nvswitch and n <= self.nvlink_domain_gpus
+        """Whether an all-reduce over ``n`` GPUs may be reduced by the switch (it moves less
+        only for ``n > 2``: two GPUs exchange ``M`` either way)."""
+        return self.in_network_reduction and self.nvswitch and 2 < n <= self.nvlink_domain_gpus
 
     def describe(self) -> str:
         if self.nvlink_generation is None:
