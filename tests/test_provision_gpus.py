@@ -128,9 +128,6 @@ def test_cli_bound_and_compare_on_gpus():
     )
     assert code == 0, err
     assert "on 4 GPUs of each kind: the best plan found" in out
-    code, out, err = run_solar("bound", "examples/mlp_bf16.py", "--gpus", "3", "--tp", "3")
-    assert code == 2 and "no plan splits mlp_bf16 over 3 GPUs with tp=3" in err
-    assert len(err.strip().splitlines()) == 1
 
 
 def test_more_gpus_than_a_host_is_refused():
@@ -140,3 +137,23 @@ def test_more_gpus_than_a_host_is_refused():
 
     with pytest.raises(ValueError, match="one host holds at most 8"):
         solar.bound(lambda a: a + 1, [x], hw=spec, gpus=16)
+
+
+def test_gpu_kinds_searched_in_worker_processes_agree():
+    """The per-GPU-kind search gives the same answer serially and on 2 local processes (the
+    executors the Ray path shares)."""
+    from solar.questions.plan import gpus_per_gpu_kind
+
+    with torch.device("meta"):
+        model = torch.nn.Sequential(
+            torch.nn.Linear(4096, 16384), torch.nn.GELU(), torch.nn.Linear(16384, 4096)
+        ).to(torch.bfloat16)
+        x = torch.empty(8192, 4096, dtype=torch.bfloat16)
+    program, g = trace_and_lift(model, [x])
+    kinds = ["H100", "L40S"]
+    serial = gpus_per_gpu_kind(program, g, kinds, 1e-3, jobs=1)
+    pooled = gpus_per_gpu_kind(program, g, kinds, 1e-3, jobs=2)
+    assert [c.to_dict() for c in serial] == [c.to_dict() for c in pooled]
+    # 2.2 TF of bf16 matmuls take 2.05 ms on one H100: at least 3 for 1 ms; 3 splits nothing
+    # (16384 hidden units, 8192 tokens), 4 do
+    assert (serial[0].at_least, serial[0].gpus) == (3, 4)

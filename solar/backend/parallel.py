@@ -54,7 +54,7 @@ from solar.backend.result import Bound, level_name
 from solar.backend.shard import ShardCosts, shard
 from solar.backend.sharding import SplitIndex
 from solar.backend.units import compute_time
-from solar.fmt import fmt_bytes, fmt_time
+from solar.fmt import fmt_bytes, fmt_time, jsonable
 from solar.viewable import Viewable
 
 SCHEMA = "solar.parallel/1"
@@ -188,7 +188,7 @@ class ParallelBound(Viewable):
         }
 
     def to_json(self, indent: int | None = 2) -> str:
-        return json.dumps(self.to_dict(), indent=indent)
+        return json.dumps(jsonable(self.to_dict()), indent=indent)
 
     def __repr__(self) -> str:
         return (

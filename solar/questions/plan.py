@@ -145,5 +145,6 @@ def gpus_per_gpu_kind(
     if resolve_executor(jobs, ray) == "serial" or len(specs) <= 1:
         model = ParallelModel(g)  # one split analysis shared by every GPU kind
         return [_task(program, g, s, target_s, level, max_gpus, model) for s in specs]
-    items = [(program, g, s, target_s, level, max_gpus) for s in specs]
+    # a spec travels as its dict (a HardwareSpec holds read-only mappings pickle refuses)
+    items = [(program, g, s.to_dict(), target_s, level, max_gpus) for s in specs]
     return map_tasks(_task, items, jobs=jobs, ray=ray)
