@@ -269,14 +269,14 @@ def test_pipeline_of_four_layers_by_formula():
     assert s0.compute_s == pytest.approx(s1.compute_s, rel=1e-9)
     cut = 4096 * 2048 * BF  # the activation crossing the cut, all micro-batches
     assert s0.comm_s == pytest.approx(cut / LINK_H100) and s1.comm_s == s0.comm_s
-    bw = H100.dram_bandwidth
-    x0 = max(s0.compute_s, s0.bytes_fused / bw)
-    x1 = max(s1.compute_s, s1.bytes_fused / bw)
+    # fill and drain: one micro-batch (a quarter of the tokens) through the other stage's two
+    # layers and across the cut; the bottleneck stage's whole path in between
+    assert s0.fill_s == pytest.approx(s0.compute_s / 4, rel=1e-9)
+    assert s1.drain_s == pytest.approx(s1.compute_s / 4, rel=1e-9)
     delta = cut / 4 / LINK_H100
-    fill = max(x0 + s1.microbatch_s, x1 + s0.microbatch_s) + delta
+    fill = max(s0.path_s["fused"] + delta + s1.drain_s, s0.fill_s + delta + s1.path_s["fused"])
     assert fill > s0.comm_s  # two layers of compute outlast sending the activation
     assert pb.fused == pytest.approx(fill, rel=1e-12) and pb.fused_bound_by == "tensor + pipeline"
-    assert s1.microbatch_s == pytest.approx(s1.compute_s / 4, rel=1e-9)
     assert pb.single.fused / 2 < pb.fused < pb.single.fused
 
 
@@ -343,3 +343,21 @@ def test_only_the_part_read_crosses_or_is_reduced():
     (ar,) = pb.collectives
     assert ar["fraction"] == pytest.approx(1 / 512)  # one row of 512 is read
     assert ar["bytes_per_gpu"] == pytest.approx(256 * 4)
+
+
+def test_work_off_a_stage_path_may_overlap_the_fill():
+    """Stage 1 = [w2 = w * 2, y = h @ w2]: the scaling of the weight needs nothing from
+    stage 0, so only the matmul is on the micro-batch's path."""
+    from solar.backend.pipeline import stage_paths
+
+    def f(x, w):
+        h = x + 1
+        w2 = w * 2
+        return h @ w2
+
+    _, g = trace_and_lift(
+        f, [torch.empty(64, 32, device="meta"), torch.empty(32, 16, device="meta")]
+    )
+    assert [k["name"] for k in g.graph["kernels"]] == ["add_0", "mul_1", "mm_2"]
+    assert stage_paths(g, range(1, 3)) == ([], [2])  # no later stage; the output needs mm_2
+    assert stage_paths(g, range(0, 1)) == ([0], [0])  # h is sent to stage 1

@@ -22,15 +22,19 @@ any implementation of *that plan* on GPUs with the spec's peaks and links:
   of what it sends to the next stage and receives from the previous) / the GPU's link
   bandwidth per direction (:mod:`solar.backend.collectives`); it may overlap the work, so
   each stage is at least ``max(X_s, C_s)``;
-- pipeline fill and drain: stage ``b`` cannot start before the first micro-batch has crossed
-  the stages before it, and the last one must cross those after it. With ``τ_s`` a lower
-  bound on one micro-batch in stage ``s`` (its batch-proportional compute, bytes and
-  collectives / m) and ``δ_c`` one micro-batch crossing cut ``c``::
+- pipeline fill and drain: the work of stage ``b`` that depends on what it receives and that
+  what it sends depends on (its *path*, ``W_b``; :func:`solar.backend.pipeline.stage_paths`)
+  happens between the first micro-batch's arrival and the last one's departure; before that
+  the first micro-batch crosses the stages before ``b``, after it the last crosses those
+  after ``b``. With ``τ_s`` a lower bound on one micro-batch along stage ``s``'s path (its
+  batch-proportional compute, bytes and collectives / m; all of it when m = 1) and ``δ_c``
+  one micro-batch crossing cut ``c``::
 
-      T >= max_b  max( X_b + Σ_{s≠b} τ_s + Σ_c δ_c ,  C_b )
+      T >= max_b  max( X_b,  C_b,  Σ_{s<b} (τ_s + δ) + W_b + Σ_{s>b} (δ + τ_s) )
 
   (with ``pp = 1``: ``max(X, C)``). For balanced stages this is the usual
-  ``(m + pp - 1) / m`` of a stage's time: the bubble is ``(pp - 1) / (m + pp - 1)``.
+  ``(m + pp - 1) / m`` of a stage's time: the bubble is ``(pp - 1) / (m + pp - 1)``. Work
+  off the path (on weights alone, side outputs) may run during fill and drain.
 
 The plan's per-GPU peak memory is the live-bytes rule (:mod:`solar.backend.memory`) over a
 stage's kernels with tensor shards, and batch-carrying activations of one micro-batch: a
@@ -49,8 +53,8 @@ import networkx as nx
 from solar.backend.analyze import analyze
 from solar.backend.cache_aware import BarrierIO, CacheAwareModel, ContractionIO
 from solar.backend.memory import peak_memory
-from solar.backend.pipeline import crossings, stage_ranges
-from solar.backend.result import Bound, level_name
+from solar.backend.pipeline import crossings, stage_paths, stage_ranges
+from solar.backend.result import LEVELS, Bound, level_name
 from solar.backend.shard import ShardCosts, shard
 from solar.backend.sharding import SplitIndex
 from solar.backend.units import compute_time
@@ -105,7 +109,9 @@ class StageBound:
     bytes_unfused: float
     unfused_work_s: float  # Σ over its kernels of max(compute, memory), no communication
     comm_s: float
-    microbatch_s: float  # τ: a lower bound on one micro-batch in this stage
+    path_s: dict[str, float]  # per level: its work between the first arrival and last departure
+    fill_s: float  # τ: one micro-batch on its way to the next stage
+    drain_s: float  # one micro-batch on its way to the next stage or the outputs
     peak_bytes: float
 
     def to_dict(self) -> dict:
@@ -222,22 +228,22 @@ class ParallelModel:
         n_k = len(self.g.graph["kernels"])
         ranges = stage_ranges(plan.starts, n_k)
         m = plan.micro_batches if plan.pp > 1 else 1
-        sizes = dict(costs.storage)
-        cross, cross_b = crossings(self.g, sizes, costs.batch_tensors)
+        cross, cross_b = crossings(self.g, costs.storage, costs.batch_tensors)
         stage_of = [0] * n_k
         for s, r in enumerate(ranges):
             for k in r:
                 stage_of[k] = s
         colls = _collective_rows(costs, spec, link, stage_of)
-        stages = [
-            self._stage(costs, spec, link, r, m, cross, colls, sizes, s)
-            for s, r in enumerate(ranges)
+        work = _Work(self, costs, spec, link, colls, m)
+        last = len(ranges) - 1
+        stages = [self._stage(work, r, cross, s == last) for s, r in enumerate(ranges)]
+        # one micro-batch across each cut: what has no batch axis crosses whole
+        deltas = [
+            ((cross[r.start] - cross_b[r.start]) + cross_b[r.start] / m) / link for r in ranges
         ]
-        delta = sum((cross[r.start] - cross_b[r.start]) + cross_b[r.start] / m for r in ranges[1:])
-        delta /= link
-        totals, by = _totals(stages, spec, delta)
+        deltas[0] = 0.0
+        totals, by = _totals(stages, spec, deltas)
         single = single if single is not None else _single(self.g, spec)
-        ideal = _ideal(single, spec, plan.gpus)
         return ParallelBound(
             program=self.g.graph["name"],
             hw=spec.name,
@@ -258,72 +264,47 @@ class ParallelModel:
             collectives=colls,
             peak_bytes=max(s.peak_bytes for s in stages),
             dram_capacity=spec.dram_capacity,
-            ideal_s=ideal,
+            ideal_s=_ideal(single, spec, plan.gpus),
             link_bandwidth=link,
             bubble=(plan.pp - 1) / (m + plan.pp - 1),
             assumptions=_assumptions(spec, plan, link),
             single=single,
         )
 
-    def _stage(self, costs, spec, link, r: range, m: int, cross, colls, sizes, s) -> StageBound:
+    def _stage(self, work: _Work, r: range, cross, last: bool) -> StageBound:
         kernels = self.g.graph["kernels"]
-        ct = compute_time(costs.ops(r), spec)
-        compute = ct.seconds
-        io = {
-            b: v
-            for b, v in costs.io_bytes.items()
-            if any(k in r for k in costs.io_kernels.get(b, ()))
-        }
-        fused_b = sum(io.values())
-        ca_b = fused_b + self._extra_bytes(costs, r, spec.on_chip_capacity)
-        unfused = sum(
-            max(
-                compute_time(costs.kernel_ops[k], spec).seconds,
-                costs.kernel_bytes[k] / spec.dram_bandwidth,
-            )
-            for k in r
-        )
-        coll_b = sum(c["bytes_per_gpu"] for c in colls if c["stage"] == s)
+        whole = work.levels(r)
         send = cross[r.stop] if r.stop < len(cross) else 0.0
         recv = cross[r.start] if r.start > 0 else 0.0
-        comm = (coll_b + max(send, recv)) / link
-        batch_coll = sum(c["bytes_per_gpu"] for c in colls if c["stage"] == s and c["batch"])
-        batch_io = sum(v for b, v in io.items() if b in costs.batch_tensors)
-        if m == 1:  # one micro-batch: it is the whole stage
-            tau = max(compute, fused_b / spec.dram_bandwidth)
-        else:
-            tau = (
-                max(
-                    compute_time(costs.batch_ops(r), spec).seconds,
-                    batch_io / spec.dram_bandwidth,
-                    batch_coll / link,
-                )
-                / m
-            )
+        comm = (work.coll_bytes(r) + max(send, recv)) / work.link
+        to_next, to_end = stage_paths(self.g, r)
+        costs, m = work.costs, work.m
         mb_sizes = {
             b: v / m
             if b in costs.batch_tensors
             and self.g.graph["tensors"][b]["role"] not in ("input", "weight", "constant")
             else v
-            for b, v in sizes.items()
+            for b, v in costs.storage.items()
         }
         peak = peak_memory(self.g, sizes=mb_sizes, span=(r.start, r.stop)).peak_bytes
         return StageBound(
             kernels[r.start]["name"],
             kernels[r.stop - 1]["name"],
             len(r),
-            compute,
-            ct.bound_by,
-            fused_b,
-            ca_b,
+            whole["compute"],
+            whole["compute_by"],
+            whole["bytes_fused"],
+            whole["bytes_cache_aware"],
             sum(costs.kernel_bytes[k] for k in r),
-            unfused,
+            whole["unfused"],
             comm,
-            tau,
+            {lv: work.levels(to_end if last else to_next)[lv] for lv in LEVELS},
+            work.microbatch(to_next),
+            work.microbatch(to_end),
             peak,
         )
 
-    def _extra_bytes(self, costs: ShardCosts, r: range, capacity: float) -> float:
+    def _extra_bytes(self, costs: ShardCosts, kernels, capacity: float) -> float:
         """Cache-aware traffic beyond the compulsory bytes, per GPU, for the I/O items of
         the stage's nodes: a contraction split ``f`` ways runs ``V/f`` products (its other
         facts stay upper bounds; the fewest products of an output element is dropped when a
@@ -331,7 +312,7 @@ class ParallelModel:
         extra = 0.0
         for item in self._io_items:
             k = self.index.node_kernel.get(item.node)
-            if k is None or k not in r:
+            if k is None or k not in kernels:
                 continue
             f = costs.node_factor.get(item.node, 1)
             if isinstance(item, BarrierIO):
@@ -393,30 +374,103 @@ def _collective_rows(costs: ShardCosts, spec, link: float, stage_of) -> list[dic
     return rows
 
 
-def _totals(stages: list[StageBound], spec, delta: float) -> tuple[dict[str, float], str]:
-    """Each level's plan bound, ``max_b max(X_b + Σ_{s≠b} τ_s + Σ δ, C_b)``, and what binds
+class _Work:
+    """Per-GPU work of a set of kernels under one plan, per level (seconds): compute, DRAM
+    bytes, and the collectives that happen in them (they may overlap, so the max)."""
+
+    def __init__(self, model: ParallelModel, costs: ShardCosts, spec, link, colls, m: int):
+        self.model, self.costs, self.spec, self.link, self.colls, self.m = (
+            model,
+            costs,
+            spec,
+            link,
+            colls,
+            m,
+        )
+
+    def coll_bytes(self, kernels, batch_only: bool = False) -> float:
+        ks = set(kernels)
+        return sum(
+            c["bytes_per_gpu"]
+            for c in self.colls
+            if c["kernel"] in ks and (c["batch"] or not batch_only)
+        )
+
+    def io(self, kernels, batch_only: bool = False) -> float:
+        ks = set(kernels)
+        return sum(
+            v
+            for b, v in self.costs.io_bytes.items()
+            if (not batch_only or b in self.costs.batch_tensors)
+            and any(k in ks for k in self.costs.io_kernels.get(b, ()))
+        )
+
+    def levels(self, kernels) -> dict:
+        spec, costs = self.spec, self.costs
+        bw = spec.dram_bandwidth
+        ct = compute_time(costs.ops(kernels), spec)
+        fused_b = self.io(kernels)
+        ca_b = fused_b + self.model._extra_bytes(costs, set(kernels), spec.on_chip_capacity)
+        comm = self.coll_bytes(kernels) / self.link
+        unfused = sum(
+            max(compute_time(costs.kernel_ops[k], spec).seconds, costs.kernel_bytes[k] / bw)
+            for k in kernels
+        )
+        return {
+            "compute": ct.seconds,
+            "compute_by": ct.bound_by,
+            "bytes_fused": fused_b,
+            "bytes_cache_aware": ca_b,
+            "fused": max(ct.seconds, fused_b / bw, comm),
+            "cache_aware": max(ct.seconds, ca_b / bw, comm),
+            "unfused": max(unfused, comm),
+        }
+
+    def microbatch(self, kernels) -> float:
+        """A lower bound on one micro-batch through ``kernels``: with one micro-batch all of
+        their work; with ``m``, their batch-proportional work / m (work without the batch axis
+        may be done once, at any time)."""
+        if self.m == 1:
+            return self.levels(kernels)["fused"]
+        compute = compute_time(self.costs.batch_ops(kernels), self.spec).seconds
+        return (
+            max(
+                compute,
+                self.io(kernels, batch_only=True) / self.spec.dram_bandwidth,
+                self.coll_bytes(kernels, batch_only=True) / self.link,
+            )
+            / self.m
+        )
+
+
+def _totals(stages: list[StageBound], spec, deltas: list[float]) -> tuple[dict[str, float], str]:
+    """Each level's plan bound, ``max_b max(X_b, C_b, fill_b + W_b + drain_b)``, and what binds
     the fused one (``link``, ``dram`` or a compute unit; ``+ pipeline`` when fill and drain
-    add to it)."""
+    add to it). ``deltas[c]``: one micro-batch across the cut before stage ``c``."""
     bw = spec.dram_bandwidth
     work = {
         "unfused": [s.unfused_work_s for s in stages],
         "fused": [max(s.compute_s, s.bytes_fused / bw) for s in stages],
         "cache_aware": [max(s.compute_s, s.bytes_cache_aware / bw) for s in stages],
     }
-    tau_sum = sum(s.microbatch_s for s in stages)
     totals, by = {}, "none"
     for level, xs in work.items():
-        times = [max(x + tau_sum - s.microbatch_s + delta, s.comm_s) for x, s in zip(xs, stages)]
-        b = max(range(len(stages)), key=times.__getitem__)
-        totals[level] = times[b]
+        best, why = 0.0, "none"
+        for b, (x, st) in enumerate(zip(xs, stages)):
+            fill = sum(s.fill_s for s in stages[:b]) + sum(deltas[1 : b + 1])
+            drain = sum(s.drain_s for s in stages[b + 1 :]) + sum(deltas[b + 1 :])
+            piped = fill + st.path_s[level] + drain if len(stages) > 1 else 0.0
+            t = max(x, st.comm_s, piped)
+            if t > best:
+                best = t
+                if st.comm_s >= max(x, piped):
+                    why = "link"
+                else:
+                    why = "dram" if st.bytes_fused / bw >= st.compute_s else st.compute_by
+                    why += " + pipeline" if piped > x else ""
+        totals[level] = best
         if level == "fused":
-            s, x = stages[b], xs[b]
-            fill = tau_sum - s.microbatch_s + delta
-            if s.comm_s >= x + fill:
-                by = "link"
-            else:
-                by = "dram" if s.bytes_fused / bw >= s.compute_s else s.compute_by
-                by += " + pipeline" if fill > 0 else ""
+            by = why
     return totals, by
 
 

@@ -140,6 +140,46 @@ def _spread(starts: list[int], cuts: list[int], stages: int, prefix) -> tuple[in
     return tuple(starts)
 
 
+def stage_paths(g: nx.MultiDiGraph, r: range) -> tuple[list[int], list[int]]:
+    """``(to_next, to_end)``: the kernels of stage ``r`` that a micro-batch must pass on its way
+    through: those that depend on what the stage receives (every kernel of the first stage)
+    and that what it sends to the next stage (``to_next``), or that and its graph outputs
+    (``to_end``), depend on. Other kernels (work on weights alone, side outputs) may run
+    while other stages fill or drain the pipeline."""
+    tensors = g.graph["tensors"]
+    kernels = g.graph["kernels"]
+    made: dict[str, int] = {}
+    for i, k in enumerate(kernels):
+        for b in k["writes"]:
+            made.setdefault(b, i)
+    later = {b for k in kernels[r.stop :] for b in k["reads"]}
+    tainted: set[str] = set()
+    after_arrival = []
+    for i in r:
+        k = kernels[i]
+        received = any(
+            made.get(b, i) < r.start and tensors[b]["role"] not in (*RESIDENT, "local")
+            for b in k["reads"]
+        )
+        if r.start == 0 or received or tainted & set(k["reads"]):
+            after_arrival.append(i)
+            tainted |= set(k["writes"])
+    sent = {b for i in r for b in kernels[i]["writes"] if b in later}
+    outputs = {b for i in r for b in kernels[i]["writes"] if tensors[b]["role"] == "output"}
+    arrival = set(after_arrival)
+
+    def feeding(targets: set[str]) -> list[int]:
+        needed, out = set(targets), []
+        for i in reversed(r):
+            if needed & set(kernels[i]["writes"]):
+                needed |= set(kernels[i]["reads"])
+                if i in arrival:
+                    out.append(i)
+        return sorted(out)
+
+    return feeding(sent), feeding(sent | outputs)
+
+
 def stage_ranges(starts: Sequence[int], n_kernels: int) -> list[range]:
     """Kernel ranges of the stages beginning at ``starts``."""
     bounds = [*starts, n_kernels]

@@ -98,7 +98,7 @@ def _stage_table(p: ParallelBound) -> Table:
             fmt_time(st.compute_s),
             f"{fmt_bytes(st.bytes_fused)} {fmt_time(st.bytes_fused / _bw(p))}",
             fmt_time(st.comm_s),
-            fmt_time(st.microbatch_s) if p.plan.pp > 1 else "-",
+            fmt_time(st.fill_s) if p.plan.pp > 1 else "-",
             fmt_bytes(st.peak_bytes),
         )
     return t
