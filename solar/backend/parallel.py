@@ -298,7 +298,7 @@ class ParallelModel:
             sum(costs.kernel_bytes[k] for k in r),
             whole["unfused"],
             comm,
-            {lv: work.levels(to_end if last else to_next)[lv] for lv in LEVELS},
+            _pick(work.levels(to_end if last else to_next), LEVELS),
             work.microbatch(to_next),
             work.microbatch(to_end),
             peak,
@@ -372,6 +372,10 @@ def _collective_rows(costs: ShardCosts, spec, link: float, stage_of) -> list[dic
             }
         )
     return rows
+
+
+def _pick(d: dict, keys) -> dict:
+    return {k: d[k] for k in keys}
 
 
 class _Work:
