@@ -14,7 +14,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from solar.backend import analyze
-from solar.backend.parallel import ParallelBound, ParallelModel, link_bandwidth
+from solar.backend.parallel import ParallelModel, link_bandwidth
+from solar.backend.parallel_result import ParallelBound
 from solar.backend.plan_search import best_plan
 from solar.backend.result import Bound
 from solar.graph import lift

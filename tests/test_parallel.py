@@ -10,7 +10,8 @@ from torch import nn
 import solar
 from solar.api import bound_parallel, trace_and_lift
 from solar.backend.collectives import per_gpu_bytes
-from solar.backend.parallel import ParallelModel, Plan
+from solar.backend.parallel import ParallelModel
+from solar.backend.parallel_result import Plan
 from solar.backend.pipeline import partition
 from solar.backend.units import compute_time
 from solar.hw import SpecError, load_spec

@@ -44,164 +44,23 @@ lower bound, so "does not fit" is proven and "fits" means not ruled out.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
-from dataclasses import dataclass, field
 
 import networkx as nx
 
 from solar.backend.analyze import analyze
 from solar.backend.cache_aware import BarrierIO, CacheAwareModel, ContractionIO
 from solar.backend.memory import peak_memory
+from solar.backend.parallel_result import ParallelBound, Plan, StageBound
 from solar.backend.pipeline import crossings, stage_paths, stage_ranges
-from solar.backend.result import LEVELS, Bound, level_name
+from solar.backend.result import LEVELS, Bound
 from solar.backend.shard import ShardCosts, shard
 from solar.backend.sharding import SplitIndex
 from solar.backend.units import compute_time
-from solar.fmt import fmt_bytes, fmt_time, jsonable
-from solar.viewable import Viewable
-
-SCHEMA = "solar.parallel/1"
 
 
 class NoInterconnectError(ValueError):
     """The spec has no ``interconnect:`` block, so no communication bound."""
-
-
-@dataclass(frozen=True)
-class Plan:
-    """How ``tp * pp * dp`` GPUs share one program (see the module docstring)."""
-
-    tp: int = 1
-    pp: int = 1
-    dp: int = 1
-    micro_batches: int = 1
-    tp_groups: tuple[int, ...] = ()  # split-group ids split tp ways
-    batch_group: int | None = None  # the split group dp and micro-batches split
-    starts: tuple[int, ...] = (0,)  # first kernel of each pipeline stage
-
-    @property
-    def gpus(self) -> int:
-        return self.tp * self.pp * self.dp
-
-    def describe(self) -> str:
-        text = f"TP {self.tp} x PP {self.pp} x DP {self.dp}"
-        return text + (f", {self.micro_batches} micro-batches" if self.pp > 1 else "")
-
-    def assignment(self) -> dict[int, tuple[str, int]]:
-        out = {gid: ("tp", self.tp) for gid in self.tp_groups} if self.tp > 1 else {}
-        if self.dp > 1:
-            out[self.batch_group] = ("dp", self.dp)
-        return out
-
-
-@dataclass(frozen=True)
-class StageBound:
-    """One pipeline stage on one of its GPUs (seconds, bytes)."""
-
-    first_kernel: str
-    last_kernel: str
-    kernels: int
-    compute_s: float
-    compute_by: str  # the unit that binds the compute time
-    bytes_fused: float
-    bytes_cache_aware: float
-    bytes_unfused: float
-    unfused_work_s: float  # Σ over its kernels of max(compute, memory), no communication
-    comm_s: float
-    path_s: dict[str, float]  # per level: its work between the first arrival and last departure
-    fill_s: float  # τ: one micro-batch on its way to the next stage
-    drain_s: float  # one micro-batch on its way to the next stage or the outputs
-    peak_bytes: float
-
-    def to_dict(self) -> dict:
-        return dict(self.__dict__)
-
-
-@dataclass(repr=False)
-class ParallelBound(Viewable):
-    """Bounds of one program on ``gpus`` GPUs under ``plan`` (seconds), with what they rest
-    on: per-stage work and communication, the collectives, per-GPU memory."""
-
-    program: str
-    hw: str
-    hw_key: str
-    gpus: int
-    plan: Plan
-    tp_groups: list[dict]  # label, extent, statements, kernels of each group split by tp
-    batch: str | None  # the batch axis dp and micro-batches split
-    unfused: float
-    fused: float
-    cache_aware: float
-    fused_bound_by: str  # compute unit, "dram", "link" or "pipeline"
-    stages: list[StageBound]
-    collectives: list[dict]
-    peak_bytes: float  # per GPU, the largest over stages
-    dram_capacity: int
-    ideal_s: float  # any plan on these GPUs: perfect split, no communication (fused)
-    link_bandwidth: float  # bytes/s per GPU per direction
-    bubble: float  # (pp - 1) / (m + pp - 1)
-    assumptions: list[str]
-    single: Bound | None = field(default=None, repr=False)
-
-    @property
-    def fits(self) -> bool:
-        return self.peak_bytes <= self.dram_capacity
-
-    def time(self, level: str) -> float:
-        return getattr(self, level_name(level))
-
-    @property
-    def speedup(self) -> float:
-        """Single-GPU fused bound / this plan's fused bound."""
-        return self.single.fused / self.fused if self.single and self.fused > 0 else math.nan
-
-    def to_dict(self) -> dict:
-        return {
-            "schema": SCHEMA,
-            "program": self.program,
-            "hw": self.hw,
-            "hw_key": self.hw_key,
-            "gpus": self.gpus,
-            "plan": {
-                "tp": self.plan.tp,
-                "pp": self.plan.pp,
-                "dp": self.plan.dp,
-                "micro_batches": self.plan.micro_batches,
-                "text": self.plan.describe(),
-                "tp_groups": self.tp_groups,
-                "batch": self.batch,
-                "stage_starts": list(self.plan.starts),
-            },
-            "bounds": {
-                "unfused_s": self.unfused,
-                "fused_s": self.fused,
-                "cache_aware_s": self.cache_aware,
-                "fused_bound_by": self.fused_bound_by,
-                "ideal_s": self.ideal_s,
-                "single_gpu_fused_s": self.single.fused if self.single else None,
-            },
-            "memory": {
-                "peak_bytes_per_gpu": self.peak_bytes,
-                "dram_capacity": self.dram_capacity,
-                "fits": self.fits,
-            },
-            "link_bandwidth": self.link_bandwidth,
-            "bubble": self.bubble,
-            "stages": [s.to_dict() for s in self.stages],
-            "collectives": self.collectives,
-            "assumptions": list(self.assumptions),
-        }
-
-    def to_json(self, indent: int | None = 2) -> str:
-        return json.dumps(jsonable(self.to_dict()), indent=indent)
-
-    def __repr__(self) -> str:
-        return (
-            f"ParallelBound({self.program!r} on {self.gpus} x {self.hw}, {self.plan.describe()}: "
-            f"fused {fmt_time(self.fused)}, cache-aware {fmt_time(self.cache_aware)}, "
-            f"{fmt_bytes(self.peak_bytes)} per GPU)"
-        )
 
 
 class ParallelModel:
