@@ -14,6 +14,9 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from solar.backend import analyze
+from solar.backend.parallel import ParallelModel, link_bandwidth
+from solar.backend.parallel_result import ParallelBound
+from solar.backend.plan_search import best_plan
 from solar.backend.result import Bound
 from solar.graph import lift
 from solar.hw import load_spec
@@ -123,18 +126,112 @@ def bound_program(program: Program, hw="H100") -> Bound:
     return bound_graph(program, lift(program), hw)
 
 
-def bound(model, inputs, hw="H100", *, precision: str | None = None, name=None) -> Bound:
+def bound(
+    model,
+    inputs,
+    hw="H100",
+    *,
+    precision: str | None = None,
+    name=None,
+    gpus: int = 1,
+    **plan,
+) -> Bound | ParallelBound:
     """Speed-of-light bounds of ``model(*inputs)`` on ``hw`` (a catalogue name or alias such
     as ``"H100"``, a YAML path, a dict or a HardwareSpec).
 
     ``precision`` overrides the framework's fp32 matmul policy: ``"tf32"`` or ``"ieee"``.
     Tracing runs on fake tensors (PyTorch) or abstract values (JAX): meta-device models and
     ``jax.ShapeDtypeStruct`` inputs are analysed without allocating weights.
+
+    ``gpus=N`` (N > 1) returns the :class:`~solar.backend.parallel.ParallelBound` of the best
+    tensor/pipeline/data-parallel plan found for N GPUs of ``hw``; ``plan`` keywords of
+    :func:`bound_parallel` (``tp``, ``pp``, ``dp``, ``micro_batches``, ``batch``, ``level``)
+    pin or steer it.
     """
     spec = load_spec(hw)
     with gc_paused():
         program, g = trace_and_lift(model, inputs, precision=precision, name=name)
-        return bound_graph(program, g, spec)
+        if gpus == 1 and not plan:
+            return bound_graph(program, g, spec)
+        return bound_parallel(program, g, spec, gpus, **plan)
+
+
+def bound_parallel(
+    program: Program | None,
+    g,
+    hw,
+    gpus: int,
+    *,
+    level: str = "fused",
+    tp: int | None = None,
+    pp: int | None = None,
+    dp: int | None = None,
+    micro_batches: int | None = None,
+    batch: str | None = None,
+    split: Sequence[str] | None = None,
+    model: ParallelModel | None = None,
+    single: Bound | None = None,
+) -> ParallelBound:
+    """The best plan of ``gpus`` GPUs of ``hw`` for a lifted graph, by its ``level`` bound
+    (:mod:`solar.backend.plan_search`). ``tp``/``pp``/``dp`` pin degrees; ``micro_batches``
+    the pipeline's micro-batch count; ``batch`` (``"input"`` or ``"input:axis"``) the axis
+    data parallelism and micro-batches split (default: axis 0 of the first input); ``split``
+    (``["c_fc_weight:0", ...]``: graph tensor names and axes) the axes tensor parallelism
+    splits, instead of the search's choice."""
+    if not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < 1:
+        raise ValueError(f"gpus must be a whole number >= 1, got {gpus!r}")
+    spec = load_spec(hw)
+    link_bandwidth(spec, gpus)  # a spec without links, or more GPUs than a host: say so first
+    model = model or ParallelModel(g)
+    batch_gid = model.index.batch_group(*_batch_axis(batch))
+    split_gids = None if split is None else tuple(_split_group(model, s) for s in split)
+    single = single or bound_graph(program, g, spec)
+    best = best_plan(
+        model,
+        spec,
+        gpus,
+        level=level,
+        micro_batches=micro_batches,
+        batch=batch_gid,
+        single=single,
+        fixed={"tp": tp, "pp": pp, "dp": dp},
+        split=split_gids,
+    )
+    if best is None:
+        pinned = ", ".join(f"{k}={v}" for k, v in (("tp", tp), ("pp", pp), ("dp", dp)) if v)
+        pinned = f" with {pinned}" if pinned else ""
+        raise ValueError(
+            f"no plan splits {g.graph['name']} over {gpus} GPUs{pinned}: "
+            "tensor parallelism needs a weight axis its degree divides, data parallelism and "
+            "micro-batches a batch it divides, pipelines enough kernels; try another count"
+        )
+    best.single.ir = program
+    return best
+
+
+def _split_group(model: ParallelModel, name: str) -> int:
+    tensor, axis = _batch_axis(name)
+    gid = model.index.group_of_axis(tensor, axis)
+    if gid is None:
+        weights = [t for t, i in model.g.graph["tensors"].items() if i["role"] == "weight"]
+        raise ValueError(
+            f"split {name!r}: no such tensor axis in the graph; weights: {', '.join(weights[:8])}"
+            + (" ..." if len(weights) > 8 else "")
+        )
+    grp = model.index.groups[gid]
+    if grp.reason is not None:
+        raise ValueError(f"split {name!r}: cannot be split ({grp.reason})")
+    return gid
+
+
+def _batch_axis(batch: str | None) -> tuple[str | None, int]:
+    if batch is None:
+        return None, 0
+    name, _, axis = str(batch).partition(":")
+    try:
+        return name, int(axis or 0)
+    except ValueError:
+        raise ValueError(f"batch must be 'input' or 'input:axis', got {batch!r}") from None
 
 
 @contextmanager

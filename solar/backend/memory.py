@@ -19,6 +19,7 @@ than their last use.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import networkx as nx
@@ -62,32 +63,64 @@ def live_intervals(g: nx.MultiDiGraph) -> dict[str, tuple[int, int]]:
     return {b: (first[b], end if tensors[b]["role"] == "output" else last[b]) for b in first}
 
 
-def peak_memory(g: nx.MultiDiGraph) -> PeakMemory:
-    """The peak live bytes of graph ``g``'s program over its kernel order."""
+def peak_memory(
+    g: nx.MultiDiGraph,
+    *,
+    sizes: Mapping[str, float] | None = None,
+    span: tuple[int, int] | None = None,
+) -> PeakMemory:
+    """The peak live bytes of graph ``g``'s program over its kernel order.
+
+    ``sizes`` (storage tensor -> bytes) replaces tensors' sizes (one GPU's shards of a
+    parallel plan); ``span = (lo, hi)`` keeps kernels ``lo .. hi-1`` only (a pipeline stage):
+    then the resident tensors are those those kernels touch, a tensor made before the span is
+    live from its first kernel (it was received), and one read after it or a graph output
+    until its last (it is sent, or kept)."""
     tensors = g.graph["tensors"]
-    n = len(g.graph["kernels"])
-    resident = sum(t["bytes"] for t in tensors.values() if t["role"] in RESIDENT)
+    kernels = g.graph["kernels"]
+    lo, hi = span if span is not None else (0, len(kernels))
+    n = hi - lo
+
+    def size(b: str):
+        return tensors[b]["bytes"] if sizes is None else sizes.get(b, tensors[b]["bytes"])
+
+    if span is None:
+        resident_set = {t for t, info in tensors.items() if info["role"] in RESIDENT}
+    else:
+        resident_set = {
+            b
+            for k in kernels[lo:hi]
+            for b in (*k["reads"], *k["writes"])
+            if tensors[b]["role"] in RESIDENT
+        }
+    resident = sum(size(t) for t in resident_set)
     # a difference array over kernel indices: +bytes where an interval starts, - after it ends
     delta = [0] * (n + 1)
-    intervals = live_intervals(g)
-    for base, (lo, hi) in intervals.items():
-        delta[lo] += tensors[base]["bytes"]
-        delta[hi + 1] -= tensors[base]["bytes"]
+    intervals = {
+        b: (max(a, lo) - lo, min(z, hi - 1) - lo)
+        for b, (a, z) in live_intervals(g).items()
+        if a < hi and z >= lo
+    }
+    for base, (a, z) in intervals.items():
+        delta[a] += size(base)
+        delta[z + 1] -= size(base)
     timeline, live = [], resident
     for i in range(n):
         live += delta[i]
         timeline.append(live)
     if not timeline:
-        return PeakMemory(resident, None, resident, _by_role(tensors, set()), ())
+        return PeakMemory(resident, None, resident, _by_role(tensors, resident_set, size), ())
     k = max(range(n), key=timeline.__getitem__)
-    alive = {b for b, (lo, hi) in intervals.items() if lo <= k <= hi}
-    name = g.graph["kernels"][k]["name"]
-    return PeakMemory(timeline[k], name, resident, _by_role(tensors, alive), tuple(timeline))
+    alive = resident_set | {b for b, (a, z) in intervals.items() if a <= k <= z}
+    name = kernels[lo + k]["name"]
+    return PeakMemory(timeline[k], name, resident, _by_role(tensors, alive, size), tuple(timeline))
 
 
-def _by_role(tensors: dict, alive: set[str]) -> dict[str, int]:
+def _by_role(tensors: dict, alive: set[str], size) -> dict[str, int]:
     out: dict[str, int] = {}
-    for name, t in tensors.items():
-        if t["role"] in RESIDENT or name in alive:
-            out[t["role"]] = out.get(t["role"], 0) + t["bytes"]
+    for name in tensors:
+        if name not in alive:
+            continue
+        role = tensors[name]["role"]
+        out[role] = out.get(role, 0) + size(name)
     return out

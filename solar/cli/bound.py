@@ -8,8 +8,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from solar.api import bound_graph, gc_paused
-from solar.cli.common import Progress, add_output_args, add_problem_args, check_out, emit, lifted
+from solar.api import bound_graph, bound_parallel, gc_paused
+from solar.cli.common import (
+    Progress,
+    add_gpus_args,
+    add_output_args,
+    add_problem_args,
+    check_out,
+    emit,
+    lifted,
+    plan_kwargs,
+)
 from solar.hw import load_spec
 from solar.problem import discover
 from solar.questions.batch import batch_json, bound_paths
@@ -20,6 +29,7 @@ def add_parser(sub):
     sp = sub.add_parser("bound", help="print the unfused, fused and cache-aware bounds")
     add_problem_args(sp, many=True)
     sp.add_argument("--hw", default="H100", help="GPU name, alias or spec YAML (default H100)")
+    add_gpus_args(sp)
     add_output_args(sp)
     sp.add_argument(
         "--jobs",
@@ -40,13 +50,19 @@ def add_parser(sub):
 
 
 def run(args) -> int:
+    multi = args.gpus != 1 or plan_kwargs(args)
     if len(args.paths) > 1 or Path(args.paths[0]).is_dir() or args.ray:
+        if multi:
+            raise ValueError("--gpus and plan options bound one problem file, not a batch")
         return _run_batch(args)
     check_out(args.out)
     spec = load_spec(args.hw)
     with gc_paused():
         program, g = lifted(args.paths[0], args.precision)
-        b = bound_graph(program, g, spec)
+        if multi:
+            b = bound_parallel(program, g, spec, args.gpus, **plan_kwargs(args))
+        else:
+            b = bound_graph(program, g, spec)
     emit(b.to_json() if args.json else str(b), args.out)
     return 0
 

@@ -35,6 +35,39 @@ def add_output_args(sp) -> None:
     sp.add_argument("--out", help="write the report to this file instead of stdout")
 
 
+def add_gpus_args(sp, *, plan: bool = True) -> None:
+    """``--gpus N`` (and, with ``plan``, the degrees and micro-batches that pin a plan)."""
+    sp.add_argument(
+        "--gpus",
+        type=int,
+        default=1,
+        metavar="N",
+        help="bound the best tensor/pipeline/data-parallel plan of N GPUs of each spec (default 1)",
+    )
+    if not plan:
+        return
+    for flag, what in (("tp", "tensor"), ("pp", "pipeline"), ("dp", "data")):
+        sp.add_argument(
+            f"--{flag}", type=int, default=None, metavar="K", help=f"pin the {what}-parallel degree"
+        )
+    sp.add_argument(
+        "--micro-batches", type=int, default=None, metavar="M", help="pipeline micro-batches"
+    )
+    sp.add_argument(
+        "--batch",
+        default=None,
+        metavar="INPUT[:AXIS]",
+        help="the axis data parallelism and micro-batches split (default: axis 0 of the first "
+        "input)",
+    )
+
+
+def plan_kwargs(args) -> dict:
+    """The plan keywords of :func:`solar.api.bound_parallel` given on the command line."""
+    keys = ("tp", "pp", "dp", "micro_batches", "batch")
+    return {k: getattr(args, k) for k in keys if getattr(args, k, None) is not None}
+
+
 def add_set_option(sp) -> None:
     sp.add_argument(
         "--set",

@@ -1,8 +1,9 @@
-"""``solar compare FILE --hw all``: one program's bounds on several GPUs, one table."""
+"""``solar compare FILE --hw all [--gpus N]``: one program's bounds on several GPUs, one table
+(and with ``--gpus N`` each GPU kind's best plan of N GPUs)."""
 
 from __future__ import annotations
 
-from solar.cli.common import add_output_args, add_problem_args, emit, lifted
+from solar.cli.common import add_gpus_args, add_output_args, add_problem_args, emit, lifted
 from solar.questions.compare import compare_graph
 
 
@@ -12,12 +13,13 @@ def add_parser(sub):
     sp.add_argument(
         "--hw", default="all", help="comma-separated GPU names or 'all' (the catalog; default)"
     )
+    add_gpus_args(sp, plan=False)
     add_output_args(sp)
     return sp
 
 
 def run(args) -> int:
     program, g = lifted(args.file, args.precision)
-    c = compare_graph(program, g, args.hw)
+    c = compare_graph(program, g, args.hw, args.gpus)
     emit(c.to_json() if args.json else str(c), args.out)
     return 0

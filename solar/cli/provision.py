@@ -1,5 +1,6 @@
-"""``solar provision FILE --target-ms T``: the inverse roofline (what hardware meets T), and
-with ``--sweep NAME=v1,v2,...`` the bounds per size of a module constant."""
+"""``solar provision FILE --target-ms T``: the inverse roofline (what hardware meets T), per
+GPU kind the fewest GPUs that hold the program and meet T (with the plan), and with
+``--sweep NAME=v1,v2,...`` the bounds per size of a module constant."""
 
 from __future__ import annotations
 
@@ -26,6 +27,26 @@ def add_parser(sub):
     )
     sp.add_argument("--hw", default="H100", help="reference GPU for peaks and the capacity grid")
     sp.add_argument(
+        "--max-gpus",
+        type=int,
+        default=None,
+        metavar="N",
+        help="largest GPU count searched per GPU kind (default: the GPUs of one host)",
+    )
+    sp.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        metavar="N",
+        help="search the GPU kinds N at a time in local processes (default 1)",
+    )
+    sp.add_argument(
+        "--ray",
+        metavar="ADDRESS",
+        default=None,
+        help="search the GPU kinds on a Ray cluster, one task each ('auto', 'local', HOST:PORT)",
+    )
+    sp.add_argument(
         "--sweep",
         metavar="NAME=v1,v2,...",
         help="also bound the problem at each value of its module constant NAME on --hw",
@@ -36,7 +57,16 @@ def add_parser(sub):
 
 def run(args) -> int:
     program, g = lifted(args.file, args.precision)
-    p = provision_graph(program, g, target_s=args.target_ms * 1e-3, level=args.level, hw=args.hw)
+    p = provision_graph(
+        program,
+        g,
+        target_s=args.target_ms * 1e-3,
+        level=args.level,
+        hw=args.hw,
+        max_gpus=args.max_gpus,
+        jobs=args.jobs,
+        ray=args.ray,
+    )
     sw = None
     if args.sweep:
         param, sizes = parse_sweep(args.sweep)

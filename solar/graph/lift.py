@@ -16,7 +16,8 @@ Edges are tensors flowing from producer to consumer, keyed by tensor name, with 
 (the storage base), ``shape``, ``dtype``, ``role``, ``bytes`` (the whole tensor) and
 ``footprint_bytes`` (what this access touches). ``graph.graph`` holds what the backends need
 beyond nodes and edges: ``kernels`` (per launched kernel: statements, DRAM reads and writes
-in bytes), ``tensors`` (per storage tensor: shape, dtype, role, bytes) and ``fused_io``
+in bytes), ``tensors`` (per storage tensor: shape, dtype, role, bytes), ``views`` (per view
+tensor: its storage ``base``, ``shape``, element ``strides`` and ``offset``) and ``fused_io``
 (bytes of graph inputs, weights and outputs, each once).
 """
 
@@ -200,6 +201,16 @@ def lift(program: Program) -> nx.MultiDiGraph:
         name=program.name,
         kernels=kernels,
         tensors=lifter.tensors,
+        views={
+            n: {
+                "base": t.view.base,
+                "shape": list(t.shape),
+                "strides": list(t.view.strides),
+                "offset": t.view.offset,
+            }
+            for n, t in program.tensors.items()
+            if t.view is not None
+        },
         fused_io=_io_bytes(program, program_io(program)),
     )
     return lifter.g

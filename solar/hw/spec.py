@@ -29,10 +29,13 @@ from typing import Any
 
 import yaml
 
+from solar.hw.interconnect import Interconnect, parse_interconnect
+
 __all__ = [
     "UNITS",
     "UNIT_DESCRIPTIONS",
     "HardwareSpec",
+    "Interconnect",
     "SpecError",
     "UnknownUnitError",
     "catalogue_dirs",
@@ -118,6 +121,7 @@ class HardwareSpec:
     l1_smem_per_sm: int | None = None  # bytes: combined L1 + shared memory of one SM
     compute_capability: str | None = None
     memory_type: str | None = None
+    interconnect: Interconnect | None = None  # links to peer GPUs (solar.hw.interconnect)
 
     def __post_init__(self) -> None:
         s = object.__setattr__
@@ -216,6 +220,8 @@ class HardwareSpec:
             v = getattr(self, f.name)
             if isinstance(v, Mapping):
                 v = dict(v)
+            elif isinstance(v, Interconnect):
+                v = v.to_dict()
             elif isinstance(v, tuple):
                 v = list(v)
             out[f.name] = v
@@ -276,6 +282,17 @@ def _check_spec(spec: HardwareSpec, where: str) -> None:
         isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < math.inf
     ):
         raise bad(f"field 'l2_bandwidth' must be a positive number or null, got {v!r}")
+    ic = spec.interconnect
+    if (
+        ic is not None
+        and spec.nvlink_bandwidth
+        and abs(ic.nvlink_bidirectional - spec.nvlink_bandwidth) > 1e6
+    ):
+        raise bad(
+            f"interconnect: {ic.nvlink_links} NVLink links x {ic.nvlink_link_gbs:g} GB/s per "
+            f"direction x 2 directions = {_fmt(ic.nvlink_bidirectional / 1e9)} GB/s, but "
+            f"nvlink_bandwidth_gbs (both directions) is {_fmt(spec.nvlink_bandwidth / 1e9)}"
+        )
     if spec.l1_smem_per_sm < spec.smem_per_sm:
         raise bad(
             f"l1_smem_per_sm ({spec.l1_smem_per_sm} B) is smaller than smem_per_sm "
@@ -363,7 +380,7 @@ _KNOWN = (
     | {h for h, _ in _MAPPINGS.values()}
     | set(_STRINGS)
     | set(_LISTS)
-    | {"measured"}
+    | {"measured", "interconnect"}
 )
 _NUMBER = re.compile(r"\s*[-+]?(\d[\d_]*\.?\d*|\.\d+)([eE][-+]?\d+)?\s*")
 
@@ -462,6 +479,7 @@ def _spec_from_mapping(
         kw[base] = m
 
     kw["measured"] = _measured(data.get("measured"), bad)
+    kw["interconnect"] = parse_interconnect(data.get("interconnect"), bad)
     if path is not None:
         kw["path"] = path
     token = _ORIGIN.set(where)

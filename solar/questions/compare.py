@@ -13,7 +13,13 @@ JSON schema ``solar.compare/1``::
                "bounds": {"unfused_s", "fused_s", "cache_aware_s": float,
                           "unfused_bound_by", "fused_bound_by", "cache_aware_bound_by": str},
                "bytes": {"unfused": int, "fused": int, "cache_aware": float}}],
-     "errors": {hw_key: str}}
+     "errors": {hw_key: str},
+     "gpus": int,  # with gpus > 1: each GPU kind's best plan of that many GPUs
+     "parallel": [solar.parallel/1 objects]}
+
+``compare(..., gpus=8)`` adds, per GPU kind, the bound of the best tensor/pipeline/data
+parallel plan of 8 GPUs (:func:`solar.api.bound_parallel`); a kind with no such plan (no
+interconnect block, fewer GPUs per host) is listed in ``errors``.
 """
 
 from __future__ import annotations
@@ -22,7 +28,9 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from solar.api import bound_graph, trace_and_lift
+from solar.api import bound_graph, bound_parallel, trace_and_lift
+from solar.backend.parallel import ParallelModel
+from solar.backend.parallel_result import ParallelBound
 from solar.backend.result import Bound
 from solar.fmt import fmt_time
 from solar.hw import list_specs, load_spec
@@ -55,6 +63,8 @@ class Comparison(Viewable):
     bounds: list[Bound]
     errors: dict[str, str] = field(default_factory=dict)
     specs: list = field(default_factory=list, repr=False)
+    gpus: int = 1
+    parallel: list[ParallelBound] = field(default_factory=list)  # with gpus > 1
 
     def bound(self, hw: str) -> Bound:
         """The bound on the GPU with this key or name."""
@@ -89,7 +99,11 @@ class Comparison(Viewable):
                     "compute_s": d["totals"]["compute_s"],
                 }
             )
-        return {"schema": SCHEMA, "program": self.program, "gpus": gpus, "errors": self.errors}
+        out = {"schema": SCHEMA, "program": self.program, "gpus": gpus, "errors": self.errors}
+        if self.gpus > 1:
+            out["gpus_per_plan"] = self.gpus
+            out["parallel"] = [p.to_dict() for p in self.parallel]
+        return out
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent)
@@ -99,16 +113,24 @@ class Comparison(Viewable):
         return f"Comparison({self.program!r}: cache-aware {parts})"
 
 
-def compare_graph(program, g, hw="all") -> Comparison:
+def compare_graph(program, g, hw="all", gpus: int = 1) -> Comparison:
     """:func:`compare` on an already lifted graph."""
-    bounds, errors, specs = [], {}, []
+    bounds, errors, specs, parallel = [], {}, [], []
+    model = ParallelModel(g) if gpus > 1 else None
     for spec in resolve_hw(hw):
         try:
-            bounds.append(bound_graph(program, g, spec))
-            specs.append(spec)
+            b = bound_graph(program, g, spec)
         except ValueError as e:  # a unit the GPU lacks
             errors[spec.key] = str(e).splitlines()[0]
-    return Comparison(g.graph["name"], bounds, errors, specs)
+            continue
+        bounds.append(b)
+        specs.append(spec)
+        if model is not None:
+            try:
+                parallel.append(bound_parallel(program, g, spec, gpus, model=model, single=b))
+            except ValueError as e:  # no interconnect, too few GPUs per host, no plan
+                errors[spec.key] = str(e).splitlines()[0]
+    return Comparison(g.graph["name"], bounds, errors, specs, gpus, parallel)
 
 
 def compare(
@@ -118,8 +140,9 @@ def compare(
     *,
     precision: str | None = None,
     name: str | None = None,
+    gpus: int = 1,
 ) -> Comparison:
     """Bounds of ``model(*inputs)`` on each GPU of ``hw`` (names, specs, or ``"all"``): traced
-    once, analysed per spec."""
+    once, analysed per spec; with ``gpus > 1`` also each kind's best plan of that many GPUs."""
     program, g = trace_and_lift(model, inputs, precision=precision, name=name)
-    return compare_graph(program, g, hw)
+    return compare_graph(program, g, hw, gpus)

@@ -34,6 +34,7 @@ from solar.backend.roofline import graph_ops, kernel_times
 from solar.backend.units import UNIT_OF_RATE, compute_time
 from solar.fmt import fmt_rate, fmt_time, jsonable
 from solar.hw import list_specs, load_spec
+from solar.questions.plan import GpuCount, gpus_per_gpu_kind
 from solar.viewable import Viewable
 
 SCHEMA = "solar.provision/1"
@@ -68,6 +69,8 @@ class CatalogFit:
     bandwidth_needed: float  # at this GPU's capacity (and compute, for unfused)
     compute_needed: float  # compute time / target (<= 1 fits)
     error: str | None = None
+    fits: bool | None = None  # the program's peak memory fits in one GPU (None: unknown)
+    peak_bytes: float = math.nan  # the program's peak live bytes on one GPU
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -93,6 +96,7 @@ class Provision(Viewable):
     catalog: list[CatalogFit]
     reference: Bound = field(repr=False)
     spec: object = field(default=None, repr=False)  # the reference HardwareSpec
+    gpus: list[GpuCount] = field(default_factory=list)  # per GPU kind: how many meet it
 
     def bandwidth_needed(self, capacity: float) -> float:
         """Minimum DRAM bandwidth at on-chip ``capacity`` bytes (exact, not interpolated)."""
@@ -129,6 +133,7 @@ class Provision(Viewable):
                 "region": [p.__dict__ for p in self.region],
             },
             "catalog": [c.to_dict() for c in self.catalog],
+            "gpus": [c.to_dict() for c in self.gpus],
         }
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -214,13 +219,15 @@ def _fit(b: Bound, spec, level: str, target: float, g) -> CatalogFit:
         spec.name,
         t,
         b.bound_by(level),
-        t <= target,
+        t <= target and b.fits is not False,  # a GPU that cannot hold it never meets it
         target - t,
         target / t if t > 0 else math.inf,
         spec.on_chip_capacity,
         spec.dram_bandwidth,
         bw,
         comp,
+        fits=b.fits,
+        peak_bytes=b.memory.peak_bytes if b.memory is not None else math.nan,
     )
 
 
@@ -252,7 +259,16 @@ def _catalog(program, g, level: str, target: float, specs) -> list[CatalogFit]:
 
 
 def provision_graph(
-    program, g, *, target_s: float, level: str = "cache_aware", hw="H100", catalog=None
+    program,
+    g,
+    *,
+    target_s: float,
+    level: str = "cache_aware",
+    hw="H100",
+    catalog=None,
+    max_gpus: int | None = None,
+    jobs: int | None = 1,
+    ray: str | None = None,
 ) -> Provision:
     """:func:`provision` on an already lifted graph (``program`` may be None)."""
     level = level_name(level)
@@ -302,6 +318,9 @@ def provision_graph(
         catalog=_catalog(program, g, level, target_s, specs),
         reference=ref,
         spec=spec,
+        gpus=gpus_per_gpu_kind(
+            program, g, specs, target_s, level=level, max_gpus=max_gpus, jobs=jobs, ray=ray
+        ),
     )
 
 
@@ -315,11 +334,24 @@ def provision(
     precision: str | None = None,
     name: str | None = None,
     catalog: Iterable | None = None,
+    max_gpus: int | None = None,
+    jobs: int | None = 1,
+    ray: str | None = None,
 ) -> Provision:
     """What a GPU needs for the ``level`` bound of ``model(*inputs)`` to be at most
     ``target_ms`` milliseconds: peaks per unit, the DRAM bandwidth ↔ on-chip capacity
-    feasible region, and which catalog GPUs (or those of ``catalog``) meet it."""
+    feasible region, which catalog GPUs (or those of ``catalog``) meet it alone, and per GPU
+    kind the fewest GPUs (up to ``max_gpus``, default a host's) that hold it and meet it
+    (:mod:`solar.questions.plan`; one task per GPU kind on ``jobs`` processes or ``ray``)."""
     program, g = trace_and_lift(model, inputs, precision=precision, name=name)
     return provision_graph(
-        program, g, target_s=target_ms * 1e-3, level=level, hw=hw, catalog=catalog
+        program,
+        g,
+        target_s=target_ms * 1e-3,
+        level=level,
+        hw=hw,
+        catalog=catalog,
+        max_gpus=max_gpus,
+        jobs=jobs,
+        ray=ray,
     )

@@ -24,6 +24,7 @@ VIEWS: dict[str, dict[str, str]] = {
         "frame": "frame:bound_frame",
         "plot": "plots:plot_bound",
     },
+    "ParallelBound": {"text": "parallel:parallel_text"},
     "Comparison": {
         "text": "table:comparison_text",
         "html": "html:comparison_html",

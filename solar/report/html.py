@@ -198,19 +198,34 @@ def provision_html(p) -> str:
                 _e(c.name),
                 fmt_time(c.bound_s) if math.isfinite(c.bound_s) else _e(c.error or "n/a"),
                 _tag(c.bound_by) if not c.error else "-",
-                ok,
+                ok if c.fits is not False else '<span style="color:#d62728">✘ does not fit</span>',
                 f"{c.ratio:.3g}x",
                 fmt_rate(c.bandwidth_needed, "B/s"),
                 fmt_rate(c.dram_bandwidth, "B/s"),
             ]
         )
     cat = _table(["GPU", "bound", "by", "target", "target/bound", "BW needed", "BW"], cat_rows)
+    gpus = ""
+    if p.gpus:
+        rows = [
+            [
+                _e(c.name),
+                str(c.gpus) if c.gpus else "none",
+                str(c.at_least),
+                _e(c.plan or "-"),
+                fmt_time(c.bound_s) if math.isfinite(c.bound_s) else "-",
+                _e(c.reason or ""),
+            ]
+            for c in sorted(p.gpus, key=lambda c: (c.gpus is None, c.gpus or 0, c.bound_s))
+        ]
+        head = ["GPU", "GPUs", "proven minimum", "plan", "bound", "note"]
+        gpus = f"<div>GPUs needed (hold it and meet the target):</div>{_table(head, rows)}"
     return (
         f'<div style="font-family:sans-serif"><div><b>{_e(p.program)}</b>: '
         f"{_e(p.level.replace('_', '-'))} bound ≤ <b>{fmt_time(p.target_s)}</b> "
         f"(relative to {_e(p.hw)})</div>{needs}"
         f"<details><summary>feasible region (bandwidth ↔ capacity)</summary>{region}</details>"
-        f"<div>catalog:</div>{cat}</div>"
+        f"<div>catalog:</div>{cat}{gpus}</div>"
     )
 
 

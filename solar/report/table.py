@@ -136,6 +136,8 @@ def comparison_renderables(c: Comparison) -> list:
             f"x{b.cache_aware / best:.3g}" if best > 0 else "-",
         )
     out = [t]
+    if c.parallel:
+        out.append(parallel_comparison_table(c))
     if c.errors:
         out.append("not comparable: " + "; ".join(f"{k}: {v}" for k, v in c.errors.items()))
     if c.bounds:
@@ -146,6 +148,37 @@ def comparison_renderables(c: Comparison) -> list:
             "capacity"
         )
     return out
+
+
+def parallel_comparison_table(c: Comparison) -> Table:
+    """Each GPU kind's best plan of ``c.gpus`` GPUs."""
+    t = Table(title=f"{c.program} on {c.gpus} GPUs of each kind: the best plan found")
+    for col in (
+        "GPU",
+        "plan",
+        "fused",
+        "by",
+        "cache-aware",
+        "vs 1 GPU",
+        "ideal",
+        "memory/GPU",
+        "link",
+    ):
+        t.add_column(col, justify="left" if col in ("GPU", "plan", "by") else "right")
+    for p in sorted(c.parallel, key=lambda p: p.cache_aware):
+        one = p.single.cache_aware if p.single else math.nan
+        t.add_row(
+            p.hw,
+            p.plan.describe(),
+            fmt_time(p.fused),
+            p.fused_bound_by,
+            fmt_time(p.cache_aware),
+            f"x{one / p.cache_aware:.3g}" if p.cache_aware > 0 else "-",
+            fmt_time(p.ideal_s),
+            fmt_bytes(p.peak_bytes) + ("" if p.fits else " (DOES NOT FIT)"),
+            fmt_rate(p.link_bandwidth, "B/s"),
+        )
+    return t
 
 
 def provision_renderables(p: Provision) -> list:
@@ -206,7 +239,44 @@ def provision_renderables(p: Provision) -> list:
             fmt_rate(c.bandwidth_needed, "B/s"),
             fmt_rate(c.dram_bandwidth, "B/s"),
         )
-    return [need, region, cat]
+    out = [need, region, cat]
+    if any(c.fits is False for c in p.catalog):
+        short = ", ".join(c.key for c in p.catalog if c.fits is False)
+        out.append(f"does not fit in one GPU (never a match alone): {short}")
+    return out + gpu_count_renderables(p.gpus)
+
+
+def gpu_count_renderables(counts) -> list:
+    """The fewest GPUs of each kind that hold the program and meet the target."""
+    if not counts:
+        return []
+    c0 = counts[0]
+    t = Table(
+        title=f"GPUs needed: the fewest of each kind that hold it and meet "
+        f"{fmt_time(c0.target_s)} ({c0.level.replace('_', '-')})"
+    )
+    for col in ("GPU", "GPUs", "proven minimum", "plan", "bound", "memory per GPU", "note"):
+        t.add_column(col, justify="left" if col in ("GPU", "plan", "note") else "right")
+    for c in sorted(counts, key=lambda c: (c.gpus is None, c.gpus or 0, c.bound_s)):
+        mem = (
+            "-"
+            if not math.isfinite(c.peak_bytes)
+            else (f"{fmt_bytes(c.peak_bytes)} of {fmt_bytes(c.capacity)}")
+        )
+        t.add_row(
+            c.name,
+            str(c.gpus) if c.gpus else "none",
+            str(c.at_least) if c.at_least else "-",
+            c.plan or "-",
+            fmt_time(c.bound_s) if math.isfinite(c.bound_s) else "-",
+            mem,
+            (c.reason or "")[:48],
+        )
+    return [
+        t,
+        "proven minimum: every input and weight byte held by some GPU, and the work and bytes "
+        "split at best evenly; GPUs: the first count whose best plan fits and meets the target",
+    ]
 
 
 def sweep_renderables(s: Sweep) -> list:
