@@ -14,9 +14,9 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from solar.backend import analyze
-from solar.backend.parallel import ParallelModel, link_bandwidth
-from solar.backend.parallel_result import ParallelBound
-from solar.backend.plan_search import best_plan
+from solar.backend.parallel.bound import ParallelModel, link_bandwidth
+from solar.backend.parallel.result import ParallelBound
+from solar.backend.parallel.search import best_plan
 from solar.backend.result import Bound
 from solar.graph import lift
 from solar.hw import load_spec
@@ -173,7 +173,7 @@ def bound_parallel(
     single: Bound | None = None,
 ) -> ParallelBound:
     """The best plan of ``gpus`` GPUs of ``hw`` for a lifted graph, by its ``level`` bound
-    (:mod:`solar.backend.plan_search`). ``tp``/``pp``/``dp`` pin degrees; ``micro_batches``
+    (:mod:`solar.backend.parallel.search`). ``tp``/``pp``/``dp`` pin degrees; ``micro_batches``
     the pipeline's micro-batch count; ``batch`` (``"input"`` or ``"input:axis"``) the axis
     data parallelism and micro-batches split (default: axis 0 of the first input); ``split``
     (``["c_fc_weight:0", ...]``: graph tensor names and axes) the axes tensor parallelism

@@ -9,10 +9,10 @@ from torch import nn
 
 import solar
 from solar.api import bound_parallel, trace_and_lift
-from solar.backend.collectives import per_gpu_bytes
-from solar.backend.parallel import ParallelModel
-from solar.backend.parallel_result import Plan
-from solar.backend.pipeline import partition
+from solar.backend.parallel.bound import ParallelModel
+from solar.backend.parallel.collectives import per_gpu_bytes
+from solar.backend.parallel.pipeline import partition
+from solar.backend.parallel.result import Plan
 from solar.backend.units import compute_time
 from solar.hw import SpecError, load_spec
 
@@ -308,7 +308,7 @@ def test_only_the_part_read_crosses_or_is_reduced():
     """A tensor read later only as a slice crosses a pipeline cut with that slice; a partial
     result read only as a slice (the last token of a row-parallel output) is all-reduced
     over that slice."""
-    from solar.backend.pipeline import crossings
+    from solar.backend.parallel.pipeline import crossings
 
     def f(x):
         h = x * 2
@@ -349,7 +349,7 @@ def test_only_the_part_read_crosses_or_is_reduced():
 def test_work_off_a_stage_path_may_overlap_the_fill():
     """Stage 1 = [w2 = w * 2, y = h @ w2]: the scaling of the weight needs nothing from
     stage 0, so only the matmul is on the micro-batch's path."""
-    from solar.backend.pipeline import stage_paths
+    from solar.backend.parallel.pipeline import stage_paths
 
     def f(x, w):
         h = x + 1

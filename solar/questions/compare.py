@@ -29,8 +29,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from solar.api import bound_graph, bound_parallel, trace_and_lift
-from solar.backend.parallel import ParallelModel
-from solar.backend.parallel_result import ParallelBound
+from solar.backend.parallel.bound import ParallelModel
+from solar.backend.parallel.result import ParallelBound
 from solar.backend.result import Bound
 from solar.fmt import fmt_time
 from solar.hw import list_specs, load_spec

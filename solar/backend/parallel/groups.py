@@ -18,7 +18,7 @@ axis). Slices of one axis (a fused QKV projection split into q, k and v) impose 
 each slice per GPU, Megatron's interleaved layout; the statements that read or write the axis
 directly take the same partition (a statement may run any subset of a rank's indices).
 
-What a split forces, and its costs, are :mod:`solar.backend.shard`.
+What a split forces, and its costs, are :mod:`solar.backend.parallel.assign`.
 """
 
 from __future__ import annotations

@@ -2,15 +2,15 @@
 
 A :class:`Plan` is ``TP x PP x DP`` (``tp * pp * dp = N``):
 
-- **tensor parallel** (``tp``): the split groups in ``tp_groups`` (:mod:`solar.backend.sharding`,
+- **tensor parallel** (``tp``): the split groups in ``tp_groups`` (:mod:`.groups`,
   e.g. a transformer's attention heads and MLP hidden units: Megatron's column- and
   row-parallel linears) are split ``tp`` ways; the collectives this forces come from the
-  graph (:mod:`solar.backend.shard`);
+  graph (:mod:`solar.backend.parallel.assign`);
 - **data parallel** (``dp``): the batch group (axis 0 of the first input, unless told) is
   split ``dp`` ways; what reduces over the batch (weight gradients of a training step) is
   partial and all-reduced;
 - **pipeline parallel** (``pp``, ``micro_batches = m``): the kernel order is cut into ``pp``
-  stages (:mod:`solar.backend.pipeline`); the batch runs as ``m`` micro-batches; a stage
+  stages (:mod:`solar.backend.parallel.pipeline`); the batch runs as ``m`` micro-batches; a stage
   sends what crosses its cut to the next.
 
 The bound of a plan, per level (unfused, fused, cache-aware), is a lower bound on the time of
@@ -20,7 +20,7 @@ any implementation of *that plan* on GPUs with the spec's peaks and links:
   per-GPU ops, and DRAM bytes of its tensor shards);
 - a stage's communication ``C_s`` = (bytes its collectives make one GPU send, plus the larger
   of what it sends to the next stage and receives from the previous) / the GPU's link
-  bandwidth per direction (:mod:`solar.backend.collectives`); it may overlap the work, so
+  bandwidth per direction (:mod:`solar.backend.parallel.collectives`); it may overlap the work, so
   each stage is at least ``max(X_s, C_s)``;
 - pipeline fill and drain: the work of stage ``b`` that depends on what it receives and that
   what it sends depends on (its *path*, ``W_b``; :func:`solar.backend.pipeline.stage_paths`)
@@ -51,11 +51,11 @@ import networkx as nx
 from solar.backend.analyze import analyze
 from solar.backend.cache_aware import BarrierIO, CacheAwareModel, ContractionIO
 from solar.backend.memory import peak_memory
-from solar.backend.parallel_result import ParallelBound, Plan, StageBound
-from solar.backend.pipeline import crossings, stage_paths, stage_ranges
+from solar.backend.parallel.assign import ShardCosts, shard
+from solar.backend.parallel.groups import SplitIndex
+from solar.backend.parallel.pipeline import crossings, stage_paths, stage_ranges
+from solar.backend.parallel.result import ParallelBound, Plan, StageBound
 from solar.backend.result import LEVELS, Bound
-from solar.backend.shard import ShardCosts, shard
-from solar.backend.sharding import SplitIndex
 from solar.backend.units import compute_time
 
 
@@ -370,8 +370,8 @@ def _assumptions(spec, plan: Plan, link: float) -> list[str]:
         ),
         "collectives: all-gather and reduce-scatter move (n-1)/n of the tensor per GPU; "
         "all-reduce 2(n-1)/n without in-network reduction, 1x with NVLink SHARP; all-to-all "
-        "(n-1)/n^2; lower bounds for any algorithm (solar/backend/collectives.py); latency not "
-        "counted",
+        "(n-1)/n^2; lower bounds for any algorithm (solar/backend/parallel/collectives.py); "
+        "latency not counted",
         "split: statements of a split group run 1/t of their instances; partial results are "
         "reduced where a reader needs them whole; graph inputs and weights start where the "
         "plan wants them; graph outputs may stay sharded (partial ones are all-reduced)",

@@ -23,11 +23,11 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 
-from solar.backend.parallel import ParallelModel, link_bandwidth
-from solar.backend.parallel_result import ParallelBound, Plan
-from solar.backend.pipeline import candidate_cuts, crossings, partition
+from solar.backend.parallel.assign import collectives_of
+from solar.backend.parallel.bound import ParallelModel, link_bandwidth
+from solar.backend.parallel.pipeline import candidate_cuts, crossings, partition
+from solar.backend.parallel.result import ParallelBound, Plan
 from solar.backend.result import Bound, level_name
-from solar.backend.shard import collectives_of
 from solar.backend.units import compute_time
 
 

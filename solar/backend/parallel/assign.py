@@ -1,7 +1,7 @@
 """What splitting some groups across GPUs forces: per-GPU work, bytes, memory and the
-collectives it cannot avoid. Spec-independent; :mod:`solar.backend.parallel` turns it into time.
+collectives it cannot avoid. Spec-independent; :mod:`.bound` turns it into time.
 
-An *assignment* maps split groups (:mod:`solar.backend.sharding`) to a mesh axis and its
+An *assignment* maps split groups (:mod:`solar.backend.parallel.groups`) to a mesh axis and its
 degree: ``{gid: ("tp", 2), batch_gid: ("dp", 4)}``. A statement that iterates an assigned
 group of mesh axis ``μ`` runs ``1/deg(μ)`` of its instances (at most one group per mesh axis
 per statement: two would not be one block per GPU). Then, per tensor and mesh axis:
@@ -11,7 +11,7 @@ per statement: two would not be one block per GPU). Then, per tensor and mesh ax
   **whole** (also when a writer splits it through an unaligned view: counting no collective
   there keeps the bound low, so sound);
 - a reader reads it **locally** when it splits a group the access indexes, else needs it
-  whole; from these the collective (:mod:`solar.backend.collectives`): partial -> all-reduce
+  whole; from these the collective (:mod:`.collectives`): partial -> all-reduce
   (reduce-scatter when every reader is local), sharded -> all-gather (all-to-all when read
   locally on another group); graph inputs and weights are placed sharded where every reader
   is local, whole otherwise, at no cost; graph outputs may stay sharded, partial outputs are
@@ -27,8 +27,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from solar.backend.collectives import Collective
-from solar.backend.sharding import SplitIndex
+from solar.backend.parallel.collectives import Collective
+from solar.backend.parallel.groups import SplitIndex
 
 WHOLE, PARTIAL = "whole", "partial"
 
