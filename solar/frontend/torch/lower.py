@@ -316,12 +316,24 @@ class Lowerer:
                         node.target, "", "is a non-tensor attribute of the traced graph"
                     )
                 self.env[node] = self.declare_constant(node.target.strip("_"), value)
+                fake = self.fake_of(value)  # the fake it was traced as: views of it alias it
+                if fake is not None:
+                    node.meta["val"] = fake
             elif node.op == "call_function":
                 self.env[node] = self.lower_call(node)
             elif node.op == "output":
                 pass
             else:
                 raise UnsupportedOperatorError(node.target, "", f"is an fx {node.op} node")
+
+    def fake_of(self, value: torch.Tensor) -> torch.Tensor | None:
+        """The FakeTensor the tracing mode made of a real constant (its converter memoizes
+        them), or None when the graph has no fake values."""
+        for n in self.gm.graph.nodes:
+            mode = getattr(n.meta.get("val"), "fake_mode", None)
+            if mode is not None:
+                return mode.from_tensor(value)
+        return None
 
     def outputs(self) -> list[str]:
         """IR names of the graph's tensor outputs, flattened (tuples, lists, dicts)."""

@@ -28,7 +28,9 @@ row), one SFU exp, and 2·E + 2·Ev tensor-core flops, what FlashAttention execu
 - float32 inputs contract on TF32 tensor cores: CUDA's fp32 attention kernel (memory-efficient,
   CUTLASS ``OpMultiplyAddFastF32``) runs on tensor cores, so counting its products once at the
   TF32 peak keeps the bound below it.
-- ``dropout_p > 0`` is training-mode attention (random) and is refused.
+- ``dropout_p > 0`` (training-mode attention): after the row sums, each probability is kept
+  with probability ``1 - p`` and scaled by ``1/(1 - p)`` (one random draw per score, kernel-
+  local, as FlashAttention's in-kernel Philox dropout; see :mod:`.random`).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ import torch
 from solar.frontend.torch import fused  # noqa: F401  (defines torch.ops.solar.*)
 from solar.frontend.torch.lower import LoweringContext, T, cast
 from solar.frontend.torch.ops.common import acc_dtype
+from solar.frontend.torch.ops.random import draw
 from solar.frontend.torch.registry import lowering
 from solar.ir.affine import Affine
 from solar.ir.program import Guard
@@ -58,11 +61,6 @@ def sdpa(
     scale: float | None,
     enable_gqa: bool,
 ) -> None:
-    if dropout_p:
-        ctx.fail(
-            f"with dropout_p={dropout_p} is training-mode (random) attention, which has no "
-            "loop-nest definition; trace in eval mode with dropout_p=0"
-        )
     out = ctx.out()
     nd = out.ndim
     if not q.ndim == k.ndim == v.ndim == nd:
@@ -147,6 +145,11 @@ def sdpa(
         shifted = call("sub", sc_load(), ctx.load(m, row_ix))
     emit(scores, sc, sc_ix, call("exp", shifted))
     emit([*rows, ("s", lk, True)], den, row_ix, sc_load(), reduce="sum")
+
+    if dropout_p:  # training-mode attention: drop probabilities (kernel-local draws)
+        keep = draw(scores, "bernoulli", "bool", a=1.0 - dropout_p)
+        dropped = call("mul", call("cast", keep, dtype=acc), Const(1.0 / (1.0 - dropout_p)))
+        emit(scores, sc, sc_ix, call("mul", sc_load(), dropped))
 
     # O = P V / rowsum
     pv = call("mul", sc_load(), ctx.load(v, [*v_ix, "s", "ev"]))
