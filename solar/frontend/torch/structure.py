@@ -102,15 +102,22 @@ def tensors(obj: object, *, unique: bool = True) -> list[torch.Tensor]:
     return [t for _, t in flatten(obj, unique=unique)]
 
 
-def rebuild(obj: object, replace: Callable[[torch.Tensor], object]) -> object:
+def rebuild(
+    obj: object,
+    replace: Callable[[torch.Tensor], object],
+    device: torch.device | None = None,
+) -> object:
     """A copy of ``obj`` with every tensor ``t`` replaced by ``replace(t)`` (called once per
     distinct tensor). Containers that hold no tensor are shared with ``obj``; the others are
     copied (tuples and lists rebuilt, dicts, dataclasses and objects shallow-copied and updated),
-    so ``obj`` itself is left untouched."""
+    so ``obj`` itself is left untouched. With ``device``, a ``torch.device("meta")`` held next to
+    the tensors (a KV cache's ``device`` attribute) becomes ``device``: meta tensors are traced
+    as fake tensors on ``device``, and new tensors made on the object's device must join them."""
     memo: dict[int, object] = {}
+    meta = torch.device("meta")
 
     def has_tensor(x: object, depth: int, visiting: set[int]) -> bool:
-        if isinstance(x, torch.Tensor):
+        if isinstance(x, torch.Tensor) or (device is not None and x == meta):
             return True
         if depth > MAX_DEPTH or id(x) in visiting:
             return False
@@ -126,6 +133,8 @@ def rebuild(obj: object, replace: Callable[[torch.Tensor], object]) -> object:
         if isinstance(x, torch.Tensor):
             memo[id(x)] = new = replace(x)
             return new
+        if device is not None and isinstance(x, torch.device) and x == meta:
+            return device
         kids = _children(x)
         if not kids or depth > MAX_DEPTH or not has_tensor(x, depth, set()):
             return x

@@ -111,7 +111,7 @@ def trace_torch(
 
     def traced(*flat: torch.Tensor) -> list[torch.Tensor]:
         fakes_of = {id(t): f for (_, t), f in zip(tensor_inputs, flat[n_named:], strict=True)}
-        call_args, call_kw = structure.rebuild((args, kw), lambda t: fakes_of[id(t)])  # type: ignore[misc]
+        call_args, call_kw = structure.rebuild((args, kw), lambda t: fakes_of[id(t)], device)  # type: ignore[misc]
         with intercept_fused(), _autocast_on(device.type, remapped):
             if module is None:
                 result = fn(*call_args, **call_kw)
