@@ -19,6 +19,8 @@ operator's schema arguments, and emits statements with ``ctx.statement``.
 - ``conv``: convolution (direct and transposed, 1-3D, groups, bias)
 - ``pool``: max/avg pooling (2D/3D, with indices), adaptive avg/max pooling
 - ``views``: views (generic, free), clone/_to_copy/copy_, cat, stack
+- ``view_copies``: the ``<view>_copy`` forms (one copy kernel each), ``as_strided_`` (free),
+  ``as_strided_scatter``
 - ``attention``: ``solar.sdpa`` (intercepted ``scaled_dot_product_attention``, one kernel)
 - ``recurrent``: ``solar.lstm``/``gru``/``rnn_tanh``/``rnn_relu`` (intercepted cuDNN RNNs)
 - ``indexing``: gathers and scatters (embedding, embedding_bag, index_select, gather, take,
@@ -57,5 +59,6 @@ from solar.frontend.torch.ops import (  # noqa: F401  (registration side effects
     softmax,
     sort,
     transformer,
+    view_copies,
     views,
 )
