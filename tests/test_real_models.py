@@ -19,7 +19,7 @@ from console import run_solar
 from torch import nn
 
 import solar
-from solar.frontend.torch import trace_torch
+from solar.frontend.torch import UnsupportedOperatorError, trace_torch
 from solar.frontend.torch.structure import tensors
 from solar.gpu.randomness import compare_statistics, random_outputs
 from solar.gpu.subject import make_subject
@@ -429,3 +429,11 @@ def test_a_value_read_in_forward_is_a_one_line_error(tmp_path):
     code, out, err = run_solar("bound", f)
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert "aten._local_scalar_dense" in err and "problem.py:4" in err
+
+
+def test_a_padded_batch_turned_into_nested_tensors_is_refused_with_a_way_out():
+    layer = nn.TransformerEncoderLayer(64, 4, 128, batch_first=True)
+    enc = nn.TransformerEncoder(layer, 2).eval()  # enable_nested_tensor=True by default
+    mask = torch.zeros(2, 8, dtype=torch.bool)
+    with pytest.raises(UnsupportedOperatorError, match="enable_nested_tensor=False"):
+        trace_torch(lambda x, m: enc(x, src_key_padding_mask=m), (rand(2, 8, 64), mask))

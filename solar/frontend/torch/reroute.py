@@ -48,6 +48,9 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from solar.frontend.torch.provenance import caller_source
+from solar.frontend.torch.registry import UnsupportedOperatorError
+
 # ------------------------------------------------------------------------ the cell kernels
 
 _LIB = torch.library.Library("solar", "FRAGMENT")  # noqa: TOR901
@@ -240,6 +243,19 @@ def _encoder_layer(
     return x
 
 
+def _nested_from_mask(original: Callable, *args, **kwargs):
+    """``nn.TransformerEncoder`` (``enable_nested_tensor=True``, eval, a padding mask) checks
+    the mask to run the layers on nested tensors: the work then depends on the mask's
+    values, which a static trace cannot follow."""
+    raise UnsupportedOperatorError(
+        "aten._nested_tensor_from_mask_left_aligned",
+        caller_source(),
+        "is nn.TransformerEncoder turning a padded batch into nested tensors (the work then "
+        "depends on the mask's values); build it with enable_nested_tensor=False to bound the "
+        "padded batch",
+    )
+
+
 # ------------------------------------------------------------------------ the table
 
 
@@ -286,6 +302,12 @@ REROUTED: list[Rerouted] = [
         _encoder_layer,
         "nn.TransformerEncoderLayer's eval fast path as CUDA runs it",
     ),
+    Rerouted(
+        "_nested_tensor_from_mask_left_aligned",
+        ((torch, "_nested_tensor_from_mask_left_aligned"),),
+        _nested_from_mask,
+        "a data-dependent switch to nested tensors: refused with a way out",
+    ),
 ]
 
 _ORIGINALS: dict[str, Callable[..., object]] = {
@@ -311,13 +333,11 @@ def rerouted(fn: object) -> Callable[..., object] | None:
 
 def _fast_path_codes() -> set[object]:
     from torch.nn.modules.activation import MultiheadAttention
-    from torch.nn.modules.transformer import TransformerEncoder, TransformerEncoderLayer
+    from torch.nn.modules.transformer import TransformerEncoderLayer
 
-    return {
-        MultiheadAttention.forward.__code__,
-        TransformerEncoderLayer.forward.__code__,
-        TransformerEncoder.forward.__code__,
-    }
+    # not TransformerEncoder.forward: its check decides to convert a padded batch to nested
+    # tensors, which cannot be traced; the batch stays dense (see the report's notes)
+    return {MultiheadAttention.forward.__code__, TransformerEncoderLayer.forward.__code__}
 
 
 _DEFAULT_TORCH_FUNCTIONS = {
@@ -328,7 +348,7 @@ _DEFAULT_TORCH_FUNCTIONS = {
 
 def _eager_has_torch_function(original: Callable[[object], bool]) -> Callable[[object], bool]:
     """``has_torch_function`` as eager answers it for the fast-path checks of
-    ``nn.MultiheadAttention``/``nn.TransformerEncoder(Layer)``: only a tensor subclass with its
+    ``nn.MultiheadAttention``/``nn.TransformerEncoderLayer``: only a tensor subclass with its
     own ``__torch_function__`` counts (solar's interception mode does not). Every other caller
     gets the original."""
     codes = _fast_path_codes()
