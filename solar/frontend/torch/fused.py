@@ -30,7 +30,8 @@ Calls whose CUDA implementation is a different *sequence* of kernels (train-mode
 
 The fake kernel of ``solar.sdpa`` gives its output CUDA's memory layout: the fused attention
 kernels write ``(B, L, H, Ev)`` and return its ``(B, H, L, Ev)`` transpose (memory-efficient
-attention always, FlashAttention and cuDNN when the query has that layout), so the usual
+attention, which float32 and masked calls use, always; FlashAttention and cuDNN when the query
+has that layout), so the usual
 ``out.transpose(1, 2).reshape(B, L, H·Ev)`` that follows is a free view, as on CUDA.
 
 Recording the decomposition would make the unfused bound charge DRAM round trips of the
@@ -153,10 +154,12 @@ def _sdpa_fake(
 
     batch = torch.broadcast_shapes(tuple(q.shape[:-2]), tuple(lead(k)), tuple(lead(v)))
     shape = (*batch, q.shape[-2], v.shape[-1])
-    if len(shape) == 4 and (q.dtype == torch.float32 or _bshd(q)):
+    efficient = q.dtype == torch.float32 or attn_mask is not None  # FlashAttention cannot
+    if len(shape) == 4 and (efficient or _bshd(q)):
         # CUDA's kernels write (B, L, H, Ev) and return its transpose: memory-efficient
-        # attention (float32) always, FlashAttention and cuDNN when the query is laid out so
-        # (empty_like / matching layout). ``out.transpose(1, 2)`` is then contiguous: free.
+        # attention (float32, or an explicit mask) always, FlashAttention and cuDNN when the
+        # query is laid out so (empty_like / matching layout). ``out.transpose(1, 2)`` is then
+        # contiguous: free.
         b, h, lq, ev = shape
         return q.new_empty_strided(shape, (lq * h * ev, ev, h * ev, 1))
     return q.new_empty(shape)
