@@ -267,6 +267,7 @@ class Lowerer:
         self.policy = policy
         self.builder = ProgramBuilder(name)
         self.env: dict[fx.Node, object] = {}
+        self._fake_mode: object = None  # the tracing FakeTensorMode (False: none), found once
 
     @property
     def program(self) -> Program:
@@ -329,11 +330,10 @@ class Lowerer:
     def fake_of(self, value: torch.Tensor) -> torch.Tensor | None:
         """The FakeTensor the tracing mode made of a real constant (its converter memoizes
         them), or None when the graph has no fake values."""
-        for n in self.gm.graph.nodes:
-            mode = getattr(n.meta.get("val"), "fake_mode", None)
-            if mode is not None:
-                return mode.from_tensor(value)
-        return None
+        if self._fake_mode is None:
+            modes = (getattr(n.meta.get("val"), "fake_mode", None) for n in self.gm.graph.nodes)
+            self._fake_mode = next((m for m in modes if m is not None), False)
+        return self._fake_mode.from_tensor(value) if self._fake_mode else None
 
     def outputs(self) -> list[str]:
         """IR names of the graph's tensor outputs, flattened (tuples, lists, dicts)."""
