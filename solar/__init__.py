@@ -10,6 +10,7 @@ The package reads as the pipeline (docs/architecture.md): ``frontend`` (PyTorch,
 measurement on a device) -> ``report`` (views) and ``cli``.
 """
 
+from solar import llm
 from solar.api import bound, bound_program, trace
 from solar.backend.result import Bound
 from solar.gpu.calibrate import calibrate
@@ -31,6 +32,7 @@ __all__ = [
     "compare",
     "headroom",
     "list_specs",
+    "llm",
     "load_spec",
     "provision",
     "sol_score",

@@ -40,12 +40,18 @@ def _is_jax_program(fn, inputs) -> bool:
 
 
 def _flat(inputs):
+    """The leaves of nested tuples, lists and dicts, and the tensors of any other object
+    (a PyTorch structure: dataclasses, KV caches)."""
     if isinstance(inputs, (list, tuple)):
         for x in inputs:
             yield from _flat(x)
     elif isinstance(inputs, dict):
         for x in inputs.values():
             yield from _flat(x)
+    elif "torch" in sys.modules and hasattr(inputs, "__dict__") and not callable(inputs):
+        from solar.frontend.torch.structure import tensors
+
+        yield from tensors(inputs)
     else:
         yield inputs
 
@@ -78,20 +84,31 @@ def _check_concrete_shapes(model, inputs) -> None:
                 )
 
 
-def trace(model, inputs: Sequence | object, *, precision: str | None = None, name=None):
+def trace(
+    model,
+    inputs: Sequence | object,
+    *,
+    kwargs: dict | None = None,
+    precision: str | None = None,
+    name=None,
+):
     """Trace a program into the Affine Loop IR; returns the frontend's trace object
-    (``.program`` is the IR). PyTorch modules and functions of tensors, JAX functions of
-    arrays or ``jax.ShapeDtypeStruct`` s (pytrees welcome) and Flax modules are supported."""
+    (``.program`` is the IR). PyTorch modules and functions of tensors (any structure of
+    them: dicts, dataclasses, KV-cache objects; ``kwargs`` are keyword arguments), JAX
+    functions of arrays or ``jax.ShapeDtypeStruct`` s (pytrees welcome) and Flax modules are
+    supported."""
     with gc_paused():
-        return _trace(model, inputs, precision=precision, name=name)
+        return _trace(model, inputs, kwargs=kwargs, precision=precision, name=name)
 
 
-def _trace(model, inputs, *, precision: str | None, name):
-    if _is_torch_program(model, inputs):
+def _trace(model, inputs, *, kwargs=None, precision: str | None, name):
+    if _is_torch_program(model, (inputs, kwargs or {})):
         from solar.frontend.torch import trace_torch
 
-        _check_concrete_shapes(model, inputs)
-        return trace_torch(model, inputs, precision=precision, name=name)
+        _check_concrete_shapes(model, (inputs, kwargs or {}))
+        return trace_torch(model, inputs, kwargs=kwargs, precision=precision, name=name)
+    if kwargs:
+        raise TypeError("kwargs are supported for PyTorch programs; bind them into the function")
     if _is_jax_program(model, inputs):
         from solar.frontend.jax import trace_jax
 
@@ -103,15 +120,29 @@ def _trace(model, inputs, *, precision: str | None, name):
     )
 
 
-def trace_and_lift(model, inputs, *, precision: str | None = None, name=None):
+def trace_and_lift(
+    model, inputs, *, kwargs=None, precision: str | None = None, name=None, notes=()
+):
     """Trace and lift once: ``(IR program, einsum graph)``. The trace's assumptions (autocast,
-    precision policy, ...) travel with the graph (``g.graph["trace_notes"]``) into every bound
-    :func:`bound_graph` makes of it."""
+    precision policy, train mode, ...) and ``notes`` (how the program was built) travel with
+    the graph (``g.graph["trace_notes"]``) into every bound :func:`bound_graph` makes of it."""
     with gc_paused():
-        traced = trace(model, inputs, precision=precision, name=name)
+        traced = trace(model, inputs, kwargs=kwargs, precision=precision, name=name)
         g = lift(traced.program)
-    g.graph["trace_notes"] = list(getattr(traced, "assumptions", None) or [])
+    g.graph["trace_notes"] = [*notes, *(getattr(traced, "assumptions", None) or [])]
     return traced.program, g
+
+
+def lift_problem(problem, *, precision: str | None = None):
+    """:func:`trace_and_lift` of a loaded problem file (:class:`solar.problem.Problem`), its
+    build notes included."""
+    return trace_and_lift(
+        problem.model,
+        problem.inputs,
+        precision=precision,
+        name=problem.name,
+        notes=getattr(problem, "notes", ()),
+    )
 
 
 def bound_graph(program: Program | None, g, spec) -> Bound:
@@ -131,17 +162,20 @@ def bound(
     inputs,
     hw="H100",
     *,
+    kwargs=None,
     precision: str | None = None,
     name=None,
     gpus: int = 1,
     **plan,
 ) -> Bound | ParallelBound:
-    """Speed-of-light bounds of ``model(*inputs)`` on ``hw`` (a catalogue name or alias such
-    as ``"H100"``, a YAML path, a dict or a HardwareSpec).
+    """Speed-of-light bounds of ``model(*inputs, **kwargs)`` on ``hw`` (a catalogue name or
+    alias such as ``"H100"``, a YAML path, a dict or a HardwareSpec).
 
-    ``precision`` overrides the framework's fp32 matmul policy: ``"tf32"`` or ``"ieee"``.
-    Tracing runs on fake tensors (PyTorch) or abstract values (JAX): meta-device models and
-    ``jax.ShapeDtypeStruct`` inputs are analysed without allocating weights.
+    ``inputs`` may hold any structure of tensors (dicts, dataclasses, a Hugging Face KV cache);
+    every tensor of the result is an output. ``precision`` overrides the framework's fp32
+    matmul policy: ``"tf32"`` or ``"ieee"``. Tracing runs on fake tensors (PyTorch) or abstract
+    values (JAX): meta-device models and ``jax.ShapeDtypeStruct`` inputs are analysed without
+    allocating weights.
 
     ``gpus=N`` (N > 1) returns the :class:`~solar.backend.parallel.ParallelBound` of the best
     tensor/pipeline/data-parallel plan found for N GPUs of ``hw``; ``plan`` keywords of
@@ -150,7 +184,7 @@ def bound(
     """
     spec = load_spec(hw)
     with gc_paused():
-        program, g = trace_and_lift(model, inputs, precision=precision, name=name)
+        program, g = trace_and_lift(model, inputs, kwargs=kwargs, precision=precision, name=name)
         if gpus == 1 and not plan:
             return bound_graph(program, g, spec)
         return bound_parallel(program, g, spec, gpus, **plan)

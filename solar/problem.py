@@ -1,8 +1,13 @@
 """KernelBench-style problem files: a ``Model`` class, ``get_inputs()``, ``get_init_inputs()``.
 
 Files are loaded as they are. The model and inputs are built under ``torch.device("meta")``,
-so analysing a large problem allocates no weights or activations. JAX problem files (a
-``forward`` function or a Flax ``Model``, with ``get_inputs()`` returning arrays or
+so analysing a large problem allocates no weights or activations. A model whose constructor
+cannot run on the meta device (it reads a value: ``torch.linspace(0, p, n)[i].item()`` for a
+drop-path schedule, ``.tolist()``, a data-dependent shape) is built on the CPU instead, with
+real weights, and the report says so (:attr:`Problem.notes`); the analysis still traces on
+fake tensors. The model is put in eval mode unless the file sets ``TRAIN_MODE = True`` (a model
+analysed as it runs in training: dropout and batch statistics, forward only). JAX problem files
+(a ``forward`` function or a Flax ``Model``, with ``get_inputs()`` returning arrays or
 ``jax.ShapeDtypeStruct`` s) follow :mod:`solar.frontend.jax.problem` and are built abstractly.
 """
 
@@ -10,8 +15,8 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 
@@ -25,6 +30,7 @@ class Problem:
     name: str
     model: object
     inputs: tuple
+    notes: list[str] = field(default_factory=list)  # how it was built, for the report
 
 
 def load_module(path: str | Path):
@@ -49,9 +55,8 @@ def load_module(path: str | Path):
 
 
 def load_problem(path: str | Path, *, device: str = "meta") -> Problem:
-    """Build ``Model(*get_init_inputs())`` and ``get_inputs()`` of a problem file."""
-    import torch
-
+    """Build ``Model(*get_init_inputs())`` and ``get_inputs()`` of a problem file (see the
+    module docstring for the device and the mode)."""
     path = Path(path)
     module = load_module(path)
     jax_problem = _load_jax_problem(path, module)
@@ -65,25 +70,69 @@ def load_problem(path: str | Path, *, device: str = "meta") -> Problem:
             "Model, see solar/frontend/jax/problem.py)"
         )
     init = getattr(module, "get_init_inputs", lambda: [])
+    model, inputs, notes = build(
+        lambda: (module.Model(*init()), module.get_inputs()), path, device=device
+    )
+    return Problem(path, path.stem, set_mode(model, module), tuple(inputs), notes)
+
+
+def build(make: Callable[[], tuple], path: Path, *, device: str = "meta", what: str = ""):
+    """``make()`` -> ``(model, inputs)`` under ``torch.device(device)``; when the meta device
+    cannot run the constructor (it reads a tensor's value), on the CPU with real weights.
+    Returns ``(model, inputs, notes)``; a failure is a one-line :class:`ProblemError`."""
+    import torch
+
     try:
         with torch.device(device):
-            model = module.Model(*init())
-            inputs = module.get_inputs()
+            model, inputs = make()
+        return model, inputs, []
+    except torch.cuda.OutOfMemoryError:
+        raise
     except Exception as e:
-        raise ProblemError(
-            f"{path}: building Model/get_inputs on the {device} device failed: "
-            f"{type(e).__name__}: {e}"
-        ) from e
+        first = e
+    if device != "meta":
+        raise _build_error(path, device, what, first) from first
+    try:
+        with torch.device("cpu"):
+            model, inputs = make()
+    except Exception as e:
+        raise _build_error(path, "meta", what, first, also=e) from e
+    tensors = [*model.parameters(), *model.buffers()] if isinstance(model, torch.nn.Module) else []
+    weights = sum(t.numel() * t.element_size() for t in tensors)
+    note = (
+        f"built on the CPU with real weights ({weights / 1e6:.3g} MB): the constructor cannot "
+        f"run on the meta device ({type(first).__name__}: {_first_line(first)}); traced on "
+        "fake tensors as usual"
+    )
+    return model, inputs, [note]
+
+
+def _first_line(e: BaseException) -> str:
+    s = str(e).strip()
+    return s.splitlines()[0] if s else type(e).__name__
+
+
+def _build_error(path, device, what, e, also=None) -> ProblemError:
+    with_ = f" with {what}" if what else ""
+    msg = f"{path}: building Model/get_inputs{with_} on the {device} device failed: "
+    msg += f"{type(e).__name__}: {_first_line(e)}"
+    if also is not None:
+        msg += f"; on the CPU too: {type(also).__name__}: {_first_line(also)}"
+    return ProblemError(msg)
+
+
+def set_mode(model, module):
+    """Eval mode, unless the problem file sets ``TRAIN_MODE = True``."""
+    import torch
+
     if isinstance(model, torch.nn.Module):
-        model.eval()
-    return Problem(path, path.stem, model, tuple(inputs))
+        model.train(bool(getattr(module, "TRAIN_MODE", False)))
+    return model
 
 
 def problem_at(path, param: str, value):
     """A problem file's ``(model, inputs)`` with module constant ``param`` set to
     ``value`` (built on the meta device, like :func:`solar.problem.load_problem`)."""
-    import torch
-
     module = load_module(path)
     if not hasattr(module, param):
         consts = [k for k, v in vars(module).items() if k.isupper() and isinstance(v, int)]
@@ -93,18 +142,10 @@ def problem_at(path, param: str, value):
         )
     setattr(module, param, value)
     init = getattr(module, "get_init_inputs", lambda: [])
-    try:
-        with torch.device("meta"):
-            model = module.Model(*init())
-            inputs = tuple(module.get_inputs())
-    except Exception as e:
-        raise ProblemError(
-            f"{path}: building Model/get_inputs with {param}={value} failed: "
-            f"{type(e).__name__}: {e}"
-        ) from e
-    if isinstance(model, torch.nn.Module):
-        model.eval()
-    return model, inputs
+    model, inputs, _ = build(
+        lambda: (module.Model(*init()), module.get_inputs()), path, what=f"{param}={value}"
+    )
+    return set_mode(model, module), tuple(inputs)
 
 
 def _load_jax_problem(path: Path, module) -> Problem | None:

@@ -64,7 +64,7 @@ def test_matmul_fp32_follows_tf32_policy():
 
 def test_large_bf16_matmul_cache_aware_exceeds_fused_bytes():
     n = 32768
-    b = solar.bound(mm, [meta(n, n, dtype=torch.bfloat16)] * 2, hw="H100")
+    b = solar.bound(mm, [meta(n, n, dtype=torch.bfloat16) for _ in range(2)], hw="H100")
     s = ON_CHIP / 2  # words of the smallest operand element size
     q_bytes = (2 * n**3 / math.sqrt(s) - 2 * s) * 2
     assert b.bytes_fused == 3 * n * n * 2

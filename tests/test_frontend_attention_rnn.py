@@ -68,8 +68,9 @@ def test_sdpa_is_one_graph_node_with_the_original_arguments():
     calls = [n for n in trace.graph.graph.nodes if n.op == "call_function"]
     assert [n.target for n in calls] == [torch.ops.solar.sdpa.default]
     assert calls[0].kwargs == {"scale": 0.5}
-    # the eager kernel is the original function: the traced graph runs on real tensors
-    torch.testing.assert_close(trace.graph(q, k, v), f(q, k, v))
+    # the eager kernel is the original function: the traced graph runs on real tensors (and
+    # returns the program's output tensors as a flat list)
+    torch.testing.assert_close(trace.graph(q, k, v), [f(q, k, v)])
 
 
 def test_eager_kernels_match_the_original_functions():
@@ -174,7 +175,9 @@ def test_sdpa_kernel_structure():
     trace = trace_torch(sdpa(is_causal=True), (Q, Q, Q))
     p = trace.program
     (k,) = p.kernels
-    assert {p.role(n) for n in p.tensors if n.startswith("sdpa_")} == {"local"}
+    # the output is written in CUDA's (B, L, H, E) layout: a view of its storage
+    scratch = {n for n in p.tensors if n.startswith("sdpa_") and n != p.base("sdpa")}
+    assert {p.role(n) for n in scratch} == {"local"}
     assert p.role("sdpa") == "output"
     qk, pv = k.statements[0], k.statements[4]
     assert qk.reduce == pv.reduce == "sum" and qk.precision == "tf32"  # fp32: TF32 tensor cores
@@ -249,9 +252,19 @@ def test_sdpa_imported_under_another_name_is_intercepted():
     check(lambda q: attention_alias(q, q, q, is_causal=True), Q, kernels=[SDPA])
 
 
-def test_sdpa_dropout_is_refused():
-    with pytest.raises(UnsupportedOperatorError, match=r"solar\.sdpa.*dropout_p=0\.1"):
-        trace_torch(sdpa(dropout_p=0.1), (Q, K, V))
+def test_sdpa_dropout_draws_one_value_per_score():
+    """Training-mode attention: one kernel still; each probability is kept with probability
+    1 - p and scaled (kernel-local): per score one draw, the scale of the kept mask and the
+    multiply, 3 CUDA-core ops more than without dropout."""
+    xs = (meta(1, 2, 64, 32), meta(1, 2, 64, 32), meta(1, 2, 64, 32))
+    plain = bound(trace_torch(sdpa(), xs))
+    traced = trace_torch(sdpa(dropout_p=0.1), xs)
+    dropped = bound(traced)
+    (k,) = dropped.kernels
+    assert k.op == SDPA and dropped.bytes_unfused == plain.bytes_unfused
+    scores = 1 * 2 * 64 * 64
+    assert k.flops["cuda_fp32"] == plain.kernels[0].flops["cuda_fp32"] + 3 * scores
+    assert any("1 random kernel(s) (solar.sdpa.default)" in a for a in traced.assumptions)
 
 
 # -------------------------------------------------------- attention costs, derived by hand
@@ -259,8 +272,14 @@ B, H, L, D = 2, 8, 1024, 64
 QKV_BYTES = B * H * L * D * 2  # one bf16 operand: 2 MiB
 
 
+def qkv(*shape, dtype=torch.bfloat16):
+    """Three distinct meta tensors (one tensor passed three times is one graph input, read
+    once)."""
+    return tuple(meta(*shape, dtype=dtype) for _ in range(3))
+
+
 def attention_bound(causal):
-    return bound(trace_torch(sdpa(is_causal=causal), (meta(B, H, L, D),) * 3))
+    return bound(trace_torch(sdpa(is_causal=causal), qkv(B, H, L, D)))
 
 
 def test_sdpa_cost_non_causal():
@@ -290,14 +309,14 @@ def test_sdpa_cost_causal_counts_the_unmasked_triangle_exactly():
 
 
 def test_sdpa_fp32_runs_on_tf32_tensor_cores():
-    b = bound(trace_torch(sdpa(), (meta(1, 2, 64, 32, dtype=torch.float32),) * 3))
+    b = bound(trace_torch(sdpa(), qkv(1, 2, 64, 32, dtype=torch.float32)))
     assert b.kernels[0].flops["tc_tf32"] == 4 * 2 * 64 * 64 * 32
 
 
 def test_sdpa_gqa_cost():
     hq, hkv = 8, 2
-    q, kv = meta(B, hq, 256, D), meta(B, hkv, 256, D)
-    b = bound(trace_torch(sdpa(enable_gqa=True), (q, kv, kv)))
+    q, k, v = meta(B, hq, 256, D), meta(B, hkv, 256, D), meta(B, hkv, 256, D)
+    b = bound(trace_torch(sdpa(enable_gqa=True), (q, k, v)))
     assert b.kernels[0].flops["tc_bf16"] == 4 * B * hq * 256 * 256 * D
     assert b.bytes_unfused == 2 * B * D * 256 * (hq + 2 * hkv + hq)  # Q, K, V, O once
 
@@ -305,7 +324,7 @@ def test_sdpa_gqa_cost():
 def test_sdpa_mask_is_read_once():
     mask = meta(B, 1, 1, L)  # additive padding mask, broadcast over heads and queries
     fn = sdpa_mask()
-    b = bound(trace_torch(fn, (meta(B, H, L, D),) * 3 + (mask,)))
+    b = bound(trace_torch(fn, (*qkv(B, H, L, D), mask)))
     assert b.bytes_unfused == 4 * QKV_BYTES + B * L * 2
     rows, scores = B * H * L, B * H * L * L
     # per score: scale FFMA... here mul + add (2), max (1), sub (1), sum (1); per row: the
@@ -321,7 +340,7 @@ def test_explicit_attention_pays_the_score_round_trips():
     def explicit(q, k, v):
         return torch.softmax(q @ k.transpose(-2, -1) * (1 / math.sqrt(D)), -1) @ v
 
-    xs = (meta(B, H, L, D),) * 3
+    xs = qkv(B, H, L, D)
     fused_b = bound(trace_torch(sdpa(), xs))
     explicit_b = bound(trace_torch(explicit, xs))
     ops = [k.op for k in explicit_b.kernels]

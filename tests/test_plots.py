@@ -68,7 +68,9 @@ def test_html(ffn_bound):
     text = bound_html(ffn_bound)
     for word in ("cache-aware", "addmm_0", "assumptions", "<table", "fusion opportunity"):
         assert word in text
-    b = solar.bound(lambda a, b: a @ b, [torch.empty(64, 64, device="meta")] * 2, hw="H100")
+    b = solar.bound(
+        lambda a, b: a @ b, [torch.empty(64, 64, device="meta") for _ in range(2)], hw="H100"
+    )
     b.program = "<script>"
     assert "<script>" not in bound_html(b) and "&lt;script&gt;" in bound_html(b)
 

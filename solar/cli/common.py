@@ -8,7 +8,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from solar.api import trace_and_lift
+from solar.api import lift_problem
 from solar.problem import load_problem
 
 
@@ -80,8 +80,7 @@ def add_set_option(sp) -> None:
 
 def lifted(path: str, precision: str | None):
     """Load a problem file and trace and lift it once: ``(IR program, einsum graph)``."""
-    problem = load_problem(path)
-    return trace_and_lift(problem.model, problem.inputs, precision=precision, name=problem.name)
+    return lift_problem(load_problem(path), precision=precision)
 
 
 def check_out(path: str | None) -> None:

@@ -554,6 +554,8 @@ PROFILER_ALIASES: dict[str, tuple[str, ...]] = {
     "solar::gru": ("aten::gru",),
     "solar::rnn_tanh": ("aten::rnn_tanh",),
     "solar::rnn_relu": ("aten::rnn_relu",),
+    "solar::lstm_cell": ("aten::_thnn_fused_lstm_cell",),
+    "solar::gru_cell": ("aten::_thnn_fused_gru_cell",),
 }
 
 _OVERLOAD = re.compile(r"^(?P<ns>[A-Za-z_][\w]*)\.(?P<op>[\w]+)(\.(?P<ovl>[\w]+))?$")

@@ -23,7 +23,7 @@ import torch
 
 from solar.frontend.jax.problem import flax_class_kind
 from solar.gpu.subject import Subject, make_subject
-from solar.problem import Problem, ProblemError, discover, load_module
+from solar.problem import Problem, ProblemError, build, discover, load_module, set_mode
 
 __all__ = [
     "discover",
@@ -109,7 +109,8 @@ def load_real_problem(
 ):
     """Build a KernelBench-style problem file with real tensors on ``device``:
     ``Model(*get_init_inputs())`` and ``get_inputs()`` after ``torch.manual_seed(seed)``, in
-    eval mode, with constant-filled tensors randomized. ``overrides`` sets module-level
+    eval mode (unless the file sets ``TRAIN_MODE = True``), with constant-filled tensors
+    randomized. ``overrides`` sets module-level
     constants first (``{"BATCH": 4}``: small CPU runs of full-size files); a name the file
     lacks is an error, or ignored when ``strict_overrides`` is false (one set for a folder).
     Returns ``(solar.problem.Problem, notes)``."""
@@ -130,19 +131,11 @@ def load_real_problem(
     notes = apply_overrides(module, path, overrides, strict_overrides)
     init = getattr(module, "get_init_inputs", lambda: [])
     torch.manual_seed(seed)
-    try:
-        with torch.device(device):
-            model = module.Model(*init())
-            inputs = tuple(module.get_inputs())
-    except torch.cuda.OutOfMemoryError:
-        raise
-    except Exception as e:
-        raise ProblemError(
-            f"{path}: building Model/get_inputs on the {device} device failed: "
-            f"{type(e).__name__}: {e}"
-        ) from e
-    if isinstance(model, torch.nn.Module):
-        model.eval()
+    model, inputs, more = build(
+        lambda: (module.Model(*init()), tuple(module.get_inputs())), path, device=str(device)
+    )
+    notes += more
+    set_mode(model, module)
     if randomize:
         inputs, more = randomize_constants(model, inputs, seed=seed)
         notes += more

@@ -42,7 +42,7 @@ def _is_jax_program(fn, args) -> bool:
     return is_jax_program(fn, args)
 
 
-def _trace(model, args, *, precision, name):
+def _trace(model, args, *, precision, name, kwargs=None):
     """:func:`solar.trace`, or the JAX frontend directly for JAX programs."""
     if _is_jax_program(model, args):
         from solar.frontend.jax import trace_jax
@@ -50,13 +50,14 @@ def _trace(model, args, *, precision, name):
         return trace_jax(model, args, precision=precision, name=name)
     from solar.api import trace
 
-    return trace(model, args, precision=precision, name=name)
+    return trace(model, args, kwargs=kwargs, precision=precision, name=name)
 
 
 def _torch_leaves(result) -> list[torch.Tensor]:
-    from torch.utils import _pytree as pytree
+    """Every tensor of a PyTorch result, in the order the trace names its outputs."""
+    from solar.frontend.torch.structure import tensors
 
-    return [t for t in pytree.tree_leaves(result) if isinstance(t, torch.Tensor)]
+    return tensors(result, unique=False)
 
 
 def _jax_leaves(result) -> list[torch.Tensor]:
@@ -94,6 +95,7 @@ class Subject:
     path: str | None = None
     notes: list[str] = field(default_factory=list)
     trace_s: float = 0.0
+    kwargs: dict = field(default_factory=dict)
 
     @classmethod
     def from_trace(
@@ -107,10 +109,13 @@ class Subject:
         device: str | torch.device | None = None,
         path: str | None = None,
         notes: Sequence[str] = (),
+        kwargs: Mapping[str, object] | None = None,
     ) -> Subject:
-        """A subject from a source callable ``fn``, its real ``inputs`` and a frontend trace
-        (``program``, ``output_names``, ``values(fn, inputs)``: see the module docstring)."""
+        """A subject from a source callable ``fn``, its real ``inputs`` (and ``kwargs``, for
+        PyTorch) and a frontend trace (``program``, ``output_names``, ``values(fn, inputs)``:
+        see the module docstring)."""
         args = tuple(inputs) if isinstance(inputs, (list, tuple)) else (inputs,)
+        kw = dict(kwargs or {})
         if framework is None:
             framework = "jax" if _is_jax_program(fn, args) else "torch"
         if framework == "jax":
@@ -132,12 +137,12 @@ class Subject:
         else:
 
             def run():
-                return fn(*args)
+                return fn(*args, **kw)
 
             flatten, timer = _torch_leaves, None
 
         def values():
-            return trace.values(fn, args)
+            return trace.values(fn, args, kw) if kw else trace.values(fn, args)
 
         if device is None:
             device = _device_of(fn, args)
@@ -163,6 +168,7 @@ class Subject:
             inputs=args,
             path=path,
             notes=list(notes),
+            kwargs=kw,
         )
 
     def synchronize(self) -> None:
@@ -200,13 +206,15 @@ def make_subject(
     precision: str | None = None,
     path: str | None = None,
     notes: Sequence[str] = (),
+    kwargs: Mapping[str, object] | None = None,
 ) -> Subject:
     """A :class:`Subject` for a module or function on real arrays (traced here with
-    :func:`solar.trace` unless ``trace`` is given; the framework is told from the inputs)."""
+    :func:`solar.trace` unless ``trace`` is given; the framework is told from the inputs).
+    ``kwargs``: keyword arguments of a PyTorch program."""
     args = tuple(inputs) if isinstance(inputs, (list, tuple)) else (inputs,)
     t0 = time.perf_counter()
     if trace is None:
-        trace = _trace(model, args, precision=precision, name=name)
-    s = Subject.from_trace(model, args, trace, name=name, path=path, notes=notes)
+        trace = _trace(model, args, precision=precision, name=name, kwargs=kwargs)
+    s = Subject.from_trace(model, args, trace, name=name, path=path, notes=notes, kwargs=kwargs)
     s.trace_s = time.perf_counter() - t0
     return s

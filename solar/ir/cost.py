@@ -46,8 +46,10 @@ elements x itemsize of the base's dtype):
   statement and then read or accumulated into costs no read: addmm's ``out``); when writes and
   reads interleave, the larger of (reads before the first write) and ``|read ∪ written| -
   |written|`` (elements read and never written), a lower bound, exact when it meets the upper
-  bound ``|read ∪ W0| - |W0|``. A statement's reads come before its own write (in-place
-  updates read).
+  bound ``|read ∪ W0| - |W0|``; when the written elements are data-dependent (a scatter: the
+  new token's slot of an in-place KV cache), ``|written|`` is replaced by the write
+  instances, an upper bound of it (``|read| - instances``). A statement's reads come before
+  its own write (in-place updates read).
 - The program (fused view) reads every graph input, weight and constant element it loads that
   it has not written before (same rule, in program order), and writes every element of a graph
   output (``program.role(base) == "output"``) or of an input/weight/constant base that some
@@ -474,6 +476,11 @@ class _Acc:
         return (self.st, self.tensor, self.index)
 
 
+def _write_instances(writes: Sequence[_Acc]) -> int:
+    """An upper bound on the distinct elements ``writes`` touch: their parallel instances."""
+    return sum(prod(int(d.extent) for d in a.st.dims if not d.reduction) for a in writes)
+
+
 def _dram_reads(program: Program, reads: Sequence[_Acc], writes: Sequence[_Acc]) -> Footprint:
     """Elements whose value must come from DRAM: read before this code writes them.
 
@@ -497,9 +504,10 @@ def _dram_reads(program: Program, reads: Sequence[_Acc], writes: Sequence[_Acc])
             return Footprint(max(0, rw.elements - w.elements), rw.exact)
     w_acc = [a.acc for a in writes]
     w = union_footprint(program, w_acc)
-    diff = 0
     if w.exact:
         diff = max(0, union_footprint(program, r_acc + w_acc).elements - w.elements)
+    else:  # a scatter (a KV-cache update): |R ∪ W| - |W| >= |R| - (write instances)
+        diff = max(0, union_footprint(program, r_acc).elements - _write_instances(writes))
     first = min(writes, key=lambda a: a.time)
     pre = union_footprint(
         program,

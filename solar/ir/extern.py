@@ -57,6 +57,19 @@ def _median(rows: torch.Tensor, ignore_nan: bool = False):
     return f(rows, dim=-1, keepdim=True)
 
 
+def _randperm(rows: torch.Tensor) -> torch.Tensor:
+    """``rows`` (positions ``0..n-1``) in the order of ``torch.randperm(n)`` drawn from the
+    default generator: a re-seeded run matches the source's permutation."""
+    n = rows.shape[-1]
+    return rows[..., torch.randperm(n, device=rows.device)]
+
+
+def _random_keys(n: int, m: int, rows: int, attrs: dict) -> dict[str, int]:
+    """A random permutation draws one random key per element (>= 1 op each, see
+    :data:`solar.ir.ops.SCALAR_OPS` ``random``); ordering the keys costs nothing provable."""
+    return {"cuda_int32": n * rows}
+
+
 def _pick(fn: Callable[..., object], which: int) -> Callable[..., torch.Tensor]:
     def run(rows: torch.Tensor, **attrs: object) -> torch.Tensor:
         return fn(rows, **attrs)[which]  # type: ignore[index]
@@ -73,6 +86,7 @@ _ROWS = [
     ExternOp("kthvalue.indices", _pick(_kthvalue, 1), _no_ops, "position of the k-th smallest"),
     ExternOp("median.values", _pick(_median, 0), _no_ops, "lower median (ignore_nan)"),
     ExternOp("median.indices", _pick(_median, 1), _no_ops, "position of the lower median"),
+    ExternOp("randperm", _randperm, _random_keys, "a random permutation of the row (n keys)"),
 ]
 
 EXTERN_OPS: dict[str, ExternOp] = {op.name: op for op in _ROWS}

@@ -43,6 +43,31 @@ def _where(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return torch.where(c.to(torch.bool), a, b)
 
 
+#: ``random(position, dist=...)``: the in-place torch generator method of each distribution
+#: and the attributes it takes (see :func:`_random`).
+RANDOM_DISTRIBUTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "uniform": ("uniform_", ("a", "b")),  # [a, b)
+    "normal": ("normal_", ("a", "b")),  # mean a, std b
+    "randint": ("random_", ("a", "b")),  # integers in [a, b)
+    "bernoulli": ("bernoulli_", ("a",)),  # 1 with probability a
+    "exponential": ("exponential_", ("a",)),  # rate a
+}
+
+
+def _random(position: torch.Tensor, dist: str, dtype: str, a=None, b=None) -> torch.Tensor:
+    """Fresh random values, one per element of ``position`` (the flat element index of the
+    values drawn), from torch's default generator on its device. Drawn with the same in-place
+    generator call that ``torch.rand``/``randn``/``randint``/``bernoulli_``/``normal_`` make, over
+    the whole output at once: after the same ``torch.manual_seed`` and the same sequence of
+    draws, the values equal the source program's (re-seeded validation)."""
+    from solar.ir.dtypes import torch_dtype
+
+    method, names = RANDOM_DISTRIBUTIONS[dist]
+    out = torch.empty(tuple(position.shape), dtype=torch_dtype(dtype), device=position.device)
+    args = [v for v, n in zip((a, b), ("a", "b")) if n in names]
+    return getattr(out, method)(*args)
+
+
 _ROWS = [
     ScalarOp("add", 2, torch.add, infix="+"),
     ScalarOp("sub", 2, torch.sub, infix="-"),
@@ -115,6 +140,11 @@ _ROWS = [
     ScalarOp("sinh", 1, torch.sinh, alu=3, sfu=1),
     ScalarOp("cosh", 1, torch.cosh, alu=3, sfu=1),
 ]
+
+# A random value costs at least one instruction to produce (counter-based generators such as
+# Philox take tens per 4 values, but no fixed minimum is provable for every generator); its
+# argument is the element's flat position, so it counts once per value drawn.
+_ROWS.append(ScalarOp("random", 1, _random, alu=1))
 
 SCALAR_OPS: dict[str, ScalarOp] = {op.name: op for op in _ROWS}
 

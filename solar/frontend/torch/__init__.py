@@ -1,12 +1,15 @@
 """The PyTorch frontend: trace a module or function with make_fx on fake tensors and lower
 every aten operator to Affine Loop IR kernels.
 
-    trace = trace_torch(model, (x,))
+    trace = trace_torch(model, (x,), kwargs={"cache": cache})
     trace.program        # the IR
-    trace.bindings       # IR input -> ("param", "layers.0.weight") / ("buffer", ..) / ("input", i)
+    trace.bindings       # IR input -> ("param", "layers.0.weight") / ("buffer", ..) /
+                         #   ("input", i or path) / ("kwarg", path)
 
-Pipeline: :mod:`.trace` (make_fx) -> :mod:`.lower` (walk the graph) -> :mod:`.registry`
-(operator -> loop nests) -> :mod:`.ops` (the loop nests, one module per operator family).
+Pipeline: :mod:`.trace` (make_fx; :mod:`.structure` walks input and output structures,
+:mod:`.fused` and :mod:`.reroute` make library calls trace as CUDA runs them) -> :mod:`.lower`
+(walk the graph) -> :mod:`.registry` (operator -> loop nests) -> :mod:`.ops` (the loop nests,
+one module per operator family). :mod:`.llm` builds LLM prefill and decode-step programs.
 """
 
 from solar.frontend.torch import ops  # noqa: F401  (registers the lowerings)

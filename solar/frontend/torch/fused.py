@@ -23,6 +23,17 @@ intercepted (torch function)              what eager CUDA launches
                                           bool intermediate eager CUDA never writes
 ========================================  ====================================================
 
+Calls whose CUDA implementation is a different *sequence* of kernels (train-mode dropout,
+``nn.LSTMCell``/``nn.GRUCell``, the eval fast paths of ``nn.MultiheadAttention`` and
+``nn.TransformerEncoderLayer``) are rerouted to that sequence by the same interception
+(:mod:`solar.frontend.torch.reroute`).
+
+The fake kernel of ``solar.sdpa`` gives its output CUDA's memory layout: the fused attention
+kernels write ``(B, L, H, Ev)`` and return its ``(B, H, L, Ev)`` transpose (memory-efficient
+attention, which float32 and masked calls use, always; FlashAttention and cuDNN when the query
+has that layout), so the usual
+``out.transpose(1, 2).reshape(B, L, H·Ev)`` that follows is a free view, as on CUDA.
+
 Recording the decomposition would make the unfused bound charge DRAM round trips of the
 attention scores (B·H·Lq·Lk elements) or of every gate at every timestep, which eager CUDA
 never makes: the bound would exceed measured eager runtime. So while tracing
@@ -68,6 +79,7 @@ from torch.overrides import TorchFunctionMode
 
 from solar.frontend.torch.provenance import caller_source
 from solar.frontend.torch.registry import UnsupportedOperatorError
+from solar.frontend.torch.reroute import patched, reroute_items, rerouted
 
 NAMESPACE = "solar"
 
@@ -141,7 +153,22 @@ def _sdpa_fake(
         return shape
 
     batch = torch.broadcast_shapes(tuple(q.shape[:-2]), tuple(lead(k)), tuple(lead(v)))
-    return q.new_empty((*batch, q.shape[-2], v.shape[-1]))
+    shape = (*batch, q.shape[-2], v.shape[-1])
+    efficient = q.dtype == torch.float32 or attn_mask is not None  # FlashAttention cannot
+    if len(shape) == 4 and (efficient or _bshd(q)):
+        # CUDA's kernels write (B, L, H, Ev) and return its transpose: memory-efficient
+        # attention (float32, or an explicit mask) always, FlashAttention and cuDNN when the
+        # query is laid out so (empty_like / matching layout). ``out.transpose(1, 2)`` is then
+        # contiguous: free.
+        b, h, lq, ev = shape
+        return q.new_empty_strided(shape, (lq * h * ev, ev, h * ev, 1))
+    return q.new_empty(shape)
+
+
+def _bshd(q: torch.Tensor) -> bool:
+    """Whether a (B, H, L, E) query is a transposed view of a (B, L, H, E) layout."""
+    s = q.stride()
+    return q.shape[1] > 1 and q.shape[2] > 1 and s[2] > s[1] > s[3]
 
 
 def _rnn_output(x: torch.Tensor, h: torch.Tensor, bidirectional: bool) -> torch.Tensor:
@@ -264,7 +291,10 @@ class _Intercept(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         row = fused_op(func)
-        return func(*args, **kwargs) if row is None else row.call(args, kwargs)
+        if row is not None:
+            return row.call(args, kwargs)
+        replacement = rerouted(func)
+        return func(*args, **kwargs) if replacement is None else replacement(*args, **kwargs)
 
 
 def _wrapper(row: FusedOp) -> Callable[..., object]:
@@ -275,26 +305,10 @@ def _wrapper(row: FusedOp) -> Callable[..., object]:
     return intercepted
 
 
-_MISSING = object()
-
-
 @contextmanager
 def intercept_fused() -> Iterator[None]:
-    """While active, calls of :data:`FUSED_OPS` functions become ``torch.ops.solar`` ops."""
-    saved = [
-        (owner, attr, vars(owner).get(attr, _MISSING))
-        for row in FUSED_OPS
-        for owner, attr in row.attributes
-    ]
-    try:
-        for row in FUSED_OPS:
-            for owner, attr in row.attributes:
-                setattr(owner, attr, _wrapper(row))
-        with _Intercept():
-            yield
-    finally:
-        for owner, attr, value in saved:
-            if value is _MISSING:
-                delattr(owner, attr)
-            else:
-                setattr(owner, attr, value)
+    """While active, calls of :data:`FUSED_OPS` functions become ``torch.ops.solar`` ops, and
+    the calls of :data:`solar.frontend.torch.reroute.REROUTED` run what CUDA runs."""
+    items = [(owner, attr, _wrapper(row)) for row in FUSED_OPS for owner, attr in row.attributes]
+    with patched([*items, *reroute_items()]), _Intercept():
+        yield

@@ -267,6 +267,7 @@ class Lowerer:
         self.policy = policy
         self.builder = ProgramBuilder(name)
         self.env: dict[fx.Node, object] = {}
+        self._fake_mode: object = None  # the tracing FakeTensorMode (False: none), found once
 
     @property
     def program(self) -> Program:
@@ -316,12 +317,23 @@ class Lowerer:
                         node.target, "", "is a non-tensor attribute of the traced graph"
                     )
                 self.env[node] = self.declare_constant(node.target.strip("_"), value)
+                fake = self.fake_of(value)  # the fake it was traced as: views of it alias it
+                if fake is not None:
+                    node.meta["val"] = fake
             elif node.op == "call_function":
                 self.env[node] = self.lower_call(node)
             elif node.op == "output":
                 pass
             else:
                 raise UnsupportedOperatorError(node.target, "", f"is an fx {node.op} node")
+
+    def fake_of(self, value: torch.Tensor) -> torch.Tensor | None:
+        """The FakeTensor the tracing mode made of a real constant (its converter memoizes
+        them), or None when the graph has no fake values."""
+        if self._fake_mode is None:
+            modes = (getattr(n.meta.get("val"), "fake_mode", None) for n in self.gm.graph.nodes)
+            self._fake_mode = next((m for m in modes if m is not None), False)
+        return self._fake_mode.from_tensor(value) if self._fake_mode else None
 
     def outputs(self) -> list[str]:
         """IR names of the graph's tensor outputs, flattened (tuples, lists, dicts)."""

@@ -16,22 +16,24 @@ from __future__ import annotations
 
 import inspect
 import traceback
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import torch
 import torch.fx as fx
-from torch.utils import _pytree as pytree
 
+from solar.frontend.torch import structure
 from solar.frontend.torch.fused import intercept_fused
 from solar.frontend.torch.lower import Lowerer, ir_dtype
+from solar.frontend.torch.modes import mode_notes
 from solar.frontend.torch.precision import PrecisionPolicy
 from solar.frontend.torch.provenance import is_user_file, record_provenance
 from solar.frontend.torch.registry import DataDependentOperatorError, UnsupportedOperatorError
 from solar.ir.program import Program
 
-Binding = tuple[str, object]  # ("param", "layers.0.weight") / ("buffer", name) / ("input", path)
+# ("param", "layers.0.weight") / ("buffer", name) / ("input", i or path) / ("kwarg", path)
+Binding = tuple[str, object]
 
 
 @dataclass
@@ -39,9 +41,12 @@ class TorchTrace:
     """A traced and lowered PyTorch program.
 
     ``bindings`` maps each IR input name to where its value comes from: ``("param", name)``,
-    ``("buffer", name)`` (as in ``named_parameters``/``named_buffers``) or ``("input", i)``, the
-    position in ``inputs`` (a tuple of keys for tensors nested in lists/dicts).
-    ``output_names`` are the IR names of the flattened tensor outputs, in order.
+    ``("buffer", name)`` (as in ``named_parameters``/``named_buffers``), ``("input", i)``, the
+    position in ``inputs`` (a path, a tuple of keys, indices and
+    :class:`~solar.frontend.torch.structure.Attr` s, for tensors nested in lists, dicts or
+    objects such as a KV cache), or ``("kwarg", path)`` (the path starts with the keyword).
+    ``output_names`` are the IR names of the tensor outputs, in the order of
+    :func:`solar.frontend.torch.structure.tensors` of the program's result.
     """
 
     program: Program
@@ -50,20 +55,21 @@ class TorchTrace:
     graph: fx.GraphModule
     assumptions: list[str] = field(default_factory=list)  # what the report must state
 
-    def values(self, fn: object, inputs: object) -> dict[str, torch.Tensor]:
+    def values(
+        self, fn: object, inputs: object, kwargs: Mapping[str, object] | None = None
+    ) -> dict[str, torch.Tensor]:
         """The ``values`` mapping for :func:`solar.ir.execute.execute`: real tensors of
-        ``fn``'s parameters and buffers and of ``inputs``, by IR input name."""
-        inputs = _as_tuple(inputs)
+        ``fn``'s parameters and buffers and of ``inputs`` (and ``kwargs``), by IR input name."""
+        roots = {"input": _as_tuple(inputs), "kwarg": dict(kwargs or {})}
         named: dict[str, dict[str, torch.Tensor]] = {"param": {}, "buffer": {}}
         if isinstance(fn, torch.nn.Module):
             named["param"] = dict(fn.named_parameters())
             named["buffer"] = dict(fn.named_buffers())
         out = {}
         for ir_name, (kind, key) in self.bindings.items():
-            if kind == "input":
-                v: object = inputs
-                for k in (key,) if isinstance(key, int) else key:  # type: ignore[union-attr]
-                    v = v[k]  # type: ignore[index]
+            if kind in roots:
+                path = (key,) if isinstance(key, int) else key
+                v = structure.lookup(roots[kind], path)  # type: ignore[arg-type]
             else:
                 v = named[kind][key]  # type: ignore[index]
             out[ir_name] = v.detach()  # type: ignore[union-attr]
@@ -74,43 +80,46 @@ def trace_torch(
     fn: Callable[..., object] | torch.nn.Module,
     inputs: object,
     *,
+    kwargs: Mapping[str, object] | None = None,
     name: str | None = None,
     precision: str | None = None,
 ) -> TorchTrace:
-    """Trace ``fn(*inputs)`` and lower it to the Affine Loop IR.
+    """Trace ``fn(*inputs, **kwargs)`` and lower it to the Affine Loop IR.
 
     ``fn`` is an ``nn.Module`` (its parameters and buffers become IR weights) or a plain
-    callable; ``inputs`` a tensor or a tuple/list of them (non-tensor entries are passed
-    through as constants; tensors may be ``meta`` tensors). ``precision`` ("tf32" or "ieee")
-    overrides PyTorch's float32 matmul setting. Nothing is computed and no weight is allocated.
+    callable; ``inputs`` a tensor or a tuple/list of arguments, each a tensor or any structure
+    holding tensors (lists, dicts, dataclasses, objects such as a Hugging Face KV cache: see
+    :mod:`solar.frontend.torch.structure`); other values are passed through as constants.
+    Tensors may be ``meta`` tensors, and one tensor passed twice is one graph input. Every
+    tensor of the result, however nested, is a program output. ``precision`` ("tf32" or
+    "ieee") overrides PyTorch's float32 matmul setting. Nothing is computed and no weight is
+    allocated; the caller's model, inputs and their objects are left as they were.
     """
     policy = PrecisionPolicy.from_torch(precision)
-    inputs = _as_tuple(inputs)
+    args, kw = _as_tuple(inputs), dict(kwargs or {})
     module = fn if isinstance(fn, torch.nn.Module) else None
     params = dict(module.named_parameters()) if module is not None else {}
     buffers = dict(module.named_buffers()) if module is not None else {}
-    leaves_with_paths, spec = pytree.tree_flatten_with_path(inputs)
-    leaves = [v for _, v in leaves_with_paths]
-    tensor_leaves = [i for i, v in enumerate(leaves) if isinstance(v, torch.Tensor)]
+    tensor_inputs = structure.flatten((args, kw))
     specs = _graph_inputs(
         params,
         buffers,
-        [(_path(leaves_with_paths[i][0]), leaves[i]) for i in tensor_leaves],
-        _argument_names(module.forward if module is not None else fn, len(inputs)),
+        tensor_inputs,
+        _argument_names(module.forward if module is not None else fn, len(args)),
     )
     n_named = len(params) + len(buffers)
 
-    def traced(*flat: torch.Tensor) -> object:
-        xs = list(leaves)
-        for i, t in zip(tensor_leaves, flat[n_named:], strict=True):
-            xs[i] = t
-        args = pytree.tree_unflatten(xs, spec)
+    def traced(*flat: torch.Tensor) -> list[torch.Tensor]:
+        fakes_of = {id(t): f for (_, t), f in zip(tensor_inputs, flat[n_named:], strict=True)}
+        call_args, call_kw = structure.rebuild((args, kw), lambda t: fakes_of[id(t)], device)  # type: ignore[misc]
         with intercept_fused(), _autocast_on(device.type, remapped):
             if module is None:
-                return fn(*args)
-            p = dict(zip(params, flat[: len(params)], strict=True))
-            b = dict(zip(buffers, flat[len(params) : n_named], strict=True))
-            return torch.func.functional_call(module, (p, b), tuple(args))
+                result = fn(*call_args, **call_kw)
+            else:
+                p = dict(zip(params, flat[: len(params)], strict=True))
+                b = dict(zip(buffers, flat[len(params) : n_named], strict=True))
+                result = torch.func.functional_call(module, (p, b), tuple(call_args), call_kw)
+        return structure.tensors(result, unique=False)
 
     fakes = _fake_tensors([t for *_, t in specs])
     device = fakes[0].device if fakes else torch.device("cpu")
@@ -143,6 +152,7 @@ def trace_torch(
         "bytes, still a lower bound)"
         for d in sorted(remapped)
     ]
+    notes += mode_notes(module, lowerer.program)
     return TorchTrace(lowerer.program, bindings, output_names, gm, notes)
 
 
@@ -153,7 +163,8 @@ def _graph_inputs(
     arg_names: list[str],
 ) -> list[tuple[str, str, Binding, torch.Tensor]]:
     """(IR name stem, role, binding, tensor) of each graph input, in placeholder order
-    (parameters, buffers, tensor inputs); rejects dtypes the IR cannot express."""
+    (parameters, buffers, tensor inputs: paths into ``(args, kwargs)``); rejects dtypes the IR
+    cannot express."""
     specs: list[tuple[str, str, Binding, torch.Tensor]] = []
     for pname, t in params.items():
         ir_dtype(t.dtype, f"parameter {pname!r}")
@@ -161,10 +172,16 @@ def _graph_inputs(
     for bname, t in buffers.items():
         ir_dtype(t.dtype, f"buffer {bname!r}")
         specs.append((bname.replace(".", "_"), "weight", ("buffer", bname), t))
-    for path, t in tensor_inputs:
-        stem = "_".join([arg_names[path[0]], *map(str, path[1:])])
-        ir_dtype(t.dtype, f"input {stem!r}")
-        specs.append((stem, "input", ("input", path[0] if len(path) == 1 else path), t))
+    for (root, first, *rest), t in tensor_inputs:
+        if root == 0:  # a positional argument
+            label = structure.path_label((arg_names[first], *rest))  # type: ignore[index]
+            key: object = first if not rest else (first, *rest)
+            binding: Binding = ("input", key)
+        else:
+            label = structure.path_label((first, *rest))
+            binding = ("kwarg", (first, *rest))
+        ir_dtype(t.dtype, f"input {label!r}")
+        specs.append((label, "input", binding, t))
     return specs
 
 
@@ -174,10 +191,6 @@ def _as_tuple(inputs: object) -> tuple:
     if isinstance(inputs, (list, tuple)):
         return tuple(inputs)
     return (inputs,)
-
-
-def _path(keypath: Sequence[object]) -> tuple:
-    return tuple(getattr(k, "idx", getattr(k, "key", k)) for k in keypath)
 
 
 def _argument_names(fn: object, n: int) -> list[str]:
@@ -212,21 +225,35 @@ def _fake_tensors(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
 
 @contextmanager
 def _state_kept(module: torch.nn.Module | None) -> Iterator[None]:
-    """Put every parameter and buffer of ``module`` back after tracing. ``functional_call``
-    swaps the fakes in and out, but with a submodule registered under two names (``self.b =
-    self.a``) torch leaves the fakes in the model: the user's weights would be gone."""
+    """Put every parameter, buffer and plain attribute of ``module`` and its submodules back
+    after tracing. ``functional_call`` swaps the fakes in and out, but with a submodule
+    registered under two names (``self.b = self.a``) torch leaves the fakes in the model; and a
+    forward that stores a tensor in an attribute (``self.hidden = torch.tanh(...)``, a cache
+    filled on first use) would leave a fake tensor there, breaking the next real run."""
+    modules = list(module.modules()) if module is not None else []
     saved = [
         (slots, key, value)
-        for m in (module.modules() if module is not None else ())
+        for m in modules
         for slots in (m._parameters, m._buffers)
         for key, value in slots.items()
     ]
+    attrs = [(m, dict(vars(m))) for m in modules]
     try:
         yield
     finally:
         for slots, key, value in saved:
             if slots.get(key) is not value:
                 slots[key] = value
+        for m, before in attrs:
+            now = vars(m)
+            for key in [k for k in now if k not in before]:
+                del now[key]
+            for key, value in before.items():
+                if now.get(key, _GONE) is not value:
+                    now[key] = value
+
+
+_GONE = object()
 
 
 @contextmanager

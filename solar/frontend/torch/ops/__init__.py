@@ -19,6 +19,8 @@ operator's schema arguments, and emits statements with ``ctx.statement``.
 - ``conv``: convolution (direct and transposed, 1-3D, groups, bias)
 - ``pool``: max/avg pooling (2D/3D, with indices), adaptive avg/max pooling
 - ``views``: views (generic, free), clone/_to_copy/copy_, cat, stack
+- ``view_copies``: the ``<view>_copy`` forms (one copy kernel each), ``as_strided_`` (free),
+  ``as_strided_scatter``
 - ``attention``: ``solar.sdpa`` (intercepted ``scaled_dot_product_attention``, one kernel)
 - ``recurrent``: ``solar.lstm``/``gru``/``rnn_tanh``/``rnn_relu`` (intercepted cuDNN RNNs)
 - ``indexing``: gathers and scatters (embedding, embedding_bag, index_select, gather, take,
@@ -26,11 +28,19 @@ operator's schema arguments, and emits statements with ``ctx.statement``.
 - ``nll``: nll_loss_forward, nll_loss2d_forward
 - ``scan``: cumsum, cumprod, cummax, cummin, logcumsumexp
 - ``sort``: sort, topk, kthvalue, median, nanmedian (extern routines)
+- ``random``: rand/randn/randint (and ``_like``), normal, bernoulli, uniform_/normal_/random_/
+  exponential_, randperm, native_dropout (train-mode dropout as CUDA runs it)
+- ``cells``: ``solar.lstm_cell``/``gru_cell`` (intercepted ``nn.LSTMCell``/``nn.GRUCell``: two
+  GEMMs and CUDA's fused cell kernel)
+- ``transformer``: the ``nn.MultiheadAttention``/``nn.TransformerEncoderLayer`` eval fast
+  path (``_native_multi_head_attention``, ``_transformer_encoder_layer_fwd``) and
+  ``_addmm_activation``, ``_transform_bias_rescale_qkv``
 """
 
 from solar.frontend.torch.ops import (  # noqa: F401  (registration side effects)
     activation,
     attention,
+    cells,
     conv,
     creation,
     elementwise,
@@ -41,11 +51,14 @@ from solar.frontend.torch.ops import (  # noqa: F401  (registration side effects
     normalization,
     norms,
     pool,
+    random,
     recurrent,
     reduction,
     scan,
     shape,
     softmax,
     sort,
+    transformer,
+    view_copies,
     views,
 )

@@ -28,7 +28,9 @@ row), one SFU exp, and 2·E + 2·Ev tensor-core flops, what FlashAttention execu
 - float32 inputs contract on TF32 tensor cores: CUDA's fp32 attention kernel (memory-efficient,
   CUTLASS ``OpMultiplyAddFastF32``) runs on tensor cores, so counting its products once at the
   TF32 peak keeps the bound below it.
-- ``dropout_p > 0`` is training-mode attention (random) and is refused.
+- ``dropout_p > 0`` (training-mode attention): after the row sums, each probability is kept
+  with probability ``1 - p`` and scaled by ``1/(1 - p)`` (one random draw per score, kernel-
+  local, as FlashAttention's in-kernel Philox dropout; see :mod:`.random`).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ import torch
 from solar.frontend.torch import fused  # noqa: F401  (defines torch.ops.solar.*)
 from solar.frontend.torch.lower import LoweringContext, T, cast
 from solar.frontend.torch.ops.common import acc_dtype
+from solar.frontend.torch.ops.random import draw
 from solar.frontend.torch.registry import lowering
 from solar.ir.affine import Affine
 from solar.ir.program import Guard
@@ -60,14 +63,9 @@ class _Lead:
     o: list[object] = field(default_factory=list)
 
 
-def _checked_output(ctx: LoweringContext, q: T, k: T, v: T, dropout_p: float) -> T:
-    """The call's output, once the call is one with a loop-nest definition: no dropout,
-    operands of the output's rank with matching head and sequence sizes."""
-    if dropout_p:
-        ctx.fail(
-            f"with dropout_p={dropout_p} is training-mode (random) attention, which has no "
-            "loop-nest definition; trace in eval mode with dropout_p=0"
-        )
+def _checked_output(ctx: LoweringContext, q: T, k: T, v: T) -> T:
+    """The call's output, once the call is one with a loop-nest definition: operands of the
+    output's rank with matching head and sequence sizes."""
     out = ctx.out()
     if not q.ndim == k.ndim == v.ndim == out.ndim:
         ctx.fail(f"with query, key, value of {q.ndim}, {k.ndim}, {v.ndim} dims is not supported")
@@ -181,6 +179,13 @@ class _Attention:
         self.emit(self.scores, self.sc, self.sc_ix, call("exp", shifted))
         self.emit(self.keys, self.den, self.row_ix, self.sc_load(), reduce="sum")
 
+    def dropout(self, p: float) -> None:
+        """Training-mode attention: keep each probability with probability ``1 - p`` and scale
+        it by ``1/(1 - p)`` (kernel-local draws, after the row sums, as FlashAttention)."""
+        keep = draw(self.scores, "bernoulli", "bool", a=1.0 - p)
+        dropped = call("mul", call("cast", keep, dtype=self.acc), Const(1.0 / (1.0 - p)))
+        self.emit(self.scores, self.sc, self.sc_ix, call("mul", self.sc_load(), dropped))
+
     def weighted_values(self, v: T, out: T, masked: bool) -> None:
         """``acc = P V`` on tensor cores, then ``out = acc / den`` (0 on a row whose keys are
         all masked, as PyTorch, not NaN)."""
@@ -210,10 +215,12 @@ def sdpa(
     enable_gqa: bool,
 ) -> None:
     """One attention kernel: scores, softmax over keys, weighted values (module docstring)."""
-    out = _checked_output(ctx, q, k, v, dropout_p)
+    out = _checked_output(ctx, q, k, v)
     scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
     lead = _lead(ctx, q, k, v, out, enable_gqa)
     att = _Attention(ctx, q, k, out, lead, is_causal, scale)
     att.qk(q, k)
     att.softmax_numerator(att.shifted_logits(mask))
+    if dropout_p:
+        att.dropout(dropout_p)
     att.weighted_values(v, out, masked=mask is not None)
