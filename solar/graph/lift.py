@@ -8,7 +8,7 @@ Deterministic and IR-only. Nodes:
   (rank -> extent, including the kernel's sequential loop dims), ``loops`` (the ranks of
   those loop dims, outermost first), ``scan`` (the scanned rank), ``extern`` (the routine),
   ``reduce``, ``ops`` (op class -> count, over all loop iterations), ``kernel``,
-  ``source_op``, ``source``, ``module``;
+  ``source_op``, ``source``, ``module``, ``phase`` (of a training step, else "");
 - one node per graph input / weight / constant (``"in:<tensor>"``) and per graph output
   (``"out:<tensor>"``).
 
@@ -16,8 +16,8 @@ Edges are tensors flowing from producer to consumer, keyed by tensor name, with 
 (the storage base), ``shape``, ``dtype``, ``role``, ``bytes`` (the whole tensor) and
 ``footprint_bytes`` (what this access touches). ``graph.graph`` holds what the backends need
 beyond nodes and edges: ``kernels`` (per launched kernel: statements, DRAM reads and writes
-in bytes), ``tensors`` (per storage tensor: shape, dtype, role, bytes) and ``fused_io``
-(bytes of graph inputs, weights and outputs, each once).
+in bytes, phase and origin), ``tensors`` (per storage tensor: shape, dtype, role, bytes) and
+``fused_io`` (bytes of graph inputs, weights and outputs, each once).
 """
 
 from __future__ import annotations
@@ -98,6 +98,7 @@ def lift(program: Program) -> nx.MultiDiGraph:
                 source_op=k.op,
                 source=k.source,
                 module=k.module,
+                phase=k.phase,
             )
             stmt_ids.append(node)
             for (tensor, _), fp in zip(loads, facts.footprints[si], strict=True):
@@ -124,6 +125,8 @@ def lift(program: Program) -> nx.MultiDiGraph:
                 "op": k.op,
                 "source": k.source,
                 "module": k.module,
+                "phase": k.phase,
+                "origin": k.origin,
                 "statements": stmt_ids,
                 "reads": {t: _bytes(program, f.elements, t) for t, f in io.reads.items()},
                 "writes": {t: _bytes(program, f.elements, t) for t, f in io.writes.items()},

@@ -26,20 +26,28 @@ operator's schema arguments, and emits statements with ``ctx.statement``.
 - ``nll``: nll_loss_forward, nll_loss2d_forward
 - ``scan``: cumsum, cumprod, cummax, cummin, logcumsumexp
 - ``sort``: sort, topk, kthvalue, median, nanmedian (extern routines)
+- ``backward``: the backward operators of a training step (``*_backward``, softmax/layer/batch
+  norm backward, embedding/nll/max-pool gradient scatters, ``convolution_backward``)
+- ``fused_backward``: ``solar.sdpa_backward`` (FlashAttention-style) and
+  ``solar.rms_norm_backward``, the backward of the intercepted fused calls
+- ``optim``: ``_foreach_*`` and fused optimizers, one kernel per ``multi_tensor_apply`` launch
 """
 
 from solar.frontend.torch.ops import (  # noqa: F401  (registration side effects)
     activation,
     attention,
+    backward,
     conv,
     creation,
     elementwise,
+    fused_backward,
     indexing,
     loss,
     matmul,
     nll,
     normalization,
     norms,
+    optim,
     pool,
     recurrent,
     reduction,

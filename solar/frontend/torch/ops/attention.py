@@ -46,6 +46,37 @@ from solar.ir.program import Guard
 from solar.ir.scalar import Const, Expr, call
 
 
+def layout(ctx: LoweringContext, q: T, k: T, v: T, out: T, enable_gqa: bool):
+    """The leading loops (batch, heads) and the leading index of q, k, v and the output:
+    one loop per leading dim (broadcast operands read index 0), except the query-head dim
+    under GQA, split into ``(kv, g)`` loops (query head ``kv·G + g``, key/value head ``kv``)."""
+    lead: list[tuple[str, int]] = []
+    q_ix: list[object] = []
+    k_ix: list[object] = []
+    v_ix: list[object] = []
+    o_ix: list[object] = []
+    for p in range(out.ndim - 2):
+        hq, hk, hv = q.shape[p], k.shape[p], v.shape[p]
+        if enable_gqa and p == out.ndim - 3 and hq != hk:
+            if hk != hv or hq % hk:
+                ctx.fail(f"with enable_gqa needs Hq ({hq}) a multiple of Hk = Hv ({hk}, {hv})")
+            group = hq // hk
+            lead += [("kv", hk), ("g", group)]
+            head = Affine.of("kv") * group + "g"
+            q_ix.append(head)
+            o_ix.append(head)
+            k_ix.append("kv")
+            v_ix.append("kv")
+            continue
+        d = f"b{p}"
+        lead.append((d, out.shape[p]))
+        q_ix.append(0 if hq == 1 else d)
+        k_ix.append(0 if hk == 1 else d)
+        v_ix.append(0 if hv == 1 else d)
+        o_ix.append(d)
+    return lead, q_ix, k_ix, v_ix, o_ix
+
+
 @lowering(torch.ops.solar.sdpa.default)
 def sdpa(
     ctx: LoweringContext,
@@ -72,32 +103,7 @@ def sdpa(
         ctx.fail(f"with mismatched shapes q {q.shape}, k {k.shape}, v {v.shape}")
     scale = 1 / math.sqrt(e_dim) if scale is None else scale
 
-    # Leading dims: one loop each (broadcast operands read index 0), except the query-head dim
-    # under GQA, split into (kv, g) loops.
-    lead: list[tuple[str, int]] = []
-    q_ix: list[object] = []
-    k_ix: list[object] = []
-    v_ix: list[object] = []
-    o_ix: list[object] = []
-    for p in range(nd - 2):
-        hq, hk, hv = q.shape[p], k.shape[p], v.shape[p]
-        if enable_gqa and p == nd - 3 and hq != hk:
-            if hk != hv or hq % hk:
-                ctx.fail(f"with enable_gqa needs Hq ({hq}) a multiple of Hk = Hv ({hk}, {hv})")
-            group = hq // hk
-            lead += [("kv", hk), ("g", group)]
-            head = Affine.of("kv") * group + "g"
-            q_ix.append(head)
-            o_ix.append(head)
-            k_ix.append("kv")
-            v_ix.append("kv")
-            continue
-        d = f"b{p}"
-        lead.append((d, out.shape[p]))
-        q_ix.append(0 if hq == 1 else d)
-        k_ix.append(0 if hk == 1 else d)
-        v_ix.append(0 if hv == 1 else d)
-        o_ix.append(d)
+    lead, q_ix, k_ix, v_ix, o_ix = layout(ctx, q, k, v, out, enable_gqa)
 
     rows = [*lead, ("l", lq)]
     scores = [*rows, ("s", lk)]
