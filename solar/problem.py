@@ -1,7 +1,9 @@
 """KernelBench-style problem files: a ``Model`` class, ``get_inputs()``, ``get_init_inputs()``.
 
 Files are loaded as they are. The model and inputs are built under ``torch.device("meta")``,
-so analysing a large problem allocates no weights or activations. JAX problem files (a
+so analysing a large problem allocates no weights or activations. A file that also defines
+``get_optimizer(model)`` is a *training* problem: the program is one training step
+(:func:`training_step`, docs/training.md). JAX problem files (a
 ``forward`` function or a Flax ``Model``, with ``get_inputs()`` returning arrays or
 ``jax.ShapeDtypeStruct`` s) follow :mod:`solar.frontend.jax.problem` and are built abstractly.
 """
@@ -74,9 +76,37 @@ def load_problem(path: str | Path, *, device: str = "meta") -> Problem:
             f"{path}: building Model/get_inputs on the {device} device failed: "
             f"{type(e).__name__}: {e}"
         ) from e
+    if is_training_problem(module):
+        step, args = training_step(module, model, inputs, path)
+        return Problem(path, path.stem, step, args)
     if isinstance(model, torch.nn.Module):
         model.eval()
     return Problem(path, path.stem, model, tuple(inputs))
+
+
+def is_training_problem(module) -> bool:
+    """A training problem file defines ``get_optimizer`` (see :func:`training_step`)."""
+    return callable(getattr(module, "get_optimizer", None))
+
+
+def training_step(module, model, inputs, path) -> tuple[object, tuple]:
+    """``(step, batch)`` of a PyTorch training problem file (docs/training.md): the model in
+    train mode, ``optimizer = get_optimizer(model)``, and the file's
+    ``train_step(model, optimizer, *batch)`` or, without one, the default step
+    (``zero_grad``; ``loss = model(*batch)``; ``loss.backward()``; ``optimizer.step()``)."""
+    import functools
+
+    from solar.frontend.torch.training import make_train_step
+
+    model.train()
+    try:
+        optimizer = module.get_optimizer(model)
+    except Exception as e:
+        raise ProblemError(f"{path}: get_optimizer(model) failed: {type(e).__name__}: {e}") from e
+    custom = getattr(module, "train_step", None)
+    if callable(custom):
+        return functools.partial(custom, model, optimizer), tuple(inputs)
+    return make_train_step(model, tuple(inputs), optimizer=optimizer)
 
 
 def problem_at(path, param: str, value):
@@ -102,6 +132,8 @@ def problem_at(path, param: str, value):
             f"{path}: building Model/get_inputs with {param}={value} failed: "
             f"{type(e).__name__}: {e}"
         ) from e
+    if is_training_problem(module):
+        return training_step(module, model, inputs, path)
     if isinstance(model, torch.nn.Module):
         model.eval()
     return model, inputs

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
+from solar.backend.phases import tensor_uses
+
 RESIDENT = ("input", "weight", "constant")
 
 
@@ -35,14 +37,20 @@ class PeakMemory:
     resident_bytes: int  # graph inputs, weights and constants
     at_peak: dict[str, int] = field(default_factory=dict)  # role -> live bytes at the peak
     timeline: tuple[int, ...] = ()  # live bytes while each kernel runs, in kernel order
+    # a training step: what the live bytes at the peak hold (weights, optimizer state,
+    # gradients, saved activations, ...; see solar.backend.phases.tensor_uses)
+    at_peak_use: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        return {
+        d = {
             "peak_bytes": self.peak_bytes,
             "peak_kernel": self.peak_kernel,
             "resident_bytes": self.resident_bytes,
             "at_peak": dict(self.at_peak),
         }
+        if self.at_peak_use:
+            d["at_peak_use"] = dict(self.at_peak_use)
+        return d
 
 
 def live_intervals(g: nx.MultiDiGraph) -> dict[str, tuple[int, int]]:
@@ -82,12 +90,18 @@ def peak_memory(g: nx.MultiDiGraph) -> PeakMemory:
     k = max(range(n), key=timeline.__getitem__)
     alive = {b for b, (lo, hi) in intervals.items() if lo <= k <= hi}
     name = g.graph["kernels"][k]["name"]
-    return PeakMemory(timeline[k], name, resident, _by_role(tensors, alive), tuple(timeline))
+    uses = tensor_uses(g)
+    by_use = _by_role(tensors, alive, uses) if uses else {}
+    return PeakMemory(
+        timeline[k], name, resident, _by_role(tensors, alive), tuple(timeline), by_use
+    )
 
 
-def _by_role(tensors: dict, alive: set[str]) -> dict[str, int]:
+def _by_role(tensors: dict, alive: set[str], key: dict[str, str] | None = None) -> dict[str, int]:
+    """Live bytes at the peak by role (or by ``key[name]``, the tensors' uses)."""
     out: dict[str, int] = {}
     for name, t in tensors.items():
         if t["role"] in RESIDENT or name in alive:
-            out[t["role"]] = out.get(t["role"], 0) + t["bytes"]
+            k = key[name] if key else t["role"]
+            out[k] = out.get(k, 0) + t["bytes"]
     return out

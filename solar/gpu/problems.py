@@ -23,7 +23,14 @@ import torch
 
 from solar.frontend.jax.problem import flax_class_kind
 from solar.gpu.subject import Subject, make_subject
-from solar.problem import Problem, ProblemError, discover, load_module
+from solar.problem import (
+    Problem,
+    ProblemError,
+    discover,
+    is_training_problem,
+    load_module,
+    training_step,
+)
 
 __all__ = [
     "discover",
@@ -141,11 +148,22 @@ def load_real_problem(
             f"{path}: building Model/get_inputs on the {device} device failed: "
             f"{type(e).__name__}: {e}"
         ) from e
-    if isinstance(model, torch.nn.Module):
+    training = is_training_problem(module)
+    if isinstance(model, torch.nn.Module) and not training:
         model.eval()
     if randomize:
         inputs, more = randomize_constants(model, inputs, seed=seed)
         notes += more
+    if training:
+        step, args = training_step(module, model, inputs, path)
+        with torch.enable_grad():
+            step(*args)  # one real step: the optimizer state exists, as in the traced step
+        notes.append(
+            "training step: one real step run first (the optimizer state exists); the IR is "
+            "the next step, validated on the loss, the updated parameters and state, and "
+            "per kernel"
+        )
+        return Problem(path, path.stem, step, args), notes
     return Problem(path, path.stem, model, tuple(inputs)), notes
 
 
@@ -276,7 +294,24 @@ def _jax_program(kind: str, module, rand: _RandomArrays, seed: int, randomize: b
         get_params = getattr(module, "get_params", None)
         params = () if get_params is None else (rand.real_tree(get_params(*init)),)
         fn, args = module.forward, (*params, *inputs)
-    return fn, rand.fresh_tree(args) if randomize else args
+    args = rand.fresh_tree(args) if randomize else args
+    if callable(getattr(module, "get_optimizer", None)):
+        return _jax_training(module, fn, args)
+    return fn, args
+
+
+def _jax_training(module, fn, args):
+    """A JAX training problem with real arrays: the optimizer state from ``optimizer.init``,
+    then one real step, so the state the IR reads is a steady-state one (never zeros)."""
+    import jax
+
+    from solar.frontend.jax.training import make_train_step
+
+    optimizer = module.get_optimizer()
+    params, *batch = args
+    step = make_train_step(fn, optimizer)
+    params, state, _ = jax.jit(step)(params, optimizer.init(params), *batch)
+    return step, (params, state, *batch)
 
 
 def _real_jax_problem(module, path, *, device, seed, overrides, strict, randomize):

@@ -198,10 +198,13 @@ def validate_subject(
 
     ``per_kernel``: ``True`` also compares every kernel's outputs with the source's
     intermediates (torch subjects; the fx graph is run on the same values), ``"auto"`` only
-    when an output fails (to find the first differing kernel). ``tol`` overrides the
-    tolerance: one number, or ``{dtype: number}``. ``reference``: the source's flattened
+    when an output fails (to find the first differing kernel) and always for a PyTorch
+    training step (its outputs, the updated parameters, dilute an error in a gradient).
+    ``tol`` overrides the tolerance: one number, or ``{dtype: number}``. ``reference``: the source's flattened
     outputs if already computed (the source is not run again)."""
     program, dev = subject.program, subject.device
+    if per_kernel == "auto" and getattr(subject.trace, "updated", None):
+        per_kernel = True  # a training step: check the gradients too, kernel by kernel
     rep = ValidationReport(subject.name, str(dev), "error", path=subject.path)
     rep.notes = list(subject.notes)
     if subject.trace_s:

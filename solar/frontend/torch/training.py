@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import operator
 import sys
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -66,7 +67,7 @@ def is_training_step(fn, inputs=()) -> bool:
     a ``torch.optim.Optimizer``."""
     if isinstance(fn, torch.nn.Module) or not callable(fn):
         return False
-    if code_names(fn) & _TRAINING_NAMES:
+    if _known_step(fn) is not None or code_names(fn) & _TRAINING_NAMES:
         return True
     return bool(find_step_objects(fn)[1])
 
@@ -136,6 +137,9 @@ def trace_training_step(
     policy = PrecisionPolicy.from_torch(precision)
     args = _as_tuple(inputs)
     prefixes = None
+    known = _known_step(fn)
+    if known is not None and modules is None and optimizers is None:
+        modules, optimizers = known
     if modules is None or optimizers is None:
         found_m, found_o, prefixes = find_step_objects(fn)
         modules = found_m if modules is None else modules
@@ -225,6 +229,48 @@ def trace_training_step(
     return TrainingTrace(
         lowerer.program, bindings, output_names, gm, notes, state=state, updated=updated
     )
+
+
+def make_train_step(model, inputs, *, loss=None, targets=(), optimizer=None):
+    """``(train_step, args)`` for :func:`solar.bound_training`: ``optimizer.zero_grad();
+    out = model(*inputs); l = loss(out, *targets) (or out); l.backward(); optimizer.step();
+    return l``. ``optimizer``: an optimizer, an optimizer class or a factory of the
+    parameters (default ``torch.optim.AdamW``)."""
+    inputs = _as_tuple(inputs)
+    targets = _as_tuple(targets) if targets is not None else ()
+    if optimizer is None:
+        optimizer = torch.optim.AdamW
+    if not isinstance(optimizer, torch.optim.Optimizer):
+        optimizer = optimizer(model.parameters())
+    n = len(inputs)
+
+    def train_step(*batch):
+        optimizer.zero_grad(set_to_none=True)
+        out = model(*batch[:n])
+        value = loss(out, *batch[n:]) if loss is not None else out
+        if not isinstance(value, torch.Tensor) or value.numel() != 1:
+            shape = tuple(value.shape) if isinstance(value, torch.Tensor) else type(value).__name__
+            raise ValueError(
+                f"the loss must be one number; the model returns {shape}: pass loss=..."
+            )
+        value.backward()
+        optimizer.step()
+        return value
+
+    train_step.__name__ = f"{type(model).__name__}_step"
+    _STEP_OBJECTS[train_step] = ([model], [optimizer])
+    return train_step, (*inputs, *targets)
+
+
+#: Steps made by :func:`make_train_step` know their model and optimizer.
+_STEP_OBJECTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _known_step(fn):
+    try:
+        return _STEP_OBJECTS.get(fn)
+    except TypeError:  # not weak-referenceable: not one of ours
+        return None
 
 
 def _graph_inputs(state, traced_state, leaves_with_paths, tensor_leaves, arg_names):
