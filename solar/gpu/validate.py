@@ -200,8 +200,8 @@ def validate_subject(
     intermediates (torch subjects; the fx graph is run on the same values), ``"auto"`` only
     when an output fails (to find the first differing kernel) and always for a PyTorch
     training step (its outputs, the updated parameters, dilute an error in a gradient).
-    ``tol`` overrides the tolerance: one number, or ``{dtype: number}``. ``reference``: the source's flattened
-    outputs if already computed (the source is not run again)."""
+    ``tol`` overrides the tolerance: one number, or ``{dtype: number}``. ``reference``: the
+    source's flattened outputs if already computed (the source is not run again)."""
     program, dev = subject.program, subject.device
     if per_kernel == "auto" and getattr(subject.trace, "updated", None):
         per_kernel = True  # a training step: check the gradients too, kernel by kernel
