@@ -220,8 +220,20 @@ def trace_training_step(
         f"training step traced in eager CUDA's order: forward, backward (autograd engine), "
         f"optimizer; {len(updated)} input(s) updated in place are outputs"
     ]
-    if any(g.get("foreach") is None for o in state.optimizers for g in o.param_groups):
+    groups = [g for o in state.optimizers for g in o.param_groups]
+    if any(g.get("foreach", 0) is None and not g.get("fused") for g in groups):
         notes.append("optimizer foreach=None traced as foreach=True (PyTorch's default on CUDA)")
+    if any(k.op.startswith(("aten._foreach", "aten._fused")) for k in lowerer.program.kernels):
+        from solar.frontend.torch.ops.optim import ARG_SPACE, LIMITS
+
+        lim = LIMITS[ARG_SPACE]
+        cuda = "CUDA >= 13" if ARG_SPACE == "32KB" else "CUDA < 13"
+        notes.append(
+            f"foreach / fused optimizer ops: one kernel per multi_tensor_apply launch "
+            f"(chunks of 65536 elements, at most {lim['blocks']} chunks and "
+            f"{'/'.join(map(str, lim['tensors']))} tensors per launch by depth: the "
+            f"{ARG_SPACE} launch-argument limits of {cuda})"
+        )
     notes += [
         f"torch.autocast({d!r}) traced with PyTorch's {device.type} autocast policy"
         for d in sorted(remapped)
@@ -410,6 +422,8 @@ class PhaseRecorder:
             self.backward_seen = True
             node.meta["solar_phase"] = "recompute" if _recomputing() else "backward"
             node.meta["solar_grad_fn"] = (grad_fn.name(), grad_fn._sequence_nr())
+            if node.meta["solar_phase"] == "recompute":  # its own backward finds it
+                self.forward_of_seq.setdefault(torch.autograd._get_sequence_nr() - 1, node)
         elif self.backward_seen and not torch.is_grad_enabled():
             node.meta["solar_phase"] = "optimizer"  # clipping, a hand-written update (no_grad)
             self.capture_grads()

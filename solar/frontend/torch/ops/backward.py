@@ -140,7 +140,8 @@ def softmax_backward(ctx: LoweringContext, g: T, y: T, dim: int, input_dtype) ->
     s = ctx.local("sum", row_shape, acc)
     gl, yl = ctx.load(g, names, acc), ctx.load(y, names, acc)
     if ctx.op == aten._softmax_backward_data.default:
-        ctx.statement(reduce_r, s, row, call("mul", gl, yl), reduce="sum", dtype=acc)
+        gy = _on_cuda_cores(ctx, "gy", y.shape, names, full, call("mul", gl, yl), acc)
+        ctx.statement(reduce_r, s, row, gy, reduce="sum", dtype=acc)
         res = call("mul", yl, call("sub", gl, ctx.load(s, row)))
     else:
         ctx.statement(reduce_r, s, row, gl, reduce="sum", dtype=acc)
@@ -179,6 +180,7 @@ def layer_norm_backward(
     if outs[0] is not None:
         a = ctx.local("sum_g", mean.shape, acc)
         b = ctx.local("sum_gx", mean.shape, acc)
+        gw = _on_cuda_cores(ctx, "gw", x.shape, names, full, gw, acc)
         ctx.statement(by_row, a, stat, gw, reduce="sum", dtype=acc)
         ctx.statement(by_row, b, stat, call("mul", gw, xhat), reduce="sum", dtype=acc)
         inner = call(
@@ -191,6 +193,15 @@ def layer_norm_backward(
     for out, term in ((outs[1], call("mul", gl, xhat)), (outs[2], gl)):
         if out is not None and out.numel:
             ctx.statement(by_col, out, cols, term, reduce="sum", dtype=acc)
+
+
+def _on_cuda_cores(ctx, stem, shape, names, full, product: Expr, acc: str) -> Expr:
+    """A product a kernel computes elementwise (on CUDA cores) before summing it: kept in a
+    kernel-local buffer, so the sum that follows is a reduction, not a tensor-core
+    contraction (a row-wise dot product in a normalization backward is not a GEMM)."""
+    buf = ctx.local(stem, shape, acc)
+    ctx.statement(full, buf, names, product, dtype=acc)
+    return ctx.load(buf, names)
 
 
 def _to(e: Expr, have: str, want: str) -> Expr:

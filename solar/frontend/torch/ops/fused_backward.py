@@ -91,13 +91,10 @@ def sdpa_backward(
         prob = call("where", call("eq", ctx.load(m, row_ix), Const(-math.inf)), Const(0.0), prob)
     emit(scores, p, sc_ix, prob)
     o_row = [*o_ix, "l", "ev"]
-    ctx.statement(
-        [*rows, red("ev", ev)],
-        dd,
-        row_ix,
-        call("mul", ctx.load(g, o_row, acc), ctx.load(o, o_row, acc)),
-        reduce="sum",
-    )
+    go = ctx.local("dout_out", o.shape, acc)  # dO·O elementwise (CUDA cores), then its row sum
+    go_mul = call("mul", ctx.load(g, o_row, acc), ctx.load(o, o_row, acc))
+    ctx.statement([*rows, ("ev", ev)], go, o_row, go_mul)
+    ctx.statement([*rows, red("ev", ev)], dd, row_ix, ctx.load(go, o_row), reduce="sum")
     # dV[kv.., s, ev] = Σ_{g, l} P·dO
     kv_red = [red("g", e) for n, e in lead if n == "g"]
     emit(

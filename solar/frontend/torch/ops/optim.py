@@ -68,10 +68,13 @@ ARG_SPACE = _arg_space()
 Piece = tuple[int, int, int]  # (list item, first element, end element)
 
 
-def launches(numels: Sequence[int], depth: int, scalar_list: bool = False) -> list[list[Piece]]:
+def launches(
+    numels: Sequence[int], depth: int, scalar_list: bool = False, arg_space: str | None = None
+) -> list[list[Piece]]:
     """The launches ``multi_tensor_apply<depth>`` makes for tensors of ``numels`` elements:
-    each a list of (item, first element, end element) pieces (empty tensors are skipped)."""
-    lim = LIMITS[ARG_SPACE]
+    each a list of (item, first element, end element) pieces (empty tensors are skipped).
+    ``arg_space``: ``"32KB"`` or ``"4KB"`` (default :data:`ARG_SPACE`)."""
+    lim = LIMITS[arg_space or ARG_SPACE]
     max_tensors = lim["scalars" if scalar_list else "tensors"][depth - 1]
     max_blocks = lim["blocks"]
     out: list[list[Piece]] = []
