@@ -6,10 +6,10 @@ loss, ``optax.adamw``, ``optax.apply_updates``. Twin of examples/jax_twin_train_
 tanh-GELU MLP), LayerNorm, LM head tied to the token embedding, vocabulary 4096, batch
 8 x 512 tokens, bf16 parameters and optimizer state, the loss in float32.
 
-A JAX training problem file (docs/training.md): ``forward(params, *batch)`` returns the loss,
-``get_params()`` the parameters (ShapeDtypeStructs: nothing is allocated), ``get_optimizer()``
-the optax transformation; solar analyses ``(params, opt_state, *batch) -> (params, opt_state,
-loss)``.
+A JAX training problem file (docs/training.md): ``Model.apply(params, *batch)`` returns the
+loss, ``Model().params`` are ShapeDtypeStructs (nothing is allocated), ``get_optimizer()`` the
+optax transformation, ``init_params(key)`` real parameters for a GPU run; solar analyses
+``(params, opt_state, *batch) -> (params, opt_state, loss)``.
 """
 
 import jax
@@ -72,6 +72,22 @@ def get_params(layers=LAYERS, width=WIDTH, vocab=VOCAB, context=TOKENS):
         "lnf_w": sds(width),
         "lnf_b": sds(width),
     }
+
+
+def init_params(key, layers=LAYERS, width=WIDTH, vocab=VOCAB, context=TOKENS):
+    """Real parameters at GPT-2's initialisation (normal(0, 0.02) matrices and embeddings,
+    LayerNorm weights 1, biases 0), for validating the step on a GPU."""
+    shapes = get_params(layers, width, vocab, context)
+    leaves, tree = jax.tree_util.tree_flatten_with_path(shapes)
+    keys = jax.random.split(key, len(leaves))
+
+    def init(path, s, k):
+        name = jax.tree_util.keystr(path)
+        if s.ndim == 2:
+            return (0.02 * jax.random.normal(k, s.shape, jnp.float32)).astype(s.dtype)
+        return jnp.ones(s.shape, s.dtype) if name.endswith("_w']") else jnp.zeros(s.shape, s.dtype)
+
+    return jax.tree_util.tree_unflatten(tree, [init(p, s, k) for (p, s), k in zip(leaves, keys)])
 
 
 def get_optimizer():

@@ -643,7 +643,7 @@ def _owner_groups(events: Sequence[OpEvent], root: int, wanted: set[str]) -> lis
             chain.append(j)
             j = events[j].parent
             seen += 1
-        if j != root:
+        if j != root and not _other_thread_inside(events, chain[-1], root):
             continue  # not inside this repetition
         owner = next((c for c in reversed(chain) if events[c].name in wanted), None)
         if owner is None:
@@ -655,6 +655,17 @@ def _owner_groups(events: Sequence[OpEvent], root: int, wanted: set[str]) -> lis
             g.seconds += secs
             g.kernels.append(kname)
     return sorted(groups.values(), key=lambda g: (g.start, g.owner))
+
+
+def _other_thread_inside(events: Sequence[OpEvent], top: int, root: int) -> bool:
+    """Whether a top-level event ``top`` that is not under ``root`` ran on another CPU thread
+    during the repetition: the autograd engine runs a CUDA backward on its device thread, so a
+    training step's backward operators hang under no ``solar::rep`` range, only inside its
+    time span."""
+    t, r = events[top], events[root]
+    if t.parent is not None or t.name.startswith(REP_MARKER):
+        return False
+    return r.start_us <= t.start_us and t.end_us <= r.end_us
 
 
 def _lcs_pairs(a: Sequence[str], b: Sequence[str]) -> list[tuple[int, int]]:

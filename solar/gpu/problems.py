@@ -271,7 +271,9 @@ class _RandomArrays:
 
 def _jax_program(kind: str, module, rand: _RandomArrays, seed: int, randomize: bool):
     """``(fn, args)`` of a JAX problem file with real arrays: Flax models initialised for real
-    with the seed, parameters and inputs drawn by ``rand``."""
+    with the seed, parameters from the file's ``init_params(key, *get_init_inputs())`` when it
+    has one (a trained network's scale: a training step validated on unit-normal weights of a
+    deep bf16 model is chaotic), else drawn by ``rand`` like the inputs."""
     model_cls = getattr(module, "Model", None)
     init = list(getattr(module, "get_init_inputs", lambda: [])())
     inputs = rand.real_tree(tuple(module.get_inputs()))
@@ -287,12 +289,17 @@ def _jax_program(kind: str, module, rand: _RandomArrays, seed: int, randomize: b
         model = model_cls(*init)
         variables = model.init(rand.key, *inputs)
         return model, (rand.fresh_tree(variables) if randomize else variables, *inputs)
+    init_params = getattr(module, "init_params", None)  # the file's own initialisation
     if kind == "apply":
         model = model_cls(*init)
-        fn, args = model.apply, (rand.real_tree(model.params), *inputs)
+        params = init_params(rand.key, *init) if callable(init_params) else model.params
+        fn, args = model.apply, (rand.real_tree(params), *inputs)
     else:
         get_params = getattr(module, "get_params", None)
-        params = () if get_params is None else (rand.real_tree(get_params(*init)),)
+        if callable(init_params):
+            params = (init_params(rand.key, *init),)
+        else:
+            params = () if get_params is None else (rand.real_tree(get_params(*init)),)
         fn, args = module.forward, (*params, *inputs)
     args = rand.fresh_tree(args) if randomize else args
     if callable(getattr(module, "get_optimizer", None)):
