@@ -56,8 +56,13 @@ def parse(argv):
     p.add_argument("--budget-s", type=float, default=2.0, help="timing budget per program")
     p.add_argument("--only", default="", help="comma-separated substrings of names to keep")
     p.add_argument("--device", default="cuda", help="cuda (default); cpu for a smoke test")
-    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                   help="override a module constant of every file that has it (small runs)")  # fmt: skip
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="override a module constant of every file that has it (small runs)",
+    )
     return p.parse_args(argv)
 
 

@@ -335,6 +335,16 @@ def test_map_backward_on_the_autograd_thread():
     assert m.total_device_s == pytest.approx(3e-6) and m.unmatched_device == []
 
 
+def test_map_attention_backward_under_any_backend():
+    """``solar.sdpa_backward`` is whichever attention backward eager picked at run time."""
+    ev = Ev()
+    root = ev.add("solar::rep0")
+    eff = ev.add("aten::_scaled_dot_product_efficient_attention_backward", root)
+    ev.add("aten::_efficient_attention_backward", eff, [("fmha_bwd", 4e-6)])
+    m = map_kernels(["solar.sdpa_backward.default"], ev.events, root)
+    assert [(x.ir, x.seconds) for x in m.matches] == [([0], 4e-6)]
+
+
 def test_map_reps_takes_the_median():
     ev = Ev()
     for i, us in enumerate((1.0, 3.0, 2.0)):

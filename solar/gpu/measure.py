@@ -554,7 +554,25 @@ PROFILER_ALIASES: dict[str, tuple[str, ...]] = {
     "solar::gru": ("aten::gru",),
     "solar::rnn_tanh": ("aten::rnn_tanh",),
     "solar::rnn_relu": ("aten::rnn_relu",),
+    # a training step's attention backward: whichever backend the forward ran
+    "solar::sdpa_backward": (
+        "aten::_scaled_dot_product_flash_attention_backward",
+        "aten::_scaled_dot_product_efficient_attention_backward",
+        "aten::_scaled_dot_product_cudnn_attention_backward",
+        "aten::_efficient_attention_backward",
+        "aten::_flash_attention_backward",
+    ),
+    "solar::rms_norm_backward": ("aten::_fused_rms_norm_backward",),
 }
+
+_CANONICAL = {a: names[0] for names in PROFILER_ALIASES.values() for a in names[1:]}
+
+
+def _canonical(name: str) -> str:
+    """A profiler operator name, with the variants eager picks among at run time (flash,
+    memory-efficient or cuDNN attention backward) folded into the alias listed first."""
+    return _CANONICAL.get(name, name)
+
 
 _OVERLOAD = re.compile(r"^(?P<ns>[A-Za-z_][\w]*)\.(?P<op>[\w]+)(\.(?P<ovl>[\w]+))?$")
 
@@ -645,12 +663,13 @@ def _owner_groups(events: Sequence[OpEvent], root: int, wanted: set[str]) -> lis
             seen += 1
         if j != root and not _other_thread_inside(events, chain[-1], root):
             continue  # not inside this repetition
-        owner = next((c for c in reversed(chain) if events[c].name in wanted), None)
+        owner = next((c for c in reversed(chain) if _canonical(events[c].name) in wanted), None)
         if owner is None:
             owner = next((c for c in reversed(chain) if events[c].name.startswith("aten::")), i)
         g = groups.get(owner)
         if g is None:
-            g = groups[owner] = _Group(owner, events[owner].name, events[owner].start_us)
+            name = _canonical(events[owner].name)
+            g = groups[owner] = _Group(owner, name, events[owner].start_us)
         for kname, secs in ev.kernels:
             g.seconds += secs
             g.kernels.append(kname)

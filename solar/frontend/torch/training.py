@@ -54,11 +54,10 @@ from solar.frontend.torch.trace import (
     _tracing_error,
 )
 
-PHASES = ("forward", "backward", "recompute", "optimizer")
 _TRAINING_NAMES = {"backward", "grad"}
 
 
-def is_training_step(fn, inputs=()) -> bool:
+def is_training_step(fn) -> bool:
     """Whether ``fn`` (a plain function, not a module) is a training step: its code (or a
     function it calls) names ``backward`` or ``grad`` (``torch.autograd.grad``), or it reaches
     a ``torch.optim.Optimizer``."""
