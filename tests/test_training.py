@@ -408,6 +408,13 @@ def test_training_json_has_phases_and_uses():
     frame = b.to_dataframe(by="phase")
     assert list(frame.index) == ["forward", "backward", "optimizer"]
     assert math.isclose(frame["unfused_s"].sum(), b.unfused, rel_tol=1e-12)
+    assert set(b.to_dataframe()["phase"]) == {"forward", "backward", "optimizer"}
+    text = str(b)
+    assert "training step by phase" in text and "gradients" in text
+    assert "optimizer: 1 kernels" in b._repr_html_()
+    fig = b.plot("phases")
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert labels == ["forward", "backward", "optimizer"]
 
 
 def test_contraction_flops_agree_with_flop_counter_mode():
@@ -443,3 +450,57 @@ def test_contraction_flops_agree_with_flop_counter_mode():
         if d.get("kind") == "op" and d["op_kind"] == "contraction"
     )
     assert contraction == counter.get_total_flops()
+
+
+class Assorted(nn.Module):
+    """RMSNorm, SiLU/sigmoid/tanh gates, grouped-query attention with a boolean mask,
+    softmax, an embedding with a padding index: the remaining backward lowerings."""
+
+    def __init__(self, vocab=20, c=16, heads=4, kv_heads=2):
+        super().__init__()
+        self.heads, self.kv = heads, kv_heads
+        self.emb = nn.Embedding(vocab, c, padding_idx=0)
+        self.norm = nn.RMSNorm(c)
+        self.q, self.kv_proj = nn.Linear(c, c), nn.Linear(c, 2 * c * kv_heads // heads)
+        self.gate, self.up, self.out = nn.Linear(c, 2 * c), nn.Linear(c, 2 * c), nn.Linear(2 * c, 5)
+
+    def forward(self, ids):
+        x = self.norm(self.emb(ids))
+        b, t, c = x.shape
+        d = c // self.heads
+        q = self.q(x).view(b, t, self.heads, d).transpose(1, 2)
+        k, v = self.kv_proj(x).view(b, t, 2 * self.kv, d).transpose(1, 2).split(self.kv, dim=1)
+        mask = torch.ones(t, t, dtype=torch.bool).tril()
+        a = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
+        x = x + a.transpose(1, 2).reshape(b, t, c)
+        h = F.silu(self.gate(x)) * torch.sigmoid(self.up(x)) + torch.tanh(self.up(x))
+        return torch.softmax(self.out(h), dim=-1)
+
+
+def test_assorted_backward_lowerings_and_clipping_validate():
+    torch.manual_seed(0)
+    model = Assorted()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+
+    def step(ids, y):
+        opt.zero_grad()
+        loss = F.mse_loss(model(ids), y)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)
+        opt.step()
+        return loss
+
+    batch = (torch.randint(0, 20, (2, 8)), torch.rand(2, 8, 5))
+    t = run_and_compare(step, batch, tol=1e-4)
+    ops = {k.op for k in t.program.kernels}
+    assert {
+        "solar.sdpa_backward.default",
+        "solar.rms_norm_backward.default",
+        "aten.silu_backward.default",
+        "aten.sigmoid_backward.default",
+        "aten.tanh_backward.default",
+        "aten._softmax_backward_data.default",
+        "aten.embedding_dense_backward.default",
+        "aten._foreach_norm.Scalar",
+        "aten._foreach_mul_.Tensor",
+    } <= ops

@@ -158,6 +158,9 @@ def find_step_objects(fn) -> tuple[list, list, list[str]]:
     return [m for _, m in modules], optimizers, [f"{n}." for n, _ in modules]
 
 
+_MAX_ITEMS = 64  # of a list or dict searched (a dataset held in a global is not walked)
+
+
 def _collect(obj, name: str, found: dict, *, depth: int, seen: set) -> None:
     if id(obj) in seen or depth > 3:
         return
@@ -185,10 +188,10 @@ def _collect(obj, name: str, found: dict, *, depth: int, seen: set) -> None:
             _collect(v, name, found, depth=depth + 1, seen=seen)
         return
     if isinstance(obj, (list, tuple)):
-        for v in obj:
+        for v in obj[:_MAX_ITEMS]:
             _collect(v, name, found, depth=depth + 1, seen=seen)
     elif isinstance(obj, dict):
-        for k, v in obj.items():
+        for k, v in list(obj.items())[:_MAX_ITEMS]:
             _collect(v, str(k), found, depth=depth + 1, seen=seen)
     elif hasattr(obj, "__dict__") and not isinstance(obj, type) and not inspect.ismodule(obj):
         for k, v in vars(obj).items():  # an object holding the model/optimizer (a trainer)

@@ -21,8 +21,9 @@ build does not say which toolkit will run the program; solar assumes CUDA >= 13 
 :data:`ARG_SPACE`). :func:`launches` reproduces the rule; each launch becomes one IR kernel
 with one statement per tensor piece it covers, over a flat view of the tensor, and its
 ``origin`` names the list items it covers (``tensors[a:b]``). Per element the statement
-computes what the CUDA functor computes; per-tensor scalars a fused optimizer derives from its
-step count (bias corrections) are computed once per tensor into kernel-local scalars.
+computes what the CUDA functor computes, in its ``opmath`` type (float32 for half types); per-
+tensor scalars a fused optimizer derives from its step count (bias corrections) are computed
+once per tensor into kernel-local scalars.
 
 ``_foreach_norm`` launches the chunked partial-norm kernel and then one cleanup kernel reducing
 the per-chunk partials of every tensor.
@@ -36,6 +37,7 @@ from collections.abc import Callable, Sequence
 import torch
 
 from solar.frontend.torch.lower import LoweringContext, T
+from solar.frontend.torch.ops.common import acc_dtype
 from solar.frontend.torch.ops.elementwise import lerp
 from solar.frontend.torch.registry import lowering
 from solar.ir.affine import Affine
@@ -150,7 +152,7 @@ def emit_launches(
             if per_tensor is not None:
                 per_tensor(t)
             i = Affine.of("i") + lo
-            dtype = compute or outs[t].dtype
+            dtype = compute or acc_dtype(outs[t].dtype)  # CUDA's opmath: float32 for halves
             loads = [ctx.load(f[t], [i], dtype) for f in flats]
             expr = element(t, loads, dtype)
             if dtype != outs[t].dtype:
