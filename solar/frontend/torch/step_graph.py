@@ -106,11 +106,12 @@ class PhaseRecorder:
             self.capture_grads()
         elif _seeding_gradients():
             node.meta["solar_phase"] = "backward"  # the ones_like seed of loss.backward()
-            node.meta["solar_grad_fn"] = ("loss gradient seed", -1)
+            node.meta["solar_grad_fn"] = ("loss gradient seed", None)
         else:
             node.meta["solar_phase"] = "forward"
             seq = torch.autograd._get_sequence_nr() - 1
-            self.forward_of_seq.setdefault(seq, node)
+            if seq >= 0:  # an autograd node exists (this one's, or an earlier op's)
+                self.forward_of_seq.setdefault(seq, node)
 
 
 def _seeding_gradients() -> bool:
@@ -199,7 +200,7 @@ class StepLowerer(Lowerer):
         k.phase = phase
         if phase in ("backward", "recompute"):
             gname, seq = node.meta.get("solar_grad_fn", ("", -1))
-            fwd = self.recorder.forward_of_seq.get(seq)
+            fwd = self.recorder.forward_of_seq.get(seq) if seq is not None else None
             if phase == "recompute":
                 k.origin = f"recomputed for {gname}"
             elif fwd is not None:
