@@ -3,6 +3,7 @@
 import solar
 b = solar.bound(model, inputs, hw="H100")
 b.fused, b.cache_aware, b.unfused      # seconds, each a lower bound under its assumptions
+b = solar.bound(train_step, (batch,))  # a training step: forward, backward, optimizer
 
 The package reads as the pipeline (docs/architecture.md): ``frontend`` (PyTorch, JAX) ->
 ``ir`` (Affine Loop IR) -> ``graph`` (einsum graph) -> ``backend`` (bounds, with ``hw`` specs)
@@ -11,7 +12,7 @@ measurement on a device) -> ``report`` (views) and ``cli``.
 """
 
 from solar import llm
-from solar.api import bound, bound_program, trace
+from solar.api import bound, bound_program, bound_training, trace
 from solar.backend.result import Bound
 from solar.gpu.calibrate import calibrate
 from solar.gpu.headroom import headroom
@@ -28,6 +29,7 @@ __all__ = [
     "Bound",
     "bound",
     "bound_program",
+    "bound_training",
     "calibrate",
     "compare",
     "headroom",

@@ -31,6 +31,15 @@ def _is_torch_program(fn, inputs) -> bool:
     return any(isinstance(x, torch.Tensor) for x in _flat(inputs))
 
 
+def _is_torch_training_step(fn, inputs) -> bool:
+    """A step function without tensor arguments that reaches a torch.optim optimizer."""
+    if _is_jax_program(fn, inputs):
+        return False
+    from solar.frontend.torch.step_state import find_step_objects
+
+    return callable(fn) and bool(find_step_objects(fn)[1])
+
+
 def _is_jax_program(fn, inputs) -> bool:
     if "jax" not in sys.modules:  # JAX inputs or Flax modules imply JAX is imported
         return False
@@ -102,10 +111,15 @@ def trace(
 
 
 def _trace(model, inputs, *, kwargs=None, precision: str | None, name):
-    if _is_torch_program(model, (inputs, kwargs or {})):
+    if _is_torch_program(model, (inputs, kwargs or {})) or _is_torch_training_step(model, inputs):
         from solar.frontend.torch import trace_torch
+        from solar.frontend.torch.training import is_training_step, trace_training_step
 
         _check_concrete_shapes(model, (inputs, kwargs or {}))
+        if is_training_step(model):
+            if kwargs:
+                raise TypeError("kwargs are not supported for a training step; bind them into it")
+            return trace_training_step(model, inputs, precision=precision, name=name)
         return trace_torch(model, inputs, kwargs=kwargs, precision=precision, name=name)
     if kwargs:
         raise TypeError("kwargs are supported for PyTorch programs; bind them into the function")
@@ -266,6 +280,32 @@ def _batch_axis(batch: str | None) -> tuple[str | None, int]:
         return name, int(axis or 0)
     except ValueError:
         raise ValueError(f"batch must be 'input' or 'input:axis', got {batch!r}") from None
+
+
+def bound_training(
+    model,
+    inputs,
+    hw="H100",
+    *,
+    loss=None,
+    targets=(),
+    optimizer=None,
+    precision: str | None = None,
+    name: str | None = None,
+) -> Bound:
+    """Speed-of-light bounds of one training step of a PyTorch ``model``: ``out =
+    model(*inputs)``, ``loss(out, *targets)`` (default: ``out`` is the loss),
+    ``loss.backward()``, ``optimizer.step()``.
+
+    ``optimizer``: a ``torch.optim.Optimizer`` over the model's parameters, an optimizer class
+    or a factory ``f(parameters)`` (default: ``torch.optim.AdamW``). Traced on fake tensors
+    in the steady state (the optimizer's state exists; see :mod:`solar.frontend.torch.training`),
+    so a meta-device model is analysed without allocating weights, gradients or state.
+    """
+    from solar.frontend.torch.training import make_train_step
+
+    step, args = make_train_step(model, inputs, loss=loss, targets=targets, optimizer=optimizer)
+    return bound(step, args, hw, precision=precision, name=name or f"{type(model).__name__} step")
 
 
 @contextmanager

@@ -6,7 +6,9 @@ cannot run on the meta device (it reads a value: ``torch.linspace(0, p, n)[i].it
 drop-path schedule, ``.tolist()``, a data-dependent shape) is built on the CPU instead, with
 real weights, and the report says so (:attr:`Problem.notes`); the analysis still traces on
 fake tensors. The model is put in eval mode unless the file sets ``TRAIN_MODE = True`` (a model
-analysed as it runs in training: dropout and batch statistics, forward only). JAX problem files
+analysed as it runs in training: dropout and batch statistics, forward only). A file that also
+defines ``get_optimizer(model)`` is a *training* problem: the program is one training step
+(:func:`training_step`, docs/training.md). JAX problem files
 (a ``forward`` function or a Flax ``Model``, with ``get_inputs()`` returning arrays or
 ``jax.ShapeDtypeStruct`` s) follow :mod:`solar.frontend.jax.problem` and are built abstractly.
 """
@@ -73,6 +75,9 @@ def load_problem(path: str | Path, *, device: str = "meta") -> Problem:
     model, inputs, notes = build(
         lambda: (module.Model(*init()), module.get_inputs()), path, device=device
     )
+    if is_training_problem(module):
+        step, args = training_step(module, model, inputs, path)
+        return Problem(path, path.stem, step, args, notes)
     return Problem(path, path.stem, set_mode(model, module), tuple(inputs), notes)
 
 
@@ -130,6 +135,31 @@ def set_mode(model, module):
     return model
 
 
+def is_training_problem(module) -> bool:
+    """A training problem file defines ``get_optimizer`` (see :func:`training_step`)."""
+    return callable(getattr(module, "get_optimizer", None))
+
+
+def training_step(module, model, inputs, path) -> tuple[object, tuple]:
+    """``(step, batch)`` of a PyTorch training problem file (docs/training.md): the model in
+    train mode, ``optimizer = get_optimizer(model)``, and the file's
+    ``train_step(model, optimizer, *batch)`` or, without one, the default step
+    (``zero_grad``; ``loss = model(*batch)``; ``loss.backward()``; ``optimizer.step()``)."""
+    import functools
+
+    from solar.frontend.torch.training import make_train_step
+
+    model.train()
+    try:
+        optimizer = module.get_optimizer(model)
+    except Exception as e:
+        raise ProblemError(f"{path}: get_optimizer(model) failed: {type(e).__name__}: {e}") from e
+    custom = getattr(module, "train_step", None)
+    if callable(custom):
+        return functools.partial(custom, model, optimizer), tuple(inputs)
+    return make_train_step(model, tuple(inputs), optimizer=optimizer)
+
+
 def problem_at(path, param: str, value):
     """A problem file's ``(model, inputs)`` with module constant ``param`` set to
     ``value`` (built on the meta device, like :func:`solar.problem.load_problem`)."""
@@ -145,6 +175,8 @@ def problem_at(path, param: str, value):
     model, inputs, _ = build(
         lambda: (module.Model(*init()), module.get_inputs()), path, what=f"{param}={value}"
     )
+    if is_training_problem(module):
+        return training_step(module, model, inputs, path)
     return set_mode(model, module), tuple(inputs)
 
 

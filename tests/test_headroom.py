@@ -319,6 +319,32 @@ def test_map_aliases_and_one_call_several_kernels():
     assert m.unmatched_ir == [] and m.unmatched_device == []
 
 
+def test_map_backward_on_the_autograd_thread():
+    """A training step's backward runs on the autograd engine's device thread: its operators
+    hang under no repetition range, only inside its time span; later ones stay outside."""
+    ev = Ev()
+    root = ev.add("solar::rep0", t=0.0)
+    ev.events[root].end_us = 100.0
+    ev.add("aten::mm", root, [("fwd_gemm", 1e-6)], t=1.0)
+    top = ev.add("autograd::engine::evaluate_function: MmBackward0", None, t=10.0)
+    grad = ev.add("MmBackward0", top, t=10.1)
+    ev.add("aten::mm", grad, [("bwd_gemm", 2e-6)], t=10.2)
+    ev.add("aten::zero_", None, [("flush", 9.0)], t=200.0)  # after the repetition: ignored
+    m = map_kernels(["aten.mm.default", "aten.mm.default"], ev.events, root)
+    assert [(x.ir, x.seconds) for x in m.matches] == [([0], 1e-6), ([1], 2e-6)]
+    assert m.total_device_s == pytest.approx(3e-6) and m.unmatched_device == []
+
+
+def test_map_attention_backward_under_any_backend():
+    """``solar.sdpa_backward`` is whichever attention backward eager picked at run time."""
+    ev = Ev()
+    root = ev.add("solar::rep0")
+    eff = ev.add("aten::_scaled_dot_product_efficient_attention_backward", root)
+    ev.add("aten::_efficient_attention_backward", eff, [("fmha_bwd", 4e-6)])
+    m = map_kernels(["solar.sdpa_backward.default"], ev.events, root)
+    assert [(x.ir, x.seconds) for x in m.matches] == [([0], 4e-6)]
+
+
 def test_map_reps_takes_the_median():
     ev = Ev()
     for i, us in enumerate((1.0, 3.0, 2.0)):

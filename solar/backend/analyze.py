@@ -6,6 +6,7 @@ import networkx as nx
 
 from solar.backend.cache_aware import cache_aware_bytes
 from solar.backend.memory import peak_memory
+from solar.backend.phases import phase_split
 from solar.backend.result import Bound, KernelRow
 from solar.backend.roofline import fused_bytes, graph_ops, kernel_times
 from solar.backend.units import compute_time
@@ -85,8 +86,10 @@ def analyze(g: nx.MultiDiGraph, spec, *, notes: list[str] | None = None) -> Boun
             k.time_s,
             k.bound_by,
             k.exact,
+            src.get("phase", ""),
+            src.get("origin", ""),
         )
-        for k in kernels
+        for k, src in zip(kernels, g.graph["kernels"], strict=True)
     ]
     return Bound(
         program=g.graph["name"],
@@ -106,6 +109,7 @@ def analyze(g: nx.MultiDiGraph, spec, *, notes: list[str] | None = None) -> Boun
         kernels=rows,
         assumptions=assumptions,
         memory=peak_memory(g),
+        phases=phase_split(rows, spec),
         dram_capacity=spec.dram_capacity,
         graph=g,
         spec=spec,

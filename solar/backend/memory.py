@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
+from solar.backend.phases import tensor_uses
+
 RESIDENT = ("input", "weight", "constant")
 
 
@@ -36,14 +38,20 @@ class PeakMemory:
     resident_bytes: int  # graph inputs, weights and constants
     at_peak: dict[str, int] = field(default_factory=dict)  # role -> live bytes at the peak
     timeline: tuple[int, ...] = ()  # live bytes while each kernel runs, in kernel order
+    # a training step: what the live bytes at the peak hold (weights, optimizer state,
+    # gradients, saved activations, ...; see solar.backend.phases.tensor_uses)
+    at_peak_use: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        return {
+        d = {
             "peak_bytes": self.peak_bytes,
             "peak_kernel": self.peak_kernel,
             "resident_bytes": self.resident_bytes,
             "at_peak": dict(self.at_peak),
         }
+        if self.at_peak_use:
+            d["at_peak_use"] = dict(self.at_peak_use)
+        return d
 
 
 def live_intervals(g: nx.MultiDiGraph) -> dict[str, tuple[int, int]]:
@@ -113,14 +121,20 @@ def peak_memory(
     k = max(range(n), key=timeline.__getitem__)
     alive = resident_set | {b for b, (a, z) in intervals.items() if a <= k <= z}
     name = kernels[lo + k]["name"]
-    return PeakMemory(timeline[k], name, resident, _by_role(tensors, alive, size), tuple(timeline))
+    uses = tensor_uses(g)
+    by_use = _by_role(tensors, alive, size, uses) if uses else {}
+    by_role = _by_role(tensors, alive, size)
+    return PeakMemory(timeline[k], name, resident, by_role, tuple(timeline), by_use)
 
 
-def _by_role(tensors: dict, alive: set[str], size) -> dict[str, int]:
+def _by_role(
+    tensors: dict, alive: set[str], size, key: Mapping[str, str] | None = None
+) -> dict[str, int]:
+    """Live bytes at the peak by role (or by ``key[name]``, the tensors' uses)."""
     out: dict[str, int] = {}
     for name in tensors:
         if name not in alive:
             continue
-        role = tensors[name]["role"]
-        out[role] = out.get(role, 0) + size(name)
+        k = key[name] if key else tensors[name]["role"]
+        out[k] = out.get(k, 0) + size(name)
     return out

@@ -11,11 +11,19 @@ JSON schema ``solar.bound/1`` (stable; agents may rely on it)::
      "totals": {"flops": {op_class: int}, "bytes": {"unfused": int, "fused": int,
                 "cache_aware": float}, "compute_s": {unit: float}},
      "memory": {"peak_bytes": int, "peak_kernel": str, "resident_bytes": int,
-                "at_peak": {role: int}, "dram_capacity": int, "fits": bool},
+                "at_peak": {role: int}, "dram_capacity": int, "fits": bool,
+                "at_peak_use": {use: int} (training steps only)},
      "kernels": [{"name", "op", "source", "module", "flops": {op_class: int},
                   "bytes_read": int, "bytes_written": int, "compute_s", "memory_s",
-                  "time_s": float, "bound_by": str, "exact": bool}],
+                  "time_s": float, "bound_by": str, "exact": bool,
+                  "phase": str, "origin": str}],
+     "phases": [{"phase", "kernels": int, "flops": {op_class: int}, "bytes": int,
+                 "unfused_s": float, "compute_s": float}]  (empty unless a training step),
      "assumptions": [str]}
+
+A training step's kernels carry ``phase`` (forward, backward, recompute, optimizer) and
+``origin`` (the forward kernel a backward kernel differentiates, the parameters an optimizer
+kernel updates); other programs leave both empty.
 
 ``bound_by`` is a physical unit (``tensor``, ``fma``, ``fp64``, ``int``, ``sfu``) or ``dram``.
 """
@@ -26,6 +34,7 @@ import json
 from dataclasses import dataclass, field
 
 from solar.backend.memory import PeakMemory
+from solar.backend.phases import PhaseRow
 from solar.fmt import fmt_time
 from solar.viewable import Viewable
 
@@ -56,6 +65,8 @@ class KernelRow:
     time_s: float
     bound_by: str
     exact: bool
+    phase: str = ""  # a training step's kernels: forward, backward, recompute or optimizer
+    origin: str = ""  # what a backward / optimizer kernel belongs to
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -83,6 +94,7 @@ class Bound(Viewable):
     kernels: list[KernelRow]
     assumptions: list[str]
     memory: PeakMemory | None = None  # peak live bytes over the kernel order
+    phases: list[PhaseRow] = field(default_factory=list)  # a training step's parts
     dram_capacity: int = 0  # the GPU's device memory (bytes)
     graph: object = field(default=None, repr=False)  # the einsum graph (networkx)
     ir: object = field(default=None, repr=False)  # the Affine Loop IR program
@@ -131,6 +143,7 @@ class Bound(Viewable):
             if self.memory is None
             else {**self.memory.to_dict(), "dram_capacity": self.dram_capacity, "fits": self.fits},
             "kernels": [k.to_dict() for k in self.kernels],
+            "phases": [p.to_dict() for p in self.phases],
             "assumptions": list(self.assumptions),
         }
 

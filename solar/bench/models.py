@@ -2,7 +2,8 @@
 ``jax.ShapeDtypeStruct`` s).
 
 GPT (nanoGPT layout: learned positions, LayerNorm, fused QKV, causal SDPA, GELU MLP) and LLaMA
-(RMSNorm, RoPE, grouped-query causal SDPA, SwiGLU), both bf16 and in plain torch; LLaMA-7B also
+(RMSNorm, RoPE, grouped-query causal SDPA, SwiGLU), both bf16 and in plain torch; a LLaMA-7B
+training step (forward, backward, AdamW: ``llama7b_train``); LLaMA-7B also
 as ``transformers``' ``LlamaForCausalLM`` (``llama7b_hf``, needs ``solar[models]``) and GPT-2
 small also in plain JAX (``gpt2_small_jax``); the ResNet-50 and ViT-B/16 of the examples corpus
 (``examples/model_resnet50.py``, ``examples/model_vit_b16.py``, in a checkout) are loaded as the
@@ -149,6 +150,23 @@ def llama(config: dict, *, layers: int | None = None, batch: int = 1, tokens: in
     return model, (ids,)
 
 
+def llama_train(config: dict, *, layers: int | None = None, batch: int = 1, tokens: int = 2048):
+    """One training step of :func:`llama` (bf16 weights, gradients and AdamW state, on meta):
+    cross-entropy on next tokens, backward, AdamW (foreach, as eager CUDA runs it)."""
+    from solar.frontend.torch.training import make_train_step
+
+    model, (ids,) = llama(config, layers=layers, batch=batch, tokens=tokens)
+    model.train()
+
+    def loss(logits, targets):
+        return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
+
+    def adamw(params):
+        return torch.optim.AdamW(params, lr=3e-4, betas=(0.9, 0.95), weight_decay=0.1)
+
+    return make_train_step(model, (ids,), loss=loss, targets=(ids,), optimizer=adamw)
+
+
 class HFLogits(nn.Module):
     """A ``transformers`` causal LM returning only its logits."""
 
@@ -261,6 +279,11 @@ MODELS = {
         "LLaMA-70B: 80 layers, width 8192, 64 heads / 8 KV heads (GQA), SwiGLU 28672, "
         "vocab 32000, 1 x 2048 tokens, bf16",
         lambda: llama(LLAMA_70B),
+    ),
+    "llama7b_train": (
+        "LLaMA-7B training step: forward, backward and AdamW on 1 x 2048 tokens, bf16 weights, "
+        "gradients and optimizer state (meta device)",
+        lambda: llama_train(LLAMA_7B),
     ),
     "llama7b_hf": (
         "LLaMA-7B as transformers' LlamaForCausalLM (SDPA), 1 x 2048 tokens, bf16",

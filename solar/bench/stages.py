@@ -3,7 +3,8 @@ fresh Python process so that its time and peak memory are its own).
 
 - ``trace``: the bare trace solar starts from, and nothing else: ``make_fx`` on fake tensors of
   the model called through ``torch.func.functional_call`` (parameters and buffers as graph
-  inputs), or ``jax.make_jaxpr`` for a JAX workload;
+  inputs), ``jax.make_jaxpr`` for a JAX workload, or for a training step solar's make_fx of
+  the step (parameters and optimizer state swapped for fakes, phases recorded) before lowering;
 - ``bound``: ``solar.bound(model, inputs, hw="H100")``: trace (with each node's source line and
   module path), lowering to the Affine Loop IR, lifting to the einsum graph, the three bounds;
   timed in those parts (the lowering apart from the trace for PyTorch only);
@@ -54,6 +55,10 @@ def bare_trace(model, inputs) -> int:
 
     if isinstance(model, torch.nn.Module):
         return len(bare_make_fx(model, inputs).graph.nodes)
+    from solar.frontend.torch.training import is_training_step, trace_step_graph
+
+    if is_training_step(model):  # a training step: its make_fx graph, before lowering
+        return len(trace_step_graph(model, inputs).gm.graph.nodes)
     import jax
 
     return len(jax.make_jaxpr(model)(*inputs).eqns)
@@ -99,7 +104,9 @@ def run_stage(workload: str, stage: str, jobs: int = 1) -> dict:
         timers.wrap(solar.api, "trace", "trace")
         timers.wrap(solar.api, "lift", "lift")
         timers.wrap(solar.api, "analyze", "analyze")
-        if isinstance(model, torch.nn.Module):
+        from solar.frontend.torch.training import is_training_step
+
+        if isinstance(model, torch.nn.Module) or is_training_step(model):
             from solar.frontend.torch.lower import Lowerer
 
             timers.wrap(Lowerer, "run", "lower")

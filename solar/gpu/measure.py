@@ -556,7 +556,25 @@ PROFILER_ALIASES: dict[str, tuple[str, ...]] = {
     "solar::rnn_relu": ("aten::rnn_relu",),
     "solar::lstm_cell": ("aten::_thnn_fused_lstm_cell",),
     "solar::gru_cell": ("aten::_thnn_fused_gru_cell",),
+    # a training step's attention backward: whichever backend the forward ran
+    "solar::sdpa_backward": (
+        "aten::_scaled_dot_product_flash_attention_backward",
+        "aten::_scaled_dot_product_efficient_attention_backward",
+        "aten::_scaled_dot_product_cudnn_attention_backward",
+        "aten::_efficient_attention_backward",
+        "aten::_flash_attention_backward",
+    ),
+    "solar::rms_norm_backward": ("aten::_fused_rms_norm_backward",),
 }
+
+_CANONICAL = {a: names[0] for names in PROFILER_ALIASES.values() for a in names[1:]}
+
+
+def _canonical(name: str) -> str:
+    """A profiler operator name, with the variants eager picks among at run time (flash,
+    memory-efficient or cuDNN attention backward) folded into the alias listed first."""
+    return _CANONICAL.get(name, name)
+
 
 _OVERLOAD = re.compile(r"^(?P<ns>[A-Za-z_][\w]*)\.(?P<op>[\w]+)(\.(?P<ovl>[\w]+))?$")
 
@@ -645,18 +663,30 @@ def _owner_groups(events: Sequence[OpEvent], root: int, wanted: set[str]) -> lis
             chain.append(j)
             j = events[j].parent
             seen += 1
-        if j != root:
+        if j != root and not _other_thread_inside(events, chain[-1], root):
             continue  # not inside this repetition
-        owner = next((c for c in reversed(chain) if events[c].name in wanted), None)
+        owner = next((c for c in reversed(chain) if _canonical(events[c].name) in wanted), None)
         if owner is None:
             owner = next((c for c in reversed(chain) if events[c].name.startswith("aten::")), i)
         g = groups.get(owner)
         if g is None:
-            g = groups[owner] = _Group(owner, events[owner].name, events[owner].start_us)
+            name = _canonical(events[owner].name)
+            g = groups[owner] = _Group(owner, name, events[owner].start_us)
         for kname, secs in ev.kernels:
             g.seconds += secs
             g.kernels.append(kname)
     return sorted(groups.values(), key=lambda g: (g.start, g.owner))
+
+
+def _other_thread_inside(events: Sequence[OpEvent], top: int, root: int) -> bool:
+    """Whether a top-level event ``top`` that is not under ``root`` ran on another CPU thread
+    during the repetition: the autograd engine runs a CUDA backward on its device thread, so a
+    training step's backward operators hang under no ``solar::rep`` range, only inside its
+    time span."""
+    t, r = events[top], events[root]
+    if t.parent is not None or t.name.startswith(REP_MARKER):
+        return False
+    return r.start_us <= t.start_us and t.end_us <= r.end_us
 
 
 def _lcs_pairs(a: Sequence[str], b: Sequence[str]) -> list[tuple[int, int]]:

@@ -23,7 +23,16 @@ import torch
 
 from solar.frontend.jax.problem import flax_class_kind
 from solar.gpu.subject import Subject, make_subject
-from solar.problem import Problem, ProblemError, build, discover, load_module, set_mode
+from solar.problem import (
+    Problem,
+    ProblemError,
+    build,
+    discover,
+    is_training_problem,
+    load_module,
+    set_mode,
+    training_step,
+)
 
 __all__ = [
     "discover",
@@ -135,10 +144,22 @@ def load_real_problem(
         lambda: (module.Model(*init()), tuple(module.get_inputs())), path, device=str(device)
     )
     notes += more
-    set_mode(model, module)
+    training = is_training_problem(module)
+    if not training:
+        set_mode(model, module)
     if randomize:
         inputs, more = randomize_constants(model, inputs, seed=seed)
         notes += more
+    if training:
+        step, args = training_step(module, model, inputs, path)
+        with torch.enable_grad():
+            step(*args)  # one real step: the optimizer state exists, as in the traced step
+        notes.append(
+            "training step: one real step run first (the optimizer state exists); the IR is "
+            "the next step, validated on the loss, the updated parameters and state, and "
+            "per kernel"
+        )
+        return Problem(path, path.stem, step, args), notes
     return Problem(path, path.stem, model, tuple(inputs)), notes
 
 
@@ -246,7 +267,9 @@ class _RandomArrays:
 
 def _jax_program(kind: str, module, rand: _RandomArrays, seed: int, randomize: bool):
     """``(fn, args)`` of a JAX problem file with real arrays: Flax models initialised for real
-    with the seed, parameters and inputs drawn by ``rand``."""
+    with the seed, parameters from the file's ``init_params(key, *get_init_inputs())`` when it
+    has one (a trained network's scale: a training step validated on unit-normal weights of a
+    deep bf16 model is chaotic), else drawn by ``rand`` like the inputs."""
     model_cls = getattr(module, "Model", None)
     init = list(getattr(module, "get_init_inputs", lambda: [])())
     inputs = rand.real_tree(tuple(module.get_inputs()))
@@ -262,14 +285,36 @@ def _jax_program(kind: str, module, rand: _RandomArrays, seed: int, randomize: b
         model = model_cls(*init)
         variables = model.init(rand.key, *inputs)
         return model, (rand.fresh_tree(variables) if randomize else variables, *inputs)
+    init_params = getattr(module, "init_params", None)  # the file's own initialisation
     if kind == "apply":
         model = model_cls(*init)
-        fn, args = model.apply, (rand.real_tree(model.params), *inputs)
+        params = init_params(rand.key, *init) if callable(init_params) else model.params
+        fn, args = model.apply, (rand.real_tree(params), *inputs)
     else:
         get_params = getattr(module, "get_params", None)
-        params = () if get_params is None else (rand.real_tree(get_params(*init)),)
+        if callable(init_params):
+            params = (init_params(rand.key, *init),)
+        else:
+            params = () if get_params is None else (rand.real_tree(get_params(*init)),)
         fn, args = module.forward, (*params, *inputs)
-    return fn, rand.fresh_tree(args) if randomize else args
+    args = rand.fresh_tree(args) if randomize else args
+    if callable(getattr(module, "get_optimizer", None)):
+        return _jax_training(module, fn, args)
+    return fn, args
+
+
+def _jax_training(module, fn, args):
+    """A JAX training problem with real arrays: the optimizer state from ``optimizer.init``,
+    then one real step, so the state the IR reads is a steady-state one (never zeros)."""
+    import jax
+
+    from solar.frontend.jax.training import make_train_step
+
+    optimizer = module.get_optimizer()
+    params, *batch = args
+    step = make_train_step(fn, optimizer)
+    params, state, _ = jax.jit(step)(params, optimizer.init(params), *batch)
+    return step, (params, state, *batch)
 
 
 def _real_jax_problem(module, path, *, device, seed, overrides, strict, randomize):

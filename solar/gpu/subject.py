@@ -134,6 +134,12 @@ class Subject:
                 return jax.block_until_ready(call(*call_args))
 
             flatten, timer = _jax_leaves, "host"
+        elif callable(getattr(trace, "run_source", None)):  # a training step
+
+            def run():  # its returned tensors, then the parameters and state it updated
+                return trace.run_source(fn, args)
+
+            flatten, timer = list, None
         else:
 
             def run():

@@ -199,10 +199,13 @@ def validate_subject(
 
     ``per_kernel``: ``True`` also compares every kernel's outputs with the source's
     intermediates (torch subjects; the fx graph is run on the same values), ``"auto"`` only
-    when an output fails (to find the first differing kernel). ``tol`` overrides the
-    tolerance: one number, or ``{dtype: number}``. ``reference``: the source's flattened
-    outputs if already computed (the source is not run again)."""
+    when an output fails (to find the first differing kernel) and always for a PyTorch
+    training step (its outputs, the updated parameters, dilute an error in a gradient).
+    ``tol`` overrides the tolerance: one number, or ``{dtype: number}``. ``reference``: the
+    source's flattened outputs if already computed (the source is not run again)."""
     program, dev = subject.program, subject.device
+    if per_kernel == "auto" and getattr(subject.trace, "updated", None):
+        per_kernel = True  # a training step: check the gradients too, kernel by kernel
     rep = ValidationReport(subject.name, str(dev), "error", path=subject.path)
     rep.notes = list(subject.notes)
     if subject.trace_s:
@@ -315,7 +318,9 @@ def kernel_checks(
     """Every IR kernel's outputs vs the source's intermediates: the IR runs with
     ``keep_intermediates``, the traced fx graph runs on the same values, and each fx node's
     result is compared with the IR tensor of the same name (shapes and dtypes must agree;
-    views of inputs and unnamed tensors are skipped)."""
+    views of inputs and unnamed tensors are skipped). A tensor later kernels update in place
+    (an optimizer's foreach temporaries) is compared after the run, when both sides hold its
+    final value."""
     import torch.fx as fx
 
     trace = subject.trace
@@ -326,9 +331,11 @@ def kernel_checks(
     program, dev = subject.program, subject.device
     kept = execute(program, values, device=dev, keep_intermediates=True)
     writer: dict[str, int] = {}
+    writes: dict[str, int] = {}  # storage -> kernels writing it (in-place updates: > 1)
     for ki, k in enumerate(program.kernels):
-        for st in k.statements:
-            writer.setdefault(program.base(st.out.tensor), ki)
+        for base in {program.base(st.out.tensor) for st in k.statements}:
+            writer.setdefault(base, ki)
+            writes[base] = writes.get(base, 0) + 1
     mutating = any(
         isinstance(n.target, torch._ops.OpOverload) and n.target._schema.is_mutable
         for n in gm.graph.nodes
@@ -338,6 +345,7 @@ def kernel_checks(
     if mutating:
         args = [a.clone() for a in args]
     found: dict[int, list[OutputCheck]] = {}
+    later: list[tuple[int, str, torch.Tensor]] = []  # updated in place later: compared at the end
 
     class Recorder(fx.Interpreter):
         def run_node(self, n):
@@ -357,11 +365,16 @@ def kernel_checks(
                 got = kept[name]
                 if got.dtype != v.dtype:
                     continue
+                if writes.get(program.base(name), 0) > 1:  # the IR keeps its final value
+                    later.append((ki, name, v))
+                    continue
                 found.setdefault(ki, []).append(compare(got, v, tol=tol_of(v.dtype), name=name))
             return r
 
     with torch.no_grad():
         Recorder(gm).run(*args)
+    for ki, name, v in later:  # both sides now hold the value after every in-place update
+        found.setdefault(ki, []).append(compare(kept[name], v, tol=tol_of(v.dtype), name=name))
     _sync(dev)
     return [
         KernelCheck(program.kernels[ki].name, program.kernels[ki].op, checks)

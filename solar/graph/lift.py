@@ -8,7 +8,7 @@ Deterministic and IR-only. Nodes:
   (rank -> extent, including the kernel's sequential loop dims), ``loops`` (the ranks of
   those loop dims, outermost first), ``scan`` (the scanned rank), ``extern`` (the routine),
   ``reduce``, ``ops`` (op class -> count, over all loop iterations), ``kernel``,
-  ``source_op``, ``source``, ``module``;
+  ``source_op``, ``source``, ``module``, ``phase`` (of a training step, else "");
 - one node per graph input / weight / constant (``"in:<tensor>"``) and per graph output
   (``"out:<tensor>"``).
 
@@ -16,7 +16,8 @@ Edges are tensors flowing from producer to consumer, keyed by tensor name, with 
 (the storage base), ``shape``, ``dtype``, ``role``, ``bytes`` (the whole tensor) and
 ``footprint_bytes`` (what this access touches). ``graph.graph`` holds what the backends need
 beyond nodes and edges: ``kernels`` (per launched kernel: statements, DRAM reads and writes
-in bytes), ``tensors`` (per storage tensor: shape, dtype, role, bytes), ``views`` (per view
+in bytes, phase and origin), ``tensors`` (per storage tensor: shape, dtype, role, bytes),
+``views`` (per view
 tensor: its storage ``base``, ``shape``, element ``strides`` and ``offset``) and ``fused_io``
 (bytes of graph inputs, weights and outputs, each once).
 """
@@ -113,6 +114,8 @@ class _Lifter:
             "op": k.op,
             "source": k.source,
             "module": k.module,
+            "phase": k.phase,
+            "origin": k.origin,
             "statements": stmt_ids,
             **_io_bytes(self.program, facts.io),
         }
@@ -145,6 +148,7 @@ class _Lifter:
             source_op=k.op,
             source=k.source,
             module=k.module,
+            phase=k.phase,
         )
         return loads
 

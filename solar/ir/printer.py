@@ -41,6 +41,8 @@ def format_statement(st: Statement) -> str:
 
 def format_kernel(k: Kernel) -> str:
     where = f"   # {k.op}" + (f" at {k.source}" if k.source else "")
+    if k.phase:  # a training step's kernel: its phase and what it belongs to
+        where += f"; {k.phase}" + (f": {k.origin}" if k.origin else "")
     body = [format_statement(st) for st in k.statements]
     if k.loops:
         seq = ", ".join(f"{d.name}<{d.extent}" for d in k.loops)

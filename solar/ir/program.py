@@ -194,6 +194,12 @@ class Kernel:
     # once per iteration, in order, and each iteration sees the previous one's writes.
     # Statements may index with these dims; they are not part of ``Statement.dims``.
     loops: tuple[Dim, ...] = ()
+    # A training step's kernels say which part of the step they belong to ("forward",
+    # "backward", "recompute", "optimizer"; "" for programs that are not training steps) and
+    # where they come from (the forward kernel a backward kernel differentiates, the
+    # parameters an optimizer kernel updates).
+    phase: str = ""
+    origin: str = ""
 
 
 @dataclass

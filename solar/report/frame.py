@@ -1,8 +1,9 @@
 """DataFrame views (pandas, imported only when a DataFrame is asked for).
 
-- :func:`bound_frame` — one row per kernel (``by="kernel"``) with its unfused numbers and its
-  share of the fused and cache-aware bounds (:mod:`solar.backend.attribution`), or one row per
-  level (``by="level"``);
+- :func:`bound_frame` — one row per kernel (``by="kernel"``) with its unfused numbers, its
+  phase and origin (training steps) and its share of the fused and cache-aware bounds
+  (:mod:`solar.backend.attribution`), one row per level (``by="level"``), or one row per phase
+  of a training step (``by="phase"``);
 - :func:`provision_frame`, :func:`comparison_frame`, :func:`sweep_frame` for the other results.
 """
 
@@ -53,8 +54,10 @@ def bound_frame(b, by: str = "kernel", hw=None):
         df["flops"] = sum(b.flops.values())
         df["hw"] = b.hw
         return df
+    if by == "phase":
+        return _phase_frame(b, pd)
     if by != "kernel":
-        raise ValueError(f"by must be 'kernel' or 'level', got {by!r}")
+        raise ValueError(f"by must be 'kernel', 'level' or 'phase', got {by!r}")
     shares = kernel_attribution(b, hw) if b.graph is not None else None
     rows = []
     for i, k in enumerate(b.kernels):
@@ -75,6 +78,8 @@ def bound_frame(b, by: str = "kernel", hw=None):
             "unfused_s": k.time_s,
             "bound_by": k.bound_by,
             "exact": k.exact,
+            "phase": k.phase,
+            "origin": k.origin,
         }
         if shares is not None:
             row["fused_share_s"] = shares[i]["fused_s"]
@@ -82,6 +87,26 @@ def bound_frame(b, by: str = "kernel", hw=None):
             row["fusion_gap_s"] = k.time_s - shares[i]["fused_s"]
         rows.append(row)
     df = pd.DataFrame(rows).set_index("kernel")
+    flop_cols = [c for c in df.columns if c.startswith("flops_")]
+    df[flop_cols] = df[flop_cols].fillna(0).astype("int64")
+    return df
+
+
+def _phase_frame(b, pd):
+    """One row per phase of a training step (empty for other programs)."""
+    rows = [
+        {
+            "phase": p.phase,
+            "kernels": p.kernels,
+            "flops": sum(p.flops.values()),
+            **{f"flops_{c}": n for c, n in p.flops.items()},
+            "dram_bytes": p.bytes,
+            "unfused_s": p.unfused_s,
+            "compute_s": p.compute_s,
+        }
+        for p in b.phases
+    ]
+    df = pd.DataFrame(rows, columns=None if rows else ["phase"]).set_index("phase")
     flop_cols = [c for c in df.columns if c.startswith("flops_")]
     df[flop_cols] = df[flop_cols].fillna(0).astype("int64")
     return df

@@ -140,6 +140,11 @@ def bound_html(b) -> str:
         f"<div>total work: {_e(fmt_ops(b.flops))}; unfused / fused = {gap:.3g}x "
         f"(fusion opportunity)</div>"
         + "".join(f"<div>{_e(line)}</div>" for line in memory_lines(b))
+        + "".join(
+            f"<div>{_e(p.phase)}: {p.kernels} kernels, {_e(fmt_ops(p.flops))}, "
+            f"unfused {fmt_time(p.unfused_s)}</div>"
+            for p in b.phases
+        )
         + f"<details open><summary>{len(b.kernels)} kernels (unfused, each through DRAM)"
         f"</summary>{kernels}</details>"
         f"<details><summary>assumptions</summary><ul>{notes}</ul></details></div>"

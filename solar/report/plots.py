@@ -249,6 +249,32 @@ def kernels_plot(b, ax=None, hw=None, top: int = 9):
     return ax.figure
 
 
+def phases_plot(b, ax=None, hw=None):
+    """A training step's time per level as stacked bars of its phases (forward, backward,
+    recompute, optimizer): the kernels' shares of each bound summed by phase."""
+    rows = kernel_attribution(b, hw)
+    phases = [p.phase for p in b.phases] or [""]
+    ax = _ax(ax, (7.0, 2.8))
+    levels = [("unfused", "unfused_s"), ("cache-aware", "cache_aware_s"), ("fused", "fused_s")]
+    colors = {"forward": "#4c72b0", "backward": "#dd8452", "recompute": "#937860"}
+    colors["optimizer"] = "#55a868"
+    scale, unit = _time_unit(max(b.unfused, b.cache_aware, b.fused))
+    for y, (_, key) in enumerate(levels):
+        left = 0.0
+        for ph in phases:
+            w = sum(r[key] for r, k in zip(rows, b.kernels) if k.phase == ph) / scale
+            ax.barh(y, w, left=left, color=colors.get(ph, "#999999"), edgecolor="white",
+                    lw=0.5, label=(ph or "program") if y == 0 else None)  # fmt: skip
+            left += w
+        ax.text(left, y, f" {fmt_time(left * scale)}", va="center", fontsize=8)
+    ax.set_yticks(range(len(levels)), [lv for lv, _ in levels])
+    ax.invert_yaxis()
+    ax.set_xlabel(f"time ({unit}), lower bound")
+    ax.set_title(f"{b.program} on {b.hw}: time by phase and level", fontsize=10)
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    return ax.figure
+
+
 def _time_unit(t: float) -> tuple[float, str]:
     for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
         if t >= scale:
@@ -349,8 +375,10 @@ def sweep_plot(s, ax=None):
 
 
 def plot_bound(b, kind: str = "roofline", **kw):
-    """``Bound.plot(kind)``: ``roofline``, ``capacity`` or ``kernels``."""
+    """``Bound.plot(kind)``: ``roofline``, ``capacity``, ``kernels`` or ``phases`` (a training
+    step's time per level by phase)."""
     fns = {"roofline": roofline_plot, "capacity": capacity_plot, "kernels": kernels_plot}
+    fns["phases"] = phases_plot
     if kind not in fns:
         raise ValueError(f"kind must be one of {', '.join(fns)}, got {kind!r}")
     return fns[kind](b, **kw)

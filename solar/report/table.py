@@ -48,23 +48,18 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 def bound_renderables(b: Bound) -> list:
     t = Table(title=f"{b.program} on {b.hw}: per-kernel bounds (unfused)")
-    for col in (
-        "kernel",
-        "op",
-        "source",
-        "work",
-        "DRAM bytes",
-        "compute",
-        "memory",
-        "bound",
-        "by",
-    ):
-        t.add_column(col, justify="right" if col not in ("kernel", "op", "source") else "left")
+    training = bool(b.phases)
+    cols = ["kernel", "op", "source", *(["phase", "of"] if training else [])]
+    cols += ["work", "DRAM bytes", "compute", "memory", "bound", "by"]
+    left = {"kernel", "op", "source", "phase", "of"}
+    for col in cols:
+        t.add_column(col, justify="left" if col in left else "right")
     for k in b.kernels:
         t.add_row(
             k.name,
             k.op,
             k.source,
+            *([k.phase, k.origin] if training else []),
             fmt_ops(k.flops),
             fmt_bytes(k.bytes_read + k.bytes_written) + ("" if k.exact else "≥"),
             fmt_time(k.compute_s),
@@ -98,7 +93,29 @@ def bound_renderables(b: Bound) -> list:
     )
     notes = "assumptions:\n" + "\n".join(f"  - {a}" for a in b.assumptions)
     total = "total work: " + fmt_ops(b.flops)
-    return [t, s, total, *memory_lines(b), notes]
+    return [t, s, *phase_renderables(b), total, *memory_lines(b), notes]
+
+
+def phase_renderables(b: Bound) -> list:
+    """A training step's split: kernels, work, unfused bytes and time, and the compute floor
+    of each phase (nothing for other programs)."""
+    if not b.phases:
+        return []
+    t = Table(title="training step by phase (unfused kernels; compute: the phase's work alone)")
+    for col in ("phase", "kernels", "work", "DRAM bytes", "unfused", "share", "compute"):
+        t.add_column(col, justify="left" if col == "phase" else "right")
+    total = sum(p.unfused_s for p in b.phases) or 1.0
+    for p in b.phases:
+        t.add_row(
+            p.phase,
+            str(p.kernels),
+            fmt_ops(p.flops),
+            fmt_bytes(p.bytes),
+            fmt_time(p.unfused_s),
+            f"{100 * p.unfused_s / total:.1f}%",
+            fmt_time(p.compute_s),
+        )
+    return [t]
 
 
 def memory_lines(b: Bound) -> list[str]:
@@ -106,7 +123,8 @@ def memory_lines(b: Bound) -> list[str]:
     m = b.memory
     if m is None:
         return []
-    roles = ", ".join(f"{r} {fmt_bytes(n)}" for r, n in sorted(m.at_peak.items()) if n)
+    parts = m.at_peak_use or m.at_peak  # a training step: by use (weights, gradients, ...)
+    roles = ", ".join(f"{r} {fmt_bytes(n)}" for r, n in sorted(parts.items()) if n)
     line = f"peak memory: {fmt_bytes(m.peak_bytes)}"
     if m.peak_kernel:
         line += f" while {m.peak_kernel} runs"

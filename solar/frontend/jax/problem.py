@@ -30,6 +30,11 @@ A JAX problem file imports ``jax`` (or ``flax``) and defines ``get_inputs()`` (a
 3. A function ``forward(*inputs)``, or ``forward(params, *inputs)`` with
    ``get_params(*get_init_inputs())`` returning the parameter pytree.
 
+A file of kind 2 or 3 that also defines ``get_optimizer()`` (an optax transformation) is a
+*training* problem: its program returns the loss, and solar analyses one training step
+(``value_and_grad``, the optax update, ``apply_updates``; see
+:mod:`solar.frontend.jax.training` and docs/training.md).
+
 Everything may be abstract (``ShapeDtypeStruct`` s, ``eval_shape``): loading a large problem
 allocates nothing. :func:`load_jax_problem` returns ``(fn, inputs)`` for
 ``solar.trace``/``solar.bound``, or None when the module is not a JAX problem file.
@@ -104,8 +109,26 @@ def load_jax_problem(module: ModuleType) -> tuple[object, tuple] | None:
                 "a JAX Model needs a params attribute and an apply(params, *inputs) method "
                 "(or use a Flax module; see solar/frontend/jax/problem.py)"
             )
-        return model.apply, (model.params, *inputs)
+        return _maybe_training(module, model.apply, (model.params, *inputs))
     get_params = getattr(module, "get_params", None)
     if get_params is not None:
-        return forward, (get_params(*init), *inputs)
+        return _maybe_training(module, forward, (get_params(*init), *inputs))
     return forward, inputs
+
+
+def _maybe_training(module: ModuleType, fn, args: tuple) -> tuple[object, tuple]:
+    """A file with ``get_optimizer()`` (an optax transformation) is a training problem: the
+    program is one step ``(params, opt_state, *batch) -> (params, opt_state, loss)`` of
+    ``fn(params, *batch)`` (the loss), with the optimizer state abstract
+    (``jax.eval_shape(optimizer.init, params)``)."""
+    get_optimizer = getattr(module, "get_optimizer", None)
+    if not callable(get_optimizer):
+        return fn, args
+    import jax
+
+    from solar.frontend.jax.training import make_train_step
+
+    optimizer = get_optimizer()
+    params, *batch = args
+    state = jax.eval_shape(optimizer.init, params)
+    return make_train_step(fn, optimizer), (params, state, *batch)

@@ -25,6 +25,7 @@ from solar.frontend.jax import ops  # noqa: F401  (registers the lowerings)
 from solar.frontend.jax.fusion import group_units
 from solar.frontend.jax.lower import Lowerer, V, to_torch
 from solar.frontend.jax.precision import PrecisionPolicy
+from solar.frontend.jax.training import assign_phases
 from solar.ir.program import Program
 
 WEIGHT_NAMES = frozenset({"params", "variables", "weights", "state", "theta", "parameters"})
@@ -163,6 +164,7 @@ def trace_jax(
     output_names = [lowerer.materialize(v, "output").name for v in results]
     lowerer.program.outputs = list(dict.fromkeys(output_names))
     group_units(lowerer)
+    assign_phases(lowerer.program)  # a training step's forward / backward / optimizer
     return JaxTrace(
         lowerer.program,
         bindings,

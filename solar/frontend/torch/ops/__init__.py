@@ -35,21 +35,29 @@ operator's schema arguments, and emits statements with ``ctx.statement``.
 - ``transformer``: the ``nn.MultiheadAttention``/``nn.TransformerEncoderLayer`` eval fast
   path (``_native_multi_head_attention``, ``_transformer_encoder_layer_fwd``) and
   ``_addmm_activation``, ``_transform_bias_rescale_qkv``
+- ``backward``: the backward operators of a training step (``*_backward``, softmax/layer/batch
+  norm backward, embedding/nll/max-pool gradient scatters, ``convolution_backward``)
+- ``fused_backward``: ``solar.sdpa_backward`` (FlashAttention-style) and
+  ``solar.rms_norm_backward``, the backward of the intercepted fused calls
+- ``optim``: ``_foreach_*`` and fused optimizers, one kernel per ``multi_tensor_apply`` launch
 """
 
 from solar.frontend.torch.ops import (  # noqa: F401  (registration side effects)
     activation,
     attention,
+    backward,
     cells,
     conv,
     creation,
     elementwise,
+    fused_backward,
     indexing,
     loss,
     matmul,
     nll,
     normalization,
     norms,
+    optim,
     pool,
     random,
     recurrent,

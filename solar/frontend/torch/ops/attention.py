@@ -74,8 +74,10 @@ def _checked_output(ctx: LoweringContext, q: T, k: T, v: T) -> T:
     return out
 
 
-def _lead(ctx: LoweringContext, q: T, k: T, v: T, out: T, enable_gqa: bool) -> _Lead:
-    """One loop per leading dim, except the query-head dim under GQA (two loops)."""
+def layout(ctx: LoweringContext, q: T, k: T, v: T, out: T, enable_gqa: bool) -> _Lead:
+    """The leading loops (batch, heads) and the leading index of q, k, v and the output: one
+    loop per leading dim (broadcast operands read index 0), except the query-head dim under
+    GQA, split into ``(kv, g)`` loops. Shared with the backward (:mod:`.fused_backward`)."""
     nd = out.ndim
     lead = _Lead()
     for p in range(nd - 2):
@@ -217,7 +219,7 @@ def sdpa(
     """One attention kernel: scores, softmax over keys, weighted values (module docstring)."""
     out = _checked_output(ctx, q, k, v)
     scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
-    lead = _lead(ctx, q, k, v, out, enable_gqa)
+    lead = layout(ctx, q, k, v, out, enable_gqa)
     att = _Attention(ctx, q, k, out, lead, is_causal, scale)
     att.qk(q, k)
     att.softmax_numerator(att.shifted_logits(mask))

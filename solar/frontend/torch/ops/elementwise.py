@@ -100,6 +100,18 @@ def elu(x: Expr, alpha: float, s: float, input_scale: float) -> Expr:
     return positive(x, scale(x, s), neg)
 
 
+def lerp(a: Expr, b: Expr, w: Expr | float) -> Expr:
+    """CUDA's (and CPU's) lerp: ``a + w·(b − a)`` where ``|w| < 0.5``, else
+    ``b − (b − a)·(1 − w)``; a constant weight picks its branch statically."""
+    w = Const(w) if isinstance(w, (int, float)) else w
+    diff = call("sub", b, a)
+    low = call("add", a, call("mul", w, diff))
+    high = call("sub", b, call("mul", diff, call("sub", Const(1), w)))
+    if isinstance(w, Const):
+        return low if abs(w.value) < 0.5 else high
+    return call("where", call("lt", call("abs", w), Const(0.5)), low, high)
+
+
 def relu6ish(x: Expr) -> Expr:
     """``min(max(x + 3, 0), 6)``, the core of hardsigmoid/hardswish."""
     return clamp(call("add", x, Const(3)), 0, 6)
@@ -171,6 +183,8 @@ ROWS = [
     Row([aten.atan2.default], 2, fn("atan2")),
     Row([aten.maximum.default], 2, fn("maximum")),
     Row([aten.minimum.default], 2, fn("minimum")),
+    Row([aten.lerp.Scalar], 2, lerp),
+    Row([aten.lerp.Tensor], 3, lerp),
     Row([aten.addcmul.default], 3, lambda s, a, b, v: call("add", s, scale(call("mul", a, b), v))),
     Row([aten.addcdiv.default], 3, lambda s, a, b, v: call("add", s, scale(call("div", a, b), v))),
     # comparisons and logic
