@@ -184,8 +184,9 @@ def test_gpt_block_peak_memory_by_hand_one_gpu_and_tp2():
     """A = one [2, 1024, 1024] bf16 activation, s = one layer-norm statistic [2, 1024, 1]. Kernels:
     ln1, qkv, sdpa (writing [b, t, h, d] as CUDA does: the head merge after it is a free view),
     proj, add, ln2, fc, gelu, mlp_proj, add. Live intermediates while each runs (one GPU):
-    A+2s, 4A, 4A, 2A, 2A, 2A+2s, 6A, 9A (fc out 4A + gelu 4A + the residual A), 6A, 3A. With TP 2 the qkv, attention, fc and gelu tensors are halved, the
-    partial projections whole: peak 5A while gelu runs, beside half of the split weights."""
+    A+2s, 4A, 4A, 2A, 2A, 2A+2s, 6A, 9A (fc out 4A + gelu 4A + the residual A), 6A, 3A. With
+    TP 2 the qkv, attention, fc and gelu tensors are halved, the partial projections whole:
+    peak 5A while gelu runs, beside half of the split weights."""
     model, x = gpt_block(2, 1024, 1024, 16)
     one = solar.bound(model, [x], hw="H100")
     a, s = 2 * 1024 * 1024 * BF, 2 * 1024 * BF
