@@ -5,6 +5,7 @@ from __future__ import annotations
 import networkx as nx
 
 from solar.backend.cache_aware import cache_aware_bytes
+from solar.backend.latency import latency_bound, unfused_bound_by
 from solar.backend.memory import peak_memory
 from solar.backend.result import Bound, KernelRow
 from solar.backend.roofline import fused_bytes, graph_ops, kernel_times
@@ -35,6 +36,13 @@ def analyze(g: nx.MultiDiGraph, spec, *, notes: list[str] | None = None) -> Boun
     for k in kernels:
         by_level[k.bound_by] = by_level.get(k.bound_by, 0.0) + k.time_s
     unfused_by = max(by_level, key=by_level.__getitem__) if by_level else "none"
+    throughput = {"unfused": unfused, "fused": fused, "cache_aware": cache_aware}
+    lat = latency_bound(g, spec, kernels, throughput)
+    if lat.binds("unfused"):
+        unfused_by = unfused_bound_by(kernels, lat.kernel_s, lat.critical_path_s)
+    fused_by = "latency" if lat.binds("fused") else fused_by
+    cache_by = "latency" if lat.binds("cache_aware") else cache_by
+    unfused, fused, cache_aware = (lat.final[lv] for lv in ("unfused", "fused", "cache_aware"))
 
     rates = sorted({r for k in kernels for r in k.compute.rates_used.values()})
     assumptions = [
@@ -70,6 +78,7 @@ def analyze(g: nx.MultiDiGraph, spec, *, notes: list[str] | None = None) -> Boun
         assumptions.append(f"fp32 contractions run as: {', '.join(precisions)}")
     if not all(k.exact for k in kernels) or not g.graph["fused_io"]["exact"]:
         assumptions.append("some footprints are proven lower bounds, not exact counts (marked ≥)")
+    assumptions.extend(lat.assumptions())
     assumptions.extend(notes or [])
     rows = [
         KernelRow(
@@ -85,8 +94,9 @@ def analyze(g: nx.MultiDiGraph, spec, *, notes: list[str] | None = None) -> Boun
             k.time_s,
             k.bound_by,
             k.exact,
+            latency_s,
         )
-        for k in kernels
+        for k, latency_s in zip(kernels, lat.kernel_s, strict=True)
     ]
     return Bound(
         program=g.graph["name"],
@@ -107,6 +117,7 @@ def analyze(g: nx.MultiDiGraph, spec, *, notes: list[str] | None = None) -> Boun
         assumptions=assumptions,
         memory=peak_memory(g),
         dram_capacity=spec.dram_capacity,
+        latency=lat,
         graph=g,
         spec=spec,
     )

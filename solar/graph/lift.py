@@ -16,8 +16,9 @@ Edges are tensors flowing from producer to consumer, keyed by tensor name, with 
 (the storage base), ``shape``, ``dtype``, ``role``, ``bytes`` (the whole tensor) and
 ``footprint_bytes`` (what this access touches). ``graph.graph`` holds what the backends need
 beyond nodes and edges: ``kernels`` (per launched kernel: statements, DRAM reads and writes
-in bytes), ``tensors`` (per storage tensor: shape, dtype, role, bytes) and ``fused_io``
-(bytes of graph inputs, weights and outputs, each once).
+in bytes, and ``chains``: the loop-carried dependence chains of a looped kernel,
+:func:`solar.ir.recurrence.kernel_chains` as dicts), ``tensors`` (per storage tensor: shape,
+dtype, role, bytes) and ``fused_io`` (bytes of graph inputs, weights and outputs, each once).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from solar.graph.ranks import assign_ranks
 from solar.ir.affine import Affine
 from solar.ir.cost import program_io
 from solar.ir.program import Program, Statement, with_loops
+from solar.ir.recurrence import kernel_chains
 from solar.ir.scalar import Indirect
 
 
@@ -128,6 +130,7 @@ def lift(program: Program) -> nx.MultiDiGraph:
                 "reads": {t: _bytes(program, f.elements, t) for t, f in io.reads.items()},
                 "writes": {t: _bytes(program, f.elements, t) for t, f in io.writes.items()},
                 "exact": all(f.exact for f in [*io.reads.values(), *io.writes.values()]),
+                "chains": [c.to_dict() for c in kernel_chains(program, k)],
             }
         )
     for out in dict.fromkeys(program.base(o) for o in program.outputs):

@@ -56,6 +56,7 @@ def bound_renderables(b: Bound) -> list:
         "DRAM bytes",
         "compute",
         "memory",
+        "latency",
         "bound",
         "by",
     ):
@@ -69,8 +70,9 @@ def bound_renderables(b: Bound) -> list:
             fmt_bytes(k.bytes_read + k.bytes_written) + ("" if k.exact else "≥"),
             fmt_time(k.compute_s),
             fmt_time(k.memory_s),
-            fmt_time(k.time_s),
-            k.bound_by,
+            fmt_time(k.latency_s) if k.latency_s else "-",
+            fmt_time(k.unfused_s),
+            "latency" if k.latency_bound else k.bound_by,
         )
     s = Table(title="speed-of-light bounds")
     for col in ("level", "time", "bound by", "DRAM bytes", "meaning"):
@@ -98,7 +100,8 @@ def bound_renderables(b: Bound) -> list:
     )
     notes = "assumptions:\n" + "\n".join(f"  - {a}" for a in b.assumptions)
     total = "total work: " + fmt_ops(b.flops)
-    return [t, s, total, *memory_lines(b), notes]
+    lat = b.latency.lines() if b.latency is not None else []
+    return [t, s, total, *lat, *memory_lines(b), notes]
 
 
 def memory_lines(b: Bound) -> list[str]:
