@@ -248,8 +248,8 @@ def critical_path(g, spec) -> tuple[list[ChainFloor], list[float], tuple[float, 
             sources = []
             for src, out, inp in _producers(node, nodes, writers[ki]):
                 frac = min(1.0, out["elements"] / max(out["slice_elements"], 1))
-                ops = _per_lane(inp["direct_ops"], c["lanes"], frac)
-                for cls, v in _per_lane(inp["other_ops"], c["lanes"]).items():
+                ops = _per_lane(inp["mixing_ops"], c["lanes"], frac)
+                for cls, v in _per_lane(inp["mixed_ops"], c["lanes"]).items():
                     ops[cls] = ops.get(cls, 0.0) + v
                 w = step_floor(ops, spec)[0]
                 sources.append(

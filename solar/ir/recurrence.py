@@ -50,8 +50,11 @@ class StepInput:
     coef: int
     const: int
     lanes: Lanes
-    direct_ops: dict[str, float]  # per step, all lanes: statements that load the tensor
-    other_ops: dict[str, float]  # per step, all lanes: statements downstream of those
+    # per step, all lanes: work of statements whose operands from the tensor are not yet mixed
+    # over its whole slice (the input projection; its share from one producer of part of the
+    # slice is proportional), and of statements after the mixing (they depend on all of it)
+    mixing_ops: dict[str, float]
+    mixed_ops: dict[str, float]
 
     def to_dict(self) -> dict:
         return {**self.__dict__, "lanes": [list(x) for x in self.lanes]}
@@ -146,7 +149,7 @@ class _Dep:
 class _Flow:
     deps: dict[int, _Dep | None]  # statement index -> its output's dependence (None: none)
     loads: dict[int, set[Load]]  # statement index -> its loads that depend on the source
-    direct: set[int]  # statements that load the source itself
+    full_in: dict[int, frozenset[int]]  # source positions all its dependent operands are full over
 
 
 # ---------------------------------------------------------------------------------------------
@@ -199,7 +202,7 @@ class _Kernel:
         """Dependence of every statement's output on the loads for which ``is_source(load)``
         (each carrying the source's positions as ``source`` says), in one iteration."""
         tdep: dict[str, _Dep | None] = {}
-        flow = _Flow({}, {}, set())
+        flow = _Flow({}, {}, {})
         for i, st in self.body:
             pairs: list[tuple[str, tuple, _Dep]] = []
             dep_loads: set[Load] = set()
@@ -207,7 +210,6 @@ class _Kernel:
                 base = self.p.base(ld.tensor)
                 if is_source(ld):
                     pairs.append((ld.tensor, ld.index, source))
-                    flow.direct.add(i)
                 elif tdep.get(base) is not None and ld.tensor == base:
                     pairs.append((base, ld.index, tdep[base]))  # type: ignore[arg-type]
                 else:
@@ -220,6 +222,7 @@ class _Kernel:
                 flow.deps[i] = tdep[base] = None
                 continue
             flow.loads[i] = dep_loads
+            flow.full_in[i] = frozenset.intersection(*(d.full for _, _, d in pairs))
             if st.scan or st.extern:
                 flow.deps[i] = _Dep({})  # depends; an opaque pattern: nothing claimed
             else:
@@ -229,7 +232,8 @@ class _Kernel:
 
     def _combine(self, st: Statement, pairs, lanes: set[int]) -> _Dep:
         parallel = {d.name for d in st.dims if not d.reduction}
-        reduction = {d.name: d.extent for d in st.dims if d.reduction}
+        # a guarded reduction may skip terms (a mask, a triangle): it claims no full position
+        reduction = {} if st.guards else {d.name: d.extent for d in st.dims if d.reduction}
         out_pos: dict[int, int] = {}
         carried: dict[int, int | None] = {}
         full: set[int] = set()
@@ -504,12 +508,13 @@ class _Kernel:
             mapping = self._input_lanes(flow, writes, set(others) - z_lanes, z_lanes, lanes)
             if mapping is None:
                 continue
-            direct: dict[str, float] = {}
-            other: dict[str, float] = {}
+            mixed = set(others) - z_lanes
+            mixing: dict[str, float] = {}
+            after: dict[str, float] = {}
             for i in sorted(need & set(flow.loads)):
                 ops = self.step_ops(self.stmts[i], flow.loads[i])
-                _add(direct if i in flow.direct else other, ops)
-            out.append(StepInput(z, coef, const, mapping, direct, other))
+                _add(after if mixed <= flow.full_in[i] else mixing, ops)
+            out.append(StepInput(z, coef, const, mapping, mixing, after))
         return out
 
     def _input_lanes(self, flow: _Flow, writes, mixed, z_lanes, lanes) -> Lanes | None:

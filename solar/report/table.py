@@ -100,8 +100,12 @@ def bound_renderables(b: Bound) -> list:
     )
     notes = "assumptions:\n" + "\n".join(f"  - {a}" for a in b.assumptions)
     total = "total work: " + fmt_ops(b.flops)
-    lat = b.latency.lines() if b.latency is not None else []
-    return [t, s, total, *lat, *memory_lines(b), notes]
+    return [t, s, total, *latency_lines(b), *memory_lines(b), notes]
+
+
+def latency_lines(b: Bound) -> list[str]:
+    """Launches and the critical path (nothing when the bound has no latency terms)."""
+    return b.latency.lines() if b.latency is not None else []
 
 
 def memory_lines(b: Bound) -> list[str]:
