@@ -24,6 +24,12 @@ per step from the state (:class:`StepOutput`): a copy of the new state (``y[t] =
 values that depend on all of the old one. A stacked RNN's layer ``l+1`` reads what layer ``l``
 writes, which is how the backend builds the wavefront of a stack.
 
+A chain is reported only when its step applies a transcendental function (tanh, sigmoid,
+exp, ...: work on the ``sfu`` class) to values that depend on the state. Linear and max-plus
+recurrences (``c[t+1] = a·c[t] + x[t]``, a running maximum) compose into maps of the same
+kind, so a parallel scan evaluates them in logarithmic depth, and the step-by-step chain
+would not be a lower bound for it.
+
 Anything not recognised (a guard other than the first/last step, gathers on the state, a
 partial overwrite, more than one loop dim) drops the claim: fewer chains or less work, never
 more, so the bound built on them stays a lower bound.
@@ -562,6 +568,6 @@ def kernel_chains(program: Program, kernel: Kernel) -> list[Chain]:
     chains = []
     for x, q0, c_w, writes in k.candidates():
         c = k.chain(x, q0, c_w, writes)
-        if c is not None and c.ops:
+        if c is not None and c.ops.get("sfu", 0) > 0:  # nonlinear: see the module docstring
             chains.append(c)
     return chains
