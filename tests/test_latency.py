@@ -22,7 +22,10 @@ import solar
 from solar.api import bound_graph, trace_and_lift
 from solar.gpu.violations import Floors, classify
 from solar.hw import SpecError, list_specs, load_spec
+from solar.ir.affine import Affine, affines
+from solar.ir.program import Guard, ProgramBuilder
 from solar.ir.recurrence import kernel_chains
+from solar.ir.scalar import Load, call
 from solar.problem import load_problem
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -239,6 +242,54 @@ def test_no_chain_for_linear_or_unmixed_recurrences():
     assert c.ops == {"sfu": 8.0, "cuda_fp32": 8.0}  # tanh(c) and the add of x, per step
 
 
+def elman(T=6, B=3, H=4, guard=None, diagonal=False):
+    """h[t+1, b, i] = tanh(Σ_k W[i, k] h[t, b, k] + x[t, b, i]), written as IR by hand."""
+    b = ProgramBuilder("elman")
+    x = b.tensor("x", (T, B, H), "float32", "input")
+    w = b.tensor("W", (H, H), "float32", "weight")
+    h0 = b.tensor("h0", (B, H), "float32", "input")
+    acc = b.tensor("acc", (B, H), "float32", "local")
+    h = b.tensor("h", (T + 1, B, H), "float32", "output")
+    b.begin_kernel("rnn", loops=[("t", T)])
+    b.statement([("b", B), ("i", H)], (h, (0, "b", "i")), Load(h0, affines(["b", "i"])),
+                guards=[Guard(Affine.of("t"), 0, 1)])  # fmt: skip
+    prev = Load(h, affines(["t", "k", "k"] if diagonal else ["t", "b", "k"]))
+    b.statement(
+        [("b", B), ("i", H), ("k", H, True)],
+        (acc, ("b", "i")),
+        call("mul", Load(w, affines(["i", "k"])), prev),
+        reduce="sum",
+        guards=[guard] if guard else (),
+    )
+    step = call(
+        "tanh", call("add", Load(acc, affines(["b", "i"])), Load(x, affines(["t", "b", "i"])))
+    )
+    b.statement([("b", B), ("i", H)], (h, (Affine.of("t") + 1, "b", "i")), step)
+    b.program.outputs.append(h)
+    return b.program
+
+
+def test_chain_facts_of_a_hand_written_recurrence():
+    """Per step and for all 3 lanes: the recurrent contraction 3·4·4 FMAs = 96 fp32 flops (no
+    tf32: IEEE), then the add of x and tanh, 12 each. x enters elementwise (x[t, b, i] reaches
+    h[t+1, b, i] only), so the new state does not depend on all of x's slice within a lane:
+    no step input is claimed (a producer of x gets no wavefront edge into this chain)."""
+    p = elman()
+    (c,) = kernel_chains(p, p.kernels[0])
+    assert (c.kernel, c.state, c.steps, c.lanes, c.lane_positions) == ("rnn_0", "h", 6, 3, (1,))
+    assert c.ops == {"cuda_fp32": 96 + 12, "sfu": 12}
+    assert c.inputs == () and c.outputs == ()
+
+
+def test_no_chain_when_the_mixing_skips_terms():
+    """A triangular (guarded) or diagonal recurrent reduction does not make every new element
+    depend on every old one: no chain is claimed."""
+    tri = elman(guard=Guard(Affine.of("k") - Affine.of("i"), -100, 1))  # k <= i
+    assert kernel_chains(tri, tri.kernels[0]) == []
+    diag = elman(B=4, diagonal=True)
+    assert kernel_chains(diag, diag.kernels[0]) == []
+
+
 # ---------------------------------------------------------------------------------------------
 # violations
 
@@ -251,3 +302,18 @@ def test_a_measurement_below_the_latency_floor_is_classified():
     assert (kind, cause) == ("cache_effect", "launches")
     kind, cause, _ = classify(10e-6, f, ir_ok=True, candidate=True, level="fused")
     assert (kind, cause) == ("not_doing_the_work", "latency")
+
+
+def test_cli_reports_latency():
+    """What a user runs: ``solar bound FILE --json`` carries the latency block and the
+    ``latency`` bottleneck; the table says it too."""
+    from console import run_solar
+
+    code, out, err = run_solar("bound", ROOT / "examples" / "chain_tiny_kernels.py", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["bounds"]["fused_bound_by"] == "latency"
+    assert d["latency"]["launches"] == 100 and d["latency"]["launch_floor_s"] == LAUNCH
+    assert d["kernels"][0]["latency_s"] == LAUNCH
+    code, out, err = run_solar("bound", ROOT / "examples" / "chain_tiny_kernels.py")
+    assert code == 0 and "launches: 100 kernels" in out and "latency" in out

@@ -246,6 +246,10 @@ class _Kernel:
         for tensor, index, dep in pairs:
             shape = self.p.tensors[tensor].shape
             full |= dep.full
+            uses: dict[str, int] = {}  # dim -> entries of this access that use it
+            for e in index:
+                for dim in () if isinstance(e, Indirect) else e.dims:
+                    uses[dim] = uses.get(dim, 0) + 1
             for q, p in dep.pos.items():
                 e = index[p]
                 d = None if isinstance(e, Indirect) else e.single_dim
@@ -254,7 +258,7 @@ class _Kernel:
                     if target is None or out_pos.get(q, target) != target:
                         raise _LaneFail(q)
                     out_pos[q] = target
-                elif d in reduction and reduction[d] == shape[p]:
+                elif d in reduction and reduction[d] == shape[p] and uses[d] == 1:
                     full.add(q)  # each output reads every value along this position
                 elif target is not None and carried.get(q, target) == target:
                     carried[q] = target
