@@ -306,7 +306,7 @@ def test_a_measurement_below_the_latency_floor_is_classified():
 
 def test_cli_reports_latency():
     """What a user runs: ``solar bound FILE --json`` carries the latency block and the
-    ``latency`` bottleneck; the table says it too."""
+    ``latency`` bottleneck (the table: test_chain_of_100_tiny_elementwise_kernels)."""
     from console import run_solar
 
     code, out, err = run_solar("bound", ROOT / "examples" / "chain_tiny_kernels.py", "--json")
@@ -315,5 +315,3 @@ def test_cli_reports_latency():
     assert d["bounds"]["fused_bound_by"] == "latency"
     assert d["latency"]["launches"] == 100 and d["latency"]["launch_floor_s"] == LAUNCH
     assert d["kernels"][0]["latency_s"] == LAUNCH
-    code, out, err = run_solar("bound", ROOT / "examples" / "chain_tiny_kernels.py")
-    assert code == 0 and "launches: 100 kernels" in out and "latency" in out

@@ -322,8 +322,8 @@ class Calibration(Viewable):
         """What goes under ``latency:`` (seconds) and a note per key: the measured floors,
         except an ``sm_sync`` above the spec's own on a GPU with clusters (see
         :func:`solar.gpu.calibrate_latency.sync_to_write`)."""
-        values: dict[str, float] = {}
-        notes: dict[str, str] = {}
+        values: dict[str, float] = dict(self.base.latency)  # kept where not measured
+        notes = {k: "the spec's own (not measured)" for k in values}
         for r in self.results:
             if r.key not in LATENCY_KEYS or r.value is None:
                 continue

@@ -6,9 +6,10 @@
   replays is the floor (a replay cannot be faster than the GPU can run its chain); the median
   is reported beside it, with a chain of one-element torch adds for comparison.
 * ``sm_sync`` -- two thread blocks (on two SMs) pass a counter back and forth through one word
-  of global memory (atomics, performed in the L2), ``n`` round trips in one kernel: the time
-  / ``2n`` is one handoff from one SM to another. Every spin loop gives up after a bounded
-  number of polls (the kernel always ends; a give-up marks the measurement failed).
+  of global memory (an atomic write, volatile polls: both through the L2), ``n`` round trips
+  in one kernel: the time / ``2n`` is one handoff from one SM to another. Every spin loop
+  gives up after a bounded number of polls (the kernel always ends; a give-up marks the
+  measurement failed).
 
 On GPUs with thread-block clusters (compute capability 9.0 and later) the SMs of a cluster can
 also hand a value over through distributed shared memory, which this Triton kernel cannot
@@ -37,13 +38,16 @@ def _triton_kernels():
 
         @triton.jit
         def pingpong(flag_ptr, err_ptr, n_iter, max_spin):
+            # block `pid` waits for the counter to reach 2i + pid, then hands it on: every
+            # handoff is a write by one SM seen by a poll of the other (volatile loads go to
+            # the L2; the write is an atomic, performed there)
             pid = tl.program_id(0)
             for i in range(n_iter):
                 want = 2 * i + pid
-                cur = tl.atomic_add(flag_ptr, 0)
-                spins = 0
+                cur = tl.load(flag_ptr, volatile=True)
+                spins = pid * 0  # an int32 scalar (a loop-carried tensor, not a constant)
                 while (cur != want) & (spins < max_spin):
-                    cur = tl.atomic_add(flag_ptr, 0)
+                    cur = tl.load(flag_ptr, volatile=True)
                     spins += 1
                 if spins >= max_spin:
                     tl.atomic_xchg(err_ptr, 1)
