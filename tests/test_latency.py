@@ -186,6 +186,8 @@ def test_bidirectional_lstm():
     assert inp["mixed_ops"] == {"cuda_fp32": 4 * 64 * 10, "sfu": 4 * 64 * 5}
     lat = b.latency
     assert lat.critical_steps == 399
+    # the edge into layer 2 costs φ too (half of its input GEMM, 16 clocks): Σ = 399 φ
+    assert lat.critical_sum_s == pytest.approx(399 * phi, rel=1e-12)
     assert lat.critical_path_s == pytest.approx(398 * phi / 2, rel=1e-12)
     assert b.kernels[-1].latency_s == pytest.approx(198 * phi / 2, rel=1e-12)
     assert b.fused == b.cache_aware == pytest.approx(398 * phi / 2, rel=1e-12)
