@@ -10,6 +10,7 @@ import torch
 import yaml
 
 from solar.gpu.calibrate import Calibration, Measurement, _clamp, derive_spec, spec_yaml
+from solar.gpu.calibrate_latency import one_way, per_launch, sync_to_write
 from solar.gpu.measure import DeviceInfo, detect_spec, resolve_hw
 from solar.hw import SpecError, list_specs, load_spec
 
@@ -175,6 +176,55 @@ def test_write_refuses_a_spec_that_does_not_load(tmp_path):
     assert not list(tmp_path.iterdir())
 
 
+# ------------------------------------------------------------------------------ latency floors
+
+
+def with_latency(cal: Calibration, launch: float, sync: float) -> Calibration:
+    lat = cal.base.latency
+    cal.results += [
+        Measurement("kernel_launch", launch, lat["kernel_launch"], "graph replay", raw=launch),
+        Measurement("sm_sync", sync, lat["sm_sync"], "ping-pong", raw=sync),
+    ]
+    return cal
+
+
+def test_latency_helpers():
+    assert per_launch([2e-3, 1e-3, 3e-3], 1000) == pytest.approx((1e-6, 2e-6))
+    assert one_way([4e-3, 2e-3], 1000) == pytest.approx(1e-6)  # fastest run / 2000 handoffs
+    with pytest.raises(ValueError):
+        per_launch([], 10)
+    with pytest.raises(ValueError):
+        one_way([1.0], 0)
+    # Hopper has clusters (distributed shared memory): an L2 ping-pong above the spec's floor
+    # does not replace it; without clusters the measurement is the floor
+    assert sync_to_write(3e-7, 5e-8, "9.0")[0] == 5e-8
+    assert "distributed shared memory" in sync_to_write(3e-7, 5e-8, "9.0")[1]
+    assert sync_to_write(3e-7, 5e-8, "8.0") == (3e-7, "")
+    assert sync_to_write(3e-8, 5e-8, "9.0") == (3e-8, "")
+
+
+def test_calibrated_spec_gets_the_latency_floors(tmp_path):
+    cal = with_latency(h100_calibration(), 0.9e-6, 0.3e-6)
+    spec = load_spec(cal.write(tmp_path / "lat.yaml"))
+    assert spec.launch_floor_s == pytest.approx(0.9e-6)
+    assert spec.sync_floor_s == pytest.approx(load_spec("H100").sync_floor_s)  # cc 9.0: kept
+    text = (tmp_path / "lat.yaml").read_text()
+    assert text.count("\nlatency:") == 1 and "measured 0.3 us" in text
+    table = str(cal)
+    assert "kernel_launch" in table and "0.9 us" in table and "180%" in table
+    older = with_latency(h100_calibration(), 0.9e-6, 0.3e-6)
+    older.device = dev("NVIDIA A100-SXM4-80GB", 108, 85098496000, cc="8.0")
+    assert older.latency()[0]["sm_sync"] == pytest.approx(0.3e-6)
+
+
+def test_a_floor_measured_below_the_catalogue_default_is_flagged(tmp_path):
+    cal = with_latency(h100_calibration(), 0.3e-6, 0.3e-6)
+    assert "BELOW the spec's floor" in str(cal)
+    spec = load_spec(cal.write(tmp_path / "low.yaml"))
+    assert spec.launch_floor_s == pytest.approx(0.3e-6)  # the measurement is what is written
+    assert "WARNING: kernel_launch measured 0.3 us" in (tmp_path / "low.yaml").read_text()
+
+
 # ------------------------------------------------------------------------------ derived specs
 
 
@@ -231,3 +281,4 @@ def test_calibrate_quick_on_cuda(tmp_path):
     assert cal.measured()["dram_bandwidth"] > 0 and cal.measured()["tc_bf16"] > 0
     spec = load_spec(cal.write(tmp_path / "gpu.yaml"))
     assert spec.measured["tc_bf16"] <= spec.peak("tc_bf16") * 1.001
+    assert 0 < spec.launch_floor_s < 20e-6 and 0 < spec.sync_floor_s < 20e-6

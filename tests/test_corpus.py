@@ -86,7 +86,14 @@ def test_bound_example(path):
     for k in b.kernels:
         assert k.time_s >= 0 and k.compute_s >= 0 and k.memory_s >= 0, k.name
         assert k.bytes_read >= 0 and k.bytes_written >= 0, k.name
-    assert sum(k.time_s for k in b.kernels) == pytest.approx(b.unfused, rel=1e-6)
+    # the kernel rooflines add up to the unfused throughput bound; with each kernel's latency
+    # floor (issue 13: a launch, its own critical path) they add up to the unfused bound
+    assert sum(k.time_s for k in b.kernels) == pytest.approx(
+        b.latency.throughput["unfused"], rel=1e-6
+    )
+    unfused = max(sum(k.unfused_s for k in b.kernels), b.latency.critical_path_s)
+    assert unfused == pytest.approx(b.unfused, rel=1e-6)
+    assert b.fused >= b.latency.launch_floor_s * (1 - REL)
 
     d = json.loads(b.to_json())
     assert d == b.to_dict()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import networkx as nx
 
 from solar.backend.cache_aware import cache_aware_bytes
+from solar.backend.latency import latency_bound, unfused_bound_by
 from solar.backend.memory import peak_memory
 from solar.backend.phases import phase_split
 from solar.backend.result import Bound, KernelRow
@@ -36,6 +37,13 @@ def analyze(g: nx.MultiDiGraph, spec, *, notes: list[str] | None = None) -> Boun
     for k in kernels:
         by_level[k.bound_by] = by_level.get(k.bound_by, 0.0) + k.time_s
     unfused_by = max(by_level, key=by_level.__getitem__) if by_level else "none"
+    throughput = {"unfused": unfused, "fused": fused, "cache_aware": cache_aware}
+    lat = latency_bound(g, spec, kernels, throughput)
+    if lat.binds("unfused"):
+        unfused_by = unfused_bound_by(kernels, lat.kernel_s, lat.critical_path_s)
+    fused_by = "latency" if lat.binds("fused") else fused_by
+    cache_by = "latency" if lat.binds("cache_aware") else cache_by
+    unfused, fused, cache_aware = (lat.final[lv] for lv in ("unfused", "fused", "cache_aware"))
 
     rates = sorted({r for k in kernels for r in k.compute.rates_used.values()})
     assumptions = [
@@ -71,6 +79,7 @@ def analyze(g: nx.MultiDiGraph, spec, *, notes: list[str] | None = None) -> Boun
         assumptions.append(f"fp32 contractions run as: {', '.join(precisions)}")
     if not all(k.exact for k in kernels) or not g.graph["fused_io"]["exact"]:
         assumptions.append("some footprints are proven lower bounds, not exact counts (marked ≥)")
+    assumptions.extend(lat.assumptions())
     assumptions.extend(notes or [])
     rows = [
         KernelRow(
@@ -88,8 +97,9 @@ def analyze(g: nx.MultiDiGraph, spec, *, notes: list[str] | None = None) -> Boun
             k.exact,
             src.get("phase", ""),
             src.get("origin", ""),
+            latency_s,
         )
-        for k, src in zip(kernels, g.graph["kernels"], strict=True)
+        for k, src, latency_s in zip(kernels, g.graph["kernels"], lat.kernel_s, strict=True)
     ]
     return Bound(
         program=g.graph["name"],
@@ -111,6 +121,7 @@ def analyze(g: nx.MultiDiGraph, spec, *, notes: list[str] | None = None) -> Boun
         memory=peak_memory(g),
         phases=phase_split(rows, spec),
         dram_capacity=spec.dram_capacity,
+        latency=lat,
         graph=g,
         spec=spec,
     )

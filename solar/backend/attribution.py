@@ -3,8 +3,10 @@
 A level's time is ``max(compute, DRAM bytes / bandwidth)``. When DRAM binds, a kernel's share
 is its DRAM bytes at that level over the bandwidth (graph inputs charged to their first reader,
 graph outputs to their last writer, cache-aware extra traffic to the node that forces it); when
-a unit binds, the level's time is split in proportion to the kernels' time on that unit.
-Shares add up to the level's time exactly.
+a unit binds, the level's time is split in proportion to the kernels' time on that unit; when
+latency binds (:mod:`solar.backend.latency`), in proportion to the kernels' latency floors (a
+launch, their own critical path). Shares add up to the level's time exactly (the unfused
+level: unless the program's critical path across kernels exceeds the sum of the kernels').
 """
 
 from __future__ import annotations
@@ -56,7 +58,10 @@ def kernel_attribution(b, hw=None) -> list[dict]:
     def shares(time: float, by: str, nbytes: list[float]) -> list[float]:
         if by == "dram":
             return [x / spec.dram_bandwidth for x in nbytes]
-        w = [pu.get(by, 0.0) for pu in per_unit]
+        if by == "latency":  # in proportion to each kernel's launch floor / critical path
+            w = [getattr(k, "latency_s", 0.0) for k in b.kernels]
+        else:
+            w = [pu.get(by, 0.0) for pu in per_unit]
         total = sum(w)
         if total <= 0:
             return [time / len(kernels)] * len(kernels)
@@ -70,7 +75,7 @@ def kernel_attribution(b, hw=None) -> list[dict]:
         rows.append(
             {
                 "kernel": k.name,
-                "unfused_s": k.time_s,
+                "unfused_s": max(k.time_s, getattr(k, "latency_s", 0.0)),
                 "fused_s": f_sh[i],
                 "cache_aware_s": c_sh[i],
                 "fused_bytes": fused[i],

@@ -13,19 +13,31 @@ JSON schema ``solar.bound/1`` (stable; agents may rely on it)::
      "memory": {"peak_bytes": int, "peak_kernel": str, "resident_bytes": int,
                 "at_peak": {role: int}, "dram_capacity": int, "fits": bool,
                 "at_peak_use": {use: int} (training steps only)},
+     "latency": {"launch_floor_s": float, "sync_floor_s": float, "launches": int,
+                 "critical_path": {"seconds": float, "steps": int,
+                                   "sum_of_step_floors_s": float, "max_step_floor_s": float},
+                 "chains": [{"kernel", "state", "steps": int, "lanes": int, "step_s",
+                             "one_sm_s", "spread_s", "critical_path_s": float}],
+                 "throughput_s": {level: float}, "latency_s": {level: float}},
      "kernels": [{"name", "op", "source", "module", "flops": {op_class: int},
                   "bytes_read": int, "bytes_written": int, "compute_s", "memory_s",
-                  "time_s": float, "bound_by": str, "exact": bool,
+                  "time_s": float, "bound_by": str, "exact": bool, "latency_s": float,
                   "phase": str, "origin": str}],
      "phases": [{"phase", "kernels": int, "flops": {op_class: int}, "bytes": int,
                  "unfused_s": float, "compute_s": float}]  (empty unless a training step),
      "assumptions": [str]}
 
+``bound_by`` is a physical unit (``tensor``, ``fma``, ``fp64``, ``int``, ``sfu``), ``dram``,
+or ``latency`` (a launch floor or a critical path of dependent steps binds: see
+:mod:`solar.backend.latency`). Each level's bound is ``max(throughput, latency)``:
+``latency.throughput_s`` holds the bounds without the latency terms, ``latency.latency_s``
+the latency terms alone (unfused: ``Σ_i latency_s`` of the kernels, at least the critical
+path). A kernel's ``time_s`` is its roofline (what its own device time is compared with);
+its term of the unfused sum is ``max(time_s, latency_s)``.
+
 A training step's kernels carry ``phase`` (forward, backward, recompute, optimizer) and
 ``origin`` (the forward kernel a backward kernel differentiates, the parameters an optimizer
 kernel updates); other programs leave both empty.
-
-``bound_by`` is a physical unit (``tensor``, ``fma``, ``fp64``, ``int``, ``sfu``) or ``dram``.
 """
 
 from __future__ import annotations
@@ -33,6 +45,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from solar.backend.latency import Latency
 from solar.backend.memory import PeakMemory
 from solar.backend.phases import PhaseRow
 from solar.fmt import fmt_time
@@ -67,6 +80,17 @@ class KernelRow:
     exact: bool
     phase: str = ""  # a training step's kernels: forward, backward, recompute or optimizer
     origin: str = ""  # what a backward / optimizer kernel belongs to
+    latency_s: float = 0.0  # launch floor and own critical path (issue 13), unfused term
+
+    @property
+    def unfused_s(self) -> float:
+        """This kernel's term of the unfused sum: max(roofline, latency)."""
+        return max(self.time_s, self.latency_s)
+
+    @property
+    def latency_bound(self) -> bool:
+        """Whether latency (a launch, a critical path) binds this kernel's unfused term."""
+        return self.latency_s > self.time_s
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -96,6 +120,7 @@ class Bound(Viewable):
     memory: PeakMemory | None = None  # peak live bytes over the kernel order
     phases: list[PhaseRow] = field(default_factory=list)  # a training step's parts
     dram_capacity: int = 0  # the GPU's device memory (bytes)
+    latency: Latency | None = None  # launch floor and critical path (solar.backend.latency)
     graph: object = field(default=None, repr=False)  # the einsum graph (networkx)
     ir: object = field(default=None, repr=False)  # the Affine Loop IR program
     spec: object = field(default=None, repr=False)  # the HardwareSpec the bound is for
@@ -142,6 +167,7 @@ class Bound(Viewable):
             "memory": None
             if self.memory is None
             else {**self.memory.to_dict(), "dram_capacity": self.dram_capacity, "fits": self.fits},
+            "latency": None if self.latency is None else self.latency.to_dict(),
             "kernels": [k.to_dict() for k in self.kernels],
             "phases": [p.to_dict() for p in self.phases],
             "assumptions": list(self.assumptions),

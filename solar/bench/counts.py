@@ -3,7 +3,8 @@ program of the examples corpus, every difference derived by hand.
 
 The external count of a PyTorch program is ``torch.utils.flop_counter.FlopCounterMode`` over
 its aten graph (``make_fx`` on fake tensors, replayed on the meta device: models whose Python
-code calls ``.item()`` run too). A JAX program gets the same rules applied to its jaxpr
+code calls ``.item()`` run too; :func:`_fcm_flops` says what the programs the replay cannot
+run get). A JAX program gets the same rules applied to its jaxpr
 (``dot_general``: 2 · batch · M · N · K; ``conv_general_dilated``: 2 · outputs · C_in/groups ·
 taps, as FlopCounterMode counts a convolution). Both count every multiply-accumulate of an
 operator; solar counts the products that reach an output. Where they differ, each operator
@@ -14,8 +15,11 @@ accounts for its share, derived from its shapes and parameters alone:
 - transposed convolution: input ``i`` meets tap ``r`` at output ``s·i + d·r − pad``, a product
   when that lies in ``[0, out)`` (FlopCounterMode counts the cropped ones too);
 - JAX convolution with input (lhs) dilation: a tap on a hole of the dilated input is no product;
+- convolution backward (a training step): the input and weight gradients pair the same (output
+  position, tap) products as the forward, so each skips the forward's padding taps;
 - causal attention (top-left aligned): query ``i`` meets keys ``j <= i`` only, ``Σ_i min(i+1, S)``
-  score entries, in Q·Kᵀ and in P·V;
+  score entries, in Q·Kᵀ and in P·V, and in the backward's five contractions (Q·Kᵀ again,
+  dV, dP, dQ, dK: FlopCounterMode's SDPA backward rule counts the same five, full);
 - operators FlopCounterMode has no rule for (``_trilinear``, ``_int_mm``) count 0 there; their
   products are counted by hand.
 
@@ -86,8 +90,12 @@ def _add(reasons: dict[str, int], why: str, flops: int) -> None:
 # ------------------------------------------------------------------------------ PyTorch
 
 
-def _fcm_flops(model, inputs) -> int:
-    """FlopCounterMode over the program's aten graph, replayed on meta tensors."""
+def _fcm_flops(model, inputs, graph=None) -> int:
+    """FlopCounterMode over the program's aten graph, replayed on meta tensors; a program the
+    replay cannot run (constants a fake trace cannot mix in: KV caches) runs itself on the meta
+    device under FlopCounterMode, and one that cannot run on meta either (a fused optimizer
+    refuses meta parameters) gets FlopCounterMode's formulas applied to ``graph``, solar's
+    aten graph (:func:`_fcm_on_graph`)."""
     import torch
     from torch.fx.experimental.proxy_tensor import make_fx
     from torch.utils.flop_counter import FlopCounterMode
@@ -101,11 +109,46 @@ def _fcm_flops(model, inputs) -> int:
             return model(*xs)
         return torch.func.functional_call(module, (p, b), xs)
 
-    with torch.no_grad():
-        gm = make_fx(run, tracing_mode="fake")(params, buffers, *inputs)
-        with FlopCounterMode(display=False) as fc:
-            gm(params, buffers, *inputs)
+    try:
+        with torch.no_grad():
+            gm = make_fx(run, tracing_mode="fake")(params, buffers, *inputs)
+            with FlopCounterMode(display=False) as fc:
+                gm(params, buffers, *inputs)
+    except Exception:  # constants the fake trace cannot mix in (KV caches, a step's state)
+        try:
+            with FlopCounterMode(display=False) as fc:  # the program itself, on meta
+                run(params, buffers, *inputs)
+        except Exception:
+            if graph is None:
+                raise
+            return _fcm_on_graph(graph)
     return fc.get_total_flops()
+
+
+def _fcm_on_graph(graph) -> int:
+    """FlopCounterMode's formulas (``torch.utils.flop_counter``) on every node of an aten graph,
+    the operands' fake values as their arguments; the fused attention calls solar intercepts
+    (``solar.sdpa``, ``solar.sdpa_backward``) by torch's own SDPA formulas."""
+    import torch
+    from torch.utils import flop_counter as F
+
+    def val(a):
+        return a.meta["val"] if isinstance(a, torch.fx.Node) else a
+
+    total = 0
+    for node in graph.graph.nodes:
+        if node.op != "call_function":
+            continue
+        args = torch.fx.node.map_aggregate(node.args, val)
+        kwargs = torch.fx.node.map_aggregate(node.kwargs, val)
+        packet = getattr(node.target, "overloadpacket", None)
+        if packet in F.flop_registry:
+            total += F.flop_registry[packet](*args, **kwargs, out_val=node.meta["val"])
+        elif str(node.target) == "solar.sdpa.default":
+            total += F.sdpa_flop_count(*(a.shape for a in args[:3]))
+        elif str(node.target) == "solar.sdpa_backward.default":
+            total += F.sdpa_backward_flop_count(*(a.shape for a in args[:4]))
+    return total
 
 
 def _torch_reasons(graph) -> dict[str, int]:
@@ -143,12 +186,32 @@ def _torch_reasons(graph) -> dict[str, int]:
                 useful = math.prod(hits(*z) for z in sizes)
                 _add(reasons, "conv padding taps",
                      per_mac * (math.prod(out[2:]) * math.prod(k) - useful))  # fmt: skip
+        elif node.target == aten.convolution_backward.default and not args[7]:
+            # grad_input and grad_weight pair the same (output position, tap) products as the
+            # forward: each computed gradient skips the forward's padding taps
+            dy, x, w = shape(args[0]), shape(args[1]), shape(args[2])
+            stride, pad, dil = (_per_dim(v, len(w) - 2) for v in args[4:7])
+            groups, mask = args[9], args[10]
+            per_mac = 2 * dy[0] * dy[1] * (x[1] // groups)
+            sizes = zip(dy[2:], w[2:], stride, dil, pad, x[2:], strict=True)
+            useful = math.prod(hits(*z) for z in sizes)
+            taps = per_mac * (math.prod(dy[2:]) * math.prod(w[2:]) - useful)
+            _add(reasons, "conv padding taps (backward)", taps * (int(mask[0]) + int(mask[1])))
         elif str(node.target) == "solar.sdpa.default" and args[5]:  # is_causal
             q, v, kk = shape(args[0]), shape(args[2]), shape(args[1])
             lq, lk = q[-2], kk[-2]
             pairs = sum(min(i + 1, lk) for i in range(lq))
             heads = math.prod(q[:-2])
             _add(reasons, "causal attention", 2 * heads * (lq * lk - pairs) * (q[-1] + v[-1]))
+        elif str(node.target) == "solar.sdpa_backward.default" and args[7]:  # is_causal
+            q, kk, v = shape(args[1]), shape(args[2]), shape(args[3])
+            lq, lk = q[-2], kk[-2]
+            pairs = sum(min(i + 1, lk) for i in range(lq))
+            heads = math.prod(q[:-2])
+            # five contractions over the (query, key) pairs: QKᵀ again, dQ and dK over the
+            # head dim E; dV and dP over the value dim Ev
+            _add(reasons, "causal attention (backward)",
+                 2 * heads * (lq * lk - pairs) * (3 * q[-1] + 2 * v[-1]))  # fmt: skip
         elif node.target == aten._int_mm.default:
             (m, k), (_, n) = shape(args[0]), shape(args[1])
             _add(reasons, "no FlopCounterMode rule (_int_mm)", -2 * m * n * k)
@@ -172,16 +235,16 @@ def _per_dim(v, n: int) -> list[int]:
 
 
 def torch_row(path: Path) -> Row:
-    from solar.frontend.torch import trace_torch
+    from solar.api import trace as trace_program
     from solar.problem import load_problem
 
     problem = load_problem(path)
-    trace = trace_torch(problem.model, problem.inputs, name=problem.name)
+    trace = trace_program(problem.model, problem.inputs, name=problem.name)
     return Row(
         problem.name,
         "PyTorch",
         _contraction_flops(trace.program),
-        _fcm_flops(problem.model, problem.inputs),
+        _fcm_flops(problem.model, problem.inputs, trace.graph),
         _torch_reasons(trace.graph),
     )
 

@@ -20,6 +20,11 @@ def add_parser(sub):
     p.add_argument("--device", default=None, help="CUDA device (default: the current one)")
     p.add_argument("--units", help="comma-separated compute units to measure (default: all)")
     p.add_argument("--quick", action="store_true", help="smaller sizes (a few seconds)")
+    p.add_argument(
+        "--no-latency",
+        action="store_true",
+        help="skip the latency floors (kernel launch, SM-to-SM handoff)",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     return p
 
@@ -31,6 +36,7 @@ def run(args) -> int:
         base=args.base,
         quick=args.quick,
         units=units,
+        latency=not args.no_latency,
         log=None if args.json else (lambda s: print(s, file=sys.stderr)),
     )
     if args.out:

@@ -9,7 +9,9 @@ Measured (CUDA events, warm-up, median of repetitions; random data, never zeros)
 * GEMM rates through the libraries: fp32 (``cuda_fp32``, tf32 off), tf32 (``tc_tf32``), bf16,
   fp16, fp8 (``torch._scaled_mm``, when the GPU has fp8), int8 (``torch._int_mm``) and fp64
   (``tc_fp64``), ``2 n^3`` ops for an ``n^3`` product;
-* ``sfu`` -- a Triton kernel of independent ``exp2`` chains (MUFU.EX2), when Triton is there.
+* ``sfu`` -- a Triton kernel of independent ``exp2`` chains (MUFU.EX2), when Triton is there;
+* the latency floors ``kernel_launch`` and ``sm_sync`` (:mod:`solar.gpu.calibrate_latency`),
+  written to the spec's ``latency:`` block (:mod:`solar.hw.latency`).
 
 The spec written is the datasheet spec of the GPU (the catalogue's, matched as ``hw="auto"``
 does, or ``--base``) with the measurements under ``measured:`` (``<unit>_tflops``,
@@ -34,8 +36,10 @@ from pathlib import Path
 import torch
 import yaml
 
+from solar.gpu.calibrate_latency import measure_launch, measure_sync, sync_to_write
 from solar.gpu.measure import DeviceInfo, detect_spec, device_info, time_fn
 from solar.hw import SpecError, list_specs, load_spec
+from solar.hw.latency import LATENCY_KEYS, latency_yaml_block
 from solar.hw.spec import UNITS, HardwareSpec
 from solar.viewable import Viewable
 
@@ -314,6 +318,24 @@ class Calibration(Viewable):
             if r.value is not None and (r.key in UNITS or r.key == "dram_bandwidth")
         }
 
+    def latency(self) -> tuple[dict[str, float], dict[str, str]]:
+        """What goes under ``latency:`` (seconds) and a note per key: the measured floors,
+        except an ``sm_sync`` above the spec's own on a GPU with clusters (see
+        :func:`solar.gpu.calibrate_latency.sync_to_write`)."""
+        values: dict[str, float] = dict(self.base.latency)  # kept where not measured
+        notes = {k: "the spec's own (not measured)" for k in values}
+        for r in self.results:
+            if r.key not in LATENCY_KEYS or r.value is None:
+                continue
+            v, note = r.value, "measured by solar calibrate"
+            if r.key == "sm_sync":
+                v, kept = sync_to_write(
+                    r.value, self.base.latency.get("sm_sync", 0.0), self.device.compute_capability
+                )
+                note = f"measured {r.value * 1e6:.3g} us; {kept}" if kept else note
+            values[r.key], notes[r.key] = v, note
+        return values, notes
+
     def to_dict(self) -> dict:
         return {
             "schema": "solar.calibrate/1",
@@ -326,7 +348,10 @@ class Calibration(Viewable):
         }
 
     def to_yaml(self) -> str:
-        return spec_yaml(self.base, self.measured(), header=self._header())
+        latency, notes = self.latency()
+        return spec_yaml(
+            self.base, self.measured(), header=self._header(), latency=latency, notes=notes
+        )
 
     def _header(self) -> list[str]:
         d = self.device
@@ -348,6 +373,14 @@ class Calibration(Viewable):
                     f"L2 bandwidth (measured; not a spec field): {r.value / 1e9:,.0f} GB/s "
                     f"({r.method})."
                 )
+            elif r.key in LATENCY_KEYS and r.value is not None:
+                default = self.base.latency.get(r.key)
+                if default and r.value < default:
+                    lines.append(
+                        f"WARNING: {r.key} measured {r.value * 1e6:.3g} us, below the spec's "
+                        f"{default * 1e6:.3g} us: the catalogue's default is not a lower bound "
+                        "for this GPU; lower it in hw_specs."
+                    )
             elif r.clamped:
                 lines.append(
                     f"{r.key}: measured {r.raw:.6g}/s above the peak {r.peak:.6g}/s, clamped: "
@@ -428,16 +461,29 @@ def _strip_block(text: str, key: str) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
-def spec_yaml(spec: HardwareSpec, measured: dict[str, float], *, header: Sequence[str] = ()) -> str:
+def spec_yaml(
+    spec: HardwareSpec,
+    measured: dict[str, float],
+    *,
+    header: Sequence[str] = (),
+    latency: dict[str, float] | None = None,
+    notes: dict[str, str] | None = None,
+) -> str:
     """YAML of ``spec`` with ``measured`` (per second, by unit / ``dram_bandwidth``) as its
-    ``measured:`` section. A catalogue spec keeps its file's text and comments (aliases dropped,
-    so the file can sit beside the catalogue without clashing); others are written out."""
+    ``measured:`` section and ``latency`` (seconds, :mod:`solar.hw.latency`) as its
+    ``latency:`` block when given. A catalogue spec keeps its file's text and comments (aliases
+    dropped, so the file can sit beside the catalogue without clashing); others are written
+    out."""
     head = "".join(f"# {h}\n" for h in header)
     block = yaml.safe_dump({"measured": _measured_block(measured)}, sort_keys=False)
+    if latency:
+        block += latency_yaml_block(latency, notes or {})
     text = None
     if spec.path and Path(spec.path).is_file():
         text = Path(spec.path).read_text(encoding="utf-8")
         text = _strip_block(text, "measured")
+        if latency:
+            text = _strip_block(text, "latency")
         lines = text.splitlines()
         alias = [i for i, ln in enumerate(lines) if re.match(r"^aliases\s*:", ln)]
         if len(alias) == 1 and "[" in lines[alias[0]] and "]" in lines[alias[0]]:
@@ -446,7 +492,10 @@ def spec_yaml(spec: HardwareSpec, measured: dict[str, float], *, header: Sequenc
         elif alias:
             text = None  # a block list of aliases: write the spec out instead
     if text is None:
-        text = yaml.safe_dump(_readable(spec), sort_keys=False, width=100)
+        readable = _readable(spec)
+        if spec.latency and not latency:
+            readable["latency"] = {f"{k}_us": v * 1e6 for k, v in spec.latency.items()}
+        text = yaml.safe_dump(readable, sort_keys=False, width=100)
     return head + text.rstrip() + "\n\n" + block
 
 
@@ -456,11 +505,13 @@ def calibrate(
     base=None,
     quick: bool = False,
     units: Sequence[str] | None = None,
+    latency: bool = True,
     log: Callable[[str], None] | None = None,
 ) -> Calibration:
     """Measure the ceilings of ``device`` (default: the current CUDA GPU). ``base``: the
     datasheet spec to compare with and write (default: the catalogue's spec of the device,
-    else one derived from it). ``units`` limits the compute units measured."""
+    else one derived from it). ``units`` limits the compute units measured; ``latency``
+    measures the two latency floors too."""
     if not torch.cuda.is_available():
         raise ValueError("solar calibrate needs a CUDA GPU (torch sees none)")
     dev = torch.device(device or "cuda")
@@ -488,6 +539,16 @@ def calibrate(
         finally:
             torch.cuda.empty_cache()
 
+    def run_latency(key: str, fn: Callable[[], tuple]) -> None:
+        say(f"measuring {key} ...")
+        try:
+            value, method = fn()
+            cal.results.append(Measurement(key, value, spec.latency.get(key), method, raw=value))
+        except Exception as e:
+            msg = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
+            peak = spec.latency.get(key)
+            cal.results.append(Measurement(key, None, peak, "", error=f"{type(e).__name__}: {msg}"))
+
     run("dram_bandwidth", spec.dram_bandwidth, lambda: measure_dram(dev, l2, quick=quick))
     run("l2_bandwidth", spec.l2_bandwidth, lambda: measure_l2(dev, l2))
     chosen = list(units) if units is not None else [*GEMM_UNITS, "sfu"]
@@ -499,5 +560,8 @@ def calibrate(
         elif u in GEMM_UNITS:
             label = GEMM_UNITS[u]
             run(u, spec.peak(u), lambda label=label: measure_gemm(dev, label, quick=quick))
+    if latency:
+        run_latency("kernel_launch", lambda: measure_launch(dev, reps=10 if quick else 30))
+        run_latency("sm_sync", lambda: measure_sync(dev, round_trips=5000 if quick else 20000))
     cal.seconds = time.perf_counter() - t_start
     return cal

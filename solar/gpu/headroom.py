@@ -248,6 +248,7 @@ def assess(
             "implied_bandwidth": f.bytes / m if m > 0 else math.inf,
             "dram_bandwidth": f.dram_bandwidth,
             "l2_bytes": f.l2_bytes,
+            "latency_s": f.latency_s,
             "compute_fraction_of_peak": f.compute_s / m if m > 0 else math.inf,
             "ir_validation": _status(ir_ok),
             "code_validation": "reference" if not candidate else _status(code_ok),

@@ -2,7 +2,7 @@
 
 A measurement ``M`` violates a bound ``B`` when ``M < B * (1 - tol)`` (``tol`` = 1 % by
 default: timer resolution and run-to-run noise). Each violation is explained by the first rule
-that holds, using three numbers besides ``M`` and ``B``:
+that holds, using these numbers besides ``M`` and ``B``:
 
 * ``C``, the compute part of the bound (ops of the busiest unit over its peak). No cache lowers
   it.
@@ -14,6 +14,10 @@ that holds, using three numbers besides ``M`` and ``B``:
   kernel, and per kernel in the unfused sum, the kernel's inputs may be in the L2 where an
   earlier kernel left them and its outputs may stay there, so its term is
   ``max(C_k, max(cold_k, bytes_k - 2 L2) / BW)``. Without a flush nothing is cold.
+* ``Lat``, the latency part (:mod:`solar.backend.latency`): at the fused and cache-aware
+  levels the launch floor and the critical path of dependent steps; at the unfused level
+  ``Σ_k max(F_k, latency_k)`` (each kernel at least one launch and its own critical path),
+  and at least the program's critical path.
 * validation: ``ir`` -- did the IR compute the program's outputs; ``code`` -- did the measured
   code compute the reference's outputs (a *candidate*; the source program is the reference).
 
@@ -33,7 +37,12 @@ Rules, first match wins:
    the timed region). For the source: ``bound_bug`` (the kernel moved fewer bytes than our
    footprint claims possible: a footprint over-count, a too-low spec bandwidth, or a failed L2
    flush).
-5. ``F <= M < B`` -- ``cache_effect``: the gap is bytes the L2 can serve, which the level
+5. ``M < Lat`` (latency: the launch floors and the critical path of dependent steps, each
+   kernel's term at least its cache floor in the unfused sum) -- for the source program:
+   ``bound_bug`` (the spec's latency floors are above this GPU's, or the IR has more kernels
+   than were launched); a candidate at the unfused level: ``cache_effect`` / ``launches`` (it
+   launched fewer kernels than one per operator); at another level: ``not_doing_the_work``.
+6. ``F <= M < B`` -- ``cache_effect``: the gap is bytes the L2 can serve, which the level
    deliberately does not credit (the unfused level assumes DRAM between kernels; the fused
    level counts output writes that may still be in the L2 when the timer stops). Neither
    the bound nor the code is wrong; the level's assumption does not hold for this measurement.
@@ -70,6 +79,7 @@ class Floors:
     cold_bytes: float
     dram_bandwidth: float
     l2_bytes: float
+    latency_s: float = 0.0  # launch floors and critical path (solar.backend.latency)
 
 
 @dataclass
@@ -82,7 +92,7 @@ class Violation:
     measured_s: float
     bound_s: float
     kind: str  # "bound_bug", "not_doing_the_work" or "cache_effect"
-    cause: str  # "outputs", "ir_mismatch", "compute", "bytes" or "l2"
+    cause: str  # "outputs", "ir_mismatch", "compute", "bytes", "latency", "launches" or "l2"
     reason: str
     evidence: dict = field(default_factory=dict)
 
@@ -164,6 +174,8 @@ def classify(
             f"{implied / 1e12:.3g} TB/s): a footprint over-count, a too-low spec bandwidth, "
             f"or the L2 flush failed{unverified}",
         )
+    if m < f.latency_s * (1 - 1e-9):
+        return _latency_violation(m, f, candidate, level, unverified)
     what = {
         "unfused": "the unfused level assumes every kernel reads and writes through DRAM",
         "kernel": "the per-kernel bound assumes the kernel reads and writes through DRAM",
@@ -173,6 +185,31 @@ def classify(
         "l2",
         f"{fmt_time(m)} is above the floor {fmt_time(f.floor_s)} that an L2 of "
         f"{fmt_bytes(f.l2_bytes)} allows for {fmt_bytes(f.bytes)}: {what}",
+    )
+
+
+def _latency_violation(m: float, f: Floors, candidate: bool, level: str, unverified: str):
+    need = f">= {fmt_time(f.latency_s)} of launch floors and dependent steps"
+    if candidate and level == "unfused":
+        return (
+            "cache_effect",
+            "launches",
+            f"ran in {fmt_time(m)}, below the unfused level's {need}: that level assumes one "
+            "launch per source operator, run one after another; the code launched fewer",
+        )
+    if candidate:
+        return (
+            "not_doing_the_work",
+            "latency",
+            f"ran in {fmt_time(m)}, below the {need} any implementation takes: it skips "
+            f"dependent work or runs outside the timed region{unverified}",
+        )
+    return (
+        "bound_bug",
+        "latency",
+        f"the program's own code ran in {fmt_time(m)}, below the {need}: the spec's latency "
+        "floors (kernel_launch, sm_sync) are above this GPU's (measure them with solar "
+        f"calibrate), or the IR has more kernels than the program launched{unverified}",
     )
 
 
@@ -247,11 +284,17 @@ def _kernel_floors(bound, spec, idx: Sequence[int], io: Sequence[_KernelIO], flu
 
 def _program_floors(bound, spec, level: str, io: Sequence[_KernelIO], flushed: bool) -> Floors:
     bw, l2 = spec.dram_bandwidth, float(spec.l2_capacity)
+    lat = getattr(bound, "latency", None)
     if level == "unfused":
         terms = [_kernel_floors(bound, spec, [i], io, flushed) for i in range(len(bound.kernels))]
         compute = sum(t.compute_s for t in terms)
         units = [t.compute_unit for t in terms if t.compute_s > 0]
         unit = statistics.mode(units) if units else "none"
+        latency = 0.0
+        if lat is not None:
+            per_kernel = [getattr(k, "latency_s", 0.0) for k in bound.kernels]
+            latency = sum(max(t.floor_s, x) for t, x in zip(terms, per_kernel, strict=True))
+            latency = max(latency, lat.critical_path_s) if any(per_kernel) else 0.0
         return Floors(
             bound.unfused,
             bound.unfused_bound_by,
@@ -262,6 +305,7 @@ def _program_floors(bound, spec, level: str, io: Sequence[_KernelIO], flushed: b
             sum(t.cold_bytes for t in terms),
             bw,
             l2,
+            latency,
         )
     per_unit = dict(bound.compute_s or {})
     unit = max(per_unit, key=per_unit.__getitem__) if per_unit else "none"
@@ -276,4 +320,6 @@ def _program_floors(bound, spec, level: str, io: Sequence[_KernelIO], flushed: b
         )
     _, writes = _fused_io(bound)
     cold = nbytes - min(l2, writes) if flushed else max(0.0, nbytes - 2 * l2)
-    return Floors(b, by, compute, unit, max(compute, cold / bw), nbytes, cold, bw, l2)
+    latency = lat.bounds.get(level, 0.0) if lat is not None else 0.0
+    floor = max(compute, cold / bw)
+    return Floors(b, by, compute, unit, floor, nbytes, cold, bw, l2, latency)

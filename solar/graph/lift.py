@@ -16,10 +16,11 @@ Edges are tensors flowing from producer to consumer, keyed by tensor name, with 
 (the storage base), ``shape``, ``dtype``, ``role``, ``bytes`` (the whole tensor) and
 ``footprint_bytes`` (what this access touches). ``graph.graph`` holds what the backends need
 beyond nodes and edges: ``kernels`` (per launched kernel: statements, DRAM reads and writes
-in bytes, phase and origin), ``tensors`` (per storage tensor: shape, dtype, role, bytes),
-``views`` (per view
-tensor: its storage ``base``, ``shape``, element ``strides`` and ``offset``) and ``fused_io``
-(bytes of graph inputs, weights and outputs, each once).
+in bytes, phase and origin, and ``chains``: the loop-carried dependence chains of a looped
+kernel, :func:`solar.ir.recurrence.kernel_chains` as dicts), ``tensors`` (per storage tensor:
+shape, dtype, role, bytes), ``views`` (per view tensor: its storage ``base``, ``shape``,
+element ``strides`` and ``offset``) and ``fused_io`` (bytes of graph inputs, weights and
+outputs, each once).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from solar.ir.affine import Affine
 from solar.ir.cost import KernelIO, program_io
 from solar.ir.footprint import Footprint
 from solar.ir.program import Kernel, Program, Statement, with_loops
+from solar.ir.recurrence import kernel_chains
 from solar.ir.scalar import Indirect
 
 
@@ -118,6 +120,7 @@ class _Lifter:
             "origin": k.origin,
             "statements": stmt_ids,
             **_io_bytes(self.program, facts.io),
+            "chains": [c.to_dict() for c in kernel_chains(self.program, k)],
         }
 
     def add_op(

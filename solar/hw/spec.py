@@ -30,6 +30,7 @@ from typing import Any
 import yaml
 
 from solar.hw.interconnect import Interconnect, parse_interconnect
+from solar.hw.latency import check_latency, parse_latency
 
 __all__ = [
     "UNITS",
@@ -122,6 +123,7 @@ class HardwareSpec:
     compute_capability: str | None = None
     memory_type: str | None = None
     interconnect: Interconnect | None = None  # links to peer GPUs (solar.hw.interconnect)
+    latency: Mapping[str, float] = field(default_factory=dict)  # solar.hw.latency (seconds)
 
     def __post_init__(self) -> None:
         s = object.__setattr__
@@ -131,6 +133,7 @@ class HardwareSpec:
         s(self, "rates", _frozen_map(self.rates))
         s(self, "datasheet_dense", _frozen_map(self.datasheet_dense))
         s(self, "measured", _frozen_map(self.measured))
+        s(self, "latency", _frozen_map(self.latency))
         if self.l1_smem_per_sm is None:
             s(self, "l1_smem_per_sm", self.smem_per_sm)
         _check_spec(self, _ORIGIN.get())
@@ -172,6 +175,18 @@ class HardwareSpec:
         """unit -> peak ops/s, for every unit the spec has."""
         return {u: self.peak(u) for u in self.units}
 
+    # -- latency (solar.hw.latency; 0 when the spec has no latency block) ---------------------
+
+    @property
+    def launch_floor_s(self) -> float:
+        """Minimum time per dependent kernel launch (s)."""
+        return self.latency.get("kernel_launch", 0.0)
+
+    @property
+    def sync_floor_s(self) -> float:
+        """Minimum one-way latency of a value from one SM to another (s)."""
+        return self.latency.get("sm_sync", 0.0)
+
     # -- memory -------------------------------------------------------------------------------
 
     @property
@@ -187,7 +202,8 @@ class HardwareSpec:
     ) -> HardwareSpec:
         """A hypothetical GPU: DRAM and L2 bandwidth × ``bandwidth``, every compute rate ×
         ``compute``, on-chip capacities (L2, L1/shared memory, registers) × ``capacity``
-        (rounded to whole bytes, at least 1). DRAM capacity, NVLink, SM count and clock stay.
+        (rounded to whole bytes, at least 1). DRAM capacity, NVLink, SM count, clock and the
+        latency floors stay.
         Datasheet figures and measurements do not carry over (the GPU is hypothetical)."""
         factors = {"bandwidth": bandwidth, "compute": compute, "capacity": capacity}
         for k, f in factors.items():
@@ -340,6 +356,7 @@ def _check_spec(spec: HardwareSpec, where: str) -> None:
                 f"measured {u} = {_fmt(m / 1e12)} T/s beats the peak {_fmt(top / 1e12)} "
                 "T/s: a peak must be an upper bound (check the clock, rate or bandwidth)"
             )
+    check_latency(spec.latency, bad)
 
 
 def _did_you_mean(word: str, choices) -> str:
@@ -380,7 +397,7 @@ _KNOWN = (
     | {h for h, _ in _MAPPINGS.values()}
     | set(_STRINGS)
     | set(_LISTS)
-    | {"measured", "interconnect"}
+    | {"measured", "interconnect", "latency"}
 )
 _NUMBER = re.compile(r"\s*[-+]?(\d[\d_]*\.?\d*|\.\d+)([eE][-+]?\d+)?\s*")
 
@@ -480,6 +497,7 @@ def _spec_from_mapping(
 
     kw["measured"] = _measured(data.get("measured"), bad)
     kw["interconnect"] = parse_interconnect(data.get("interconnect"), bad)
+    kw["latency"] = parse_latency(data.get("latency"), bad)
     if path is not None:
         kw["path"] = path
     token = _ORIGIN.set(where)

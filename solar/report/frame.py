@@ -75,8 +75,9 @@ def bound_frame(b, by: str = "kernel", hw=None):
             "intensity": ops / nbytes if nbytes else math.inf,
             "compute_s": k.compute_s,
             "memory_s": k.memory_s,
-            "unfused_s": k.time_s,
-            "bound_by": k.bound_by,
+            "latency_s": k.latency_s,
+            "unfused_s": k.unfused_s,
+            "bound_by": "latency" if k.latency_bound else k.bound_by,
             "exact": k.exact,
             "phase": k.phase,
             "origin": k.origin,
@@ -84,7 +85,7 @@ def bound_frame(b, by: str = "kernel", hw=None):
         if shares is not None:
             row["fused_share_s"] = shares[i]["fused_s"]
             row["cache_aware_share_s"] = shares[i]["cache_aware_s"]
-            row["fusion_gap_s"] = k.time_s - shares[i]["fused_s"]
+            row["fusion_gap_s"] = k.unfused_s - shares[i]["fused_s"]
         rows.append(row)
     df = pd.DataFrame(rows).set_index("kernel")
     flop_cols = [c for c in df.columns if c.startswith("flops_")]

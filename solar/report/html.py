@@ -9,7 +9,7 @@ import math
 from solar.backend.attribution import kernel_attribution
 from solar.fmt import fmt_bytes, fmt_ops, fmt_rate, fmt_time
 from solar.report.style import COLORS
-from solar.report.table import memory_lines
+from solar.report.table import latency_lines, memory_lines
 
 _CSS_TABLE = "border-collapse:collapse;font-size:12px;margin:4px 0"
 _TD = "padding:2px 8px;border-bottom:1px solid #ddd;text-align:right"
@@ -94,11 +94,12 @@ def bound_html(b) -> str:
         shares = kernel_attribution(b) if b.graph is not None else None
     except ValueError:
         shares = None
-    ktop = max((k.time_s for k in b.kernels), default=1.0) or 1.0
+    ktop = max((k.unfused_s for k in b.kernels), default=1.0) or 1.0
     krows = []
     for i, k in enumerate(b.kernels):
         nbytes = k.bytes_read + k.bytes_written
         ops = sum(k.flops.values())
+        by = "latency" if k.latency_bound else k.bound_by
         krows.append(
             [
                 f"<code>{_e(k.name)}</code>",
@@ -109,9 +110,10 @@ def bound_html(b) -> str:
                 f"{ops / nbytes:.3g}" if nbytes else "∞",
                 fmt_time(k.compute_s),
                 fmt_time(k.memory_s),
-                f"<b>{fmt_time(k.time_s)}</b>",
-                _tag(k.bound_by),
-                _bar(k.time_s / ktop, COLORS.get(k.bound_by, "#777"), 100),
+                fmt_time(k.latency_s) if k.latency_s else "-",
+                f"<b>{fmt_time(k.unfused_s)}</b>",
+                _tag(by),
+                _bar(k.unfused_s / ktop, COLORS.get(by, "#777"), 100),
                 fmt_time(shares[i]["fused_s"]) if shares else "-",
             ]
         )
@@ -125,6 +127,7 @@ def bound_html(b) -> str:
             "flop/B",
             "compute",
             "memory",
+            "latency",
             "bound",
             "by",
             "",
@@ -139,7 +142,7 @@ def bound_html(b) -> str:
         f"<b>{_e(b.hw)}</b> — speed-of-light bounds (lower bounds on time)</div>{summary}"
         f"<div>total work: {_e(fmt_ops(b.flops))}; unfused / fused = {gap:.3g}x "
         f"(fusion opportunity)</div>"
-        + "".join(f"<div>{_e(line)}</div>" for line in memory_lines(b))
+        + "".join(f"<div>{_e(line)}</div>" for line in latency_lines(b) + memory_lines(b))
         + "".join(
             f"<div>{_e(p.phase)}: {p.kernels} kernels, {_e(fmt_ops(p.flops))}, "
             f"unfused {fmt_time(p.unfused_s)}</div>"

@@ -11,6 +11,7 @@ from solar.gpu.calibrate import Calibration
 from solar.gpu.headroom import HeadroomReport
 from solar.gpu.headroom_batch import BatchReport as HeadroomBatch
 from solar.gpu.validate import ValidationReport
+from solar.hw.latency import LATENCY_KEYS
 from solar.report.table import format_table, render
 
 
@@ -166,6 +167,15 @@ def calibration_text(cal: Calibration) -> str:
     """The ceilings a calibration measured, against the datasheet peaks."""
     lines = [f"{'ceiling':<16} {'measured':>14} {'peak':>14} {'of peak':>8}  method / note"]
     for r in cal.results:
+        if r.key in LATENCY_KEYS:
+            v = f"{r.value * 1e6:.3g} us" if r.value is not None else "-"
+            p = f"{r.peak * 1e6:.3g} us" if r.peak else "-"
+            fr = f"{100 * r.fraction:.0f}%" if r.fraction is not None else ""
+            note = r.error or r.method
+            if r.value is not None and r.peak and r.value < r.peak:
+                note = f"BELOW the spec's floor (not a lower bound here: lower it); {note}"
+            lines.append(f"{r.key:<16} {v:>14} {p:>14} {fr:>8}  {note}")
+            continue
         unit = "GB/s" if "bandwidth" in r.key else "TFLOP/s"
         scale = 1e9 if unit == "GB/s" else 1e12
         v = f"{(r.raw or r.value) / scale:,.1f} {unit}" if r.value is not None else "-"

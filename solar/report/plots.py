@@ -78,8 +78,9 @@ def roofline_plot(b, ax=None, hw=None, label_kernels: int = 12):
     pts = []
     for k in b.kernels:
         ops, nbytes = sum(k.flops.values()), k.bytes_read + k.bytes_written
-        if ops > 0 and nbytes > 0 and k.time_s > 0:
-            pts.append((ops / nbytes, ops / k.time_s, k))
+        t = max(k.time_s, getattr(k, "latency_s", 0.0))  # its term of the unfused sum
+        if ops > 0 and nbytes > 0 and t > 0:
+            pts.append((ops / nbytes, ops / t, k))
     total_ops = sum(b.flops.values())
     prog = []
     if total_ops > 0:
@@ -124,7 +125,21 @@ def roofline_plot(b, ax=None, hw=None, label_kernels: int = 12):
             color=_color(unit),
         )
     for x, y, k in pts:
-        ax.scatter([x], [y], s=36, color=_color(k.bound_by), edgecolor="black", lw=0.4, zorder=3)
+        if getattr(k, "latency_bound", False):  # below the roofs: a launch or a dependent chain
+            ax.scatter(
+                [x],
+                [y],
+                s=44,
+                marker="v",
+                color=_color("latency"),
+                edgecolor="black",
+                lw=0.4,
+                zorder=3,
+            )
+        else:
+            ax.scatter(
+                [x], [y], s=36, color=_color(k.bound_by), edgecolor="black", lw=0.4, zorder=3
+            )
     _labels(
         ax, [(x, y, k.name) for x, y, k in sorted(pts, key=lambda p: -p[2].time_s)][:label_kernels]
     )
@@ -140,9 +155,19 @@ def roofline_plot(b, ax=None, hw=None, label_kernels: int = 12):
             zorder=4 if big else 5,
             label=f"program, {name}",
         )
-    for by in sorted({k.bound_by for _, _, k in pts}):
+    for by in sorted({k.bound_by for _, _, k in pts if not getattr(k, "latency_bound", False)}):
         ax.scatter(
             [], [], color=_color(by), edgecolor="black", lw=0.4, label=f"kernel bound by {by}"
+        )
+    if any(getattr(k, "latency_bound", False) for _, _, k in pts):
+        ax.scatter(
+            [],
+            [],
+            marker="v",
+            color=_color("latency"),
+            edgecolor="black",
+            lw=0.4,
+            label="kernel bound by latency (launch floor / critical path)",
         )
     ax.set_xscale("log")
     ax.set_yscale("log")

@@ -7,5 +7,6 @@ COLORS = {
     "sfu": "#9467bd",
     "fp64": "#8c564b",
     "int": "#e377c2",
+    "latency": "#ff7f0e",  # a launch floor or a critical path of dependent steps
     "none": "#7f7f7f",
 }

@@ -50,7 +50,7 @@ def bound_renderables(b: Bound) -> list:
     t = Table(title=f"{b.program} on {b.hw}: per-kernel bounds (unfused)")
     training = bool(b.phases)
     cols = ["kernel", "op", "source", *(["phase", "of"] if training else [])]
-    cols += ["work", "DRAM bytes", "compute", "memory", "bound", "by"]
+    cols += ["work", "DRAM bytes", "compute", "memory", "latency", "bound", "by"]
     left = {"kernel", "op", "source", "phase", "of"}
     for col in cols:
         t.add_column(col, justify="left" if col in left else "right")
@@ -64,8 +64,9 @@ def bound_renderables(b: Bound) -> list:
             fmt_bytes(k.bytes_read + k.bytes_written) + ("" if k.exact else "≥"),
             fmt_time(k.compute_s),
             fmt_time(k.memory_s),
-            fmt_time(k.time_s),
-            k.bound_by,
+            fmt_time(k.latency_s) if k.latency_s else "-",
+            fmt_time(k.unfused_s),
+            "latency" if k.latency_bound else k.bound_by,
         )
     s = Table(title="speed-of-light bounds")
     for col in ("level", "time", "bound by", "DRAM bytes", "meaning"):
@@ -93,7 +94,7 @@ def bound_renderables(b: Bound) -> list:
     )
     notes = "assumptions:\n" + "\n".join(f"  - {a}" for a in b.assumptions)
     total = "total work: " + fmt_ops(b.flops)
-    return [t, s, *phase_renderables(b), total, *memory_lines(b), notes]
+    return [t, s, *phase_renderables(b), total, *latency_lines(b), *memory_lines(b), notes]
 
 
 def phase_renderables(b: Bound) -> list:
@@ -116,6 +117,11 @@ def phase_renderables(b: Bound) -> list:
             fmt_time(p.compute_s),
         )
     return [t]
+
+
+def latency_lines(b: Bound) -> list[str]:
+    """Launches and the critical path (nothing when the bound has no latency terms)."""
+    return b.latency.lines() if b.latency is not None else []
 
 
 def memory_lines(b: Bound) -> list[str]:

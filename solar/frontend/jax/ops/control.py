@@ -78,10 +78,13 @@ def scan(
     jaxpr,
     length: int,
     reverse: bool = False,
-    num_consts: int,
-    num_carry: int,
+    num_consts: int | None = None,
+    num_carry: int | None = None,
+    ft_in=None,
     **_: object,
 ) -> None:
+    if num_consts is None or num_carry is None:  # JAX >= 0.11: the operands' (consts, carry,
+        num_consts, num_carry = (len(list(g)) for g in ft_in.elts[:2])  # xs) as a flat tree
     lw = ctx.lowerer
     body_eqns = len(getattr(jaxpr, "jaxpr", jaxpr).eqns)
     loop = lw.scan_mode == "loop" or (

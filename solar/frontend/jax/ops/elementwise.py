@@ -96,6 +96,8 @@ ROWS: dict[str, Row] = {
     # compositions
     "tan": Row(lambda x: call("div", call("sin", x), call("cos", x))),
     "erfc": Row(lambda x: call("sub", Const(1.0), call("erf", x))),
+    # JAX >= 0.11: the derivative of tanh from its output, 1 - y^2
+    "one_minus_square": Row(lambda x: call("sub", Const(1.0), call("square", x))),
     "cbrt": Row(
         lambda x: call("mul", call("sign", x), call("pow", call("abs", x), Const(1.0 / 3.0)))
     ),
