@@ -2,7 +2,8 @@
 re-runs during the backward) and optimizer, from the ``phase`` each kernel carries.
 
 A :class:`PhaseRow` per phase present sums the phase's kernels: their work, their unfused DRAM
-bytes and unfused time (Σ max(compute, memory), as the unfused bound), and the compute floor of
+bytes and unfused time (Σ of each kernel's unfused term, max(compute, memory, its launch
+and critical-path floor), as the unfused bound), and the compute floor of
 the phase's work alone (max over units of its ops / peak). Programs that are not training steps
 have no phases (an empty split).
 """
@@ -24,7 +25,7 @@ class PhaseRow:
     kernels: int
     flops: dict[str, int]
     bytes: int  # DRAM bytes of its kernels, unfused
-    unfused_s: float  # Σ over its kernels of max(compute, memory)
+    unfused_s: float  # Σ over its kernels of max(compute, memory, latency)
     compute_s: float  # its work alone at the peaks (max over units)
 
     def to_dict(self) -> dict:
@@ -33,7 +34,7 @@ class PhaseRow:
 
 def phase_split(kernels, spec) -> list[PhaseRow]:
     """One row per phase present among ``kernels`` (KernelRow-like: ``phase``, ``flops``,
-    ``bytes_read``, ``bytes_written``, ``time_s``), in :data:`PHASES` order."""
+    ``bytes_read``, ``bytes_written``, ``unfused_s``), in :data:`PHASES` order."""
     groups: dict[str, list] = {}
     for k in kernels:
         if getattr(k, "phase", ""):
@@ -50,7 +51,7 @@ def phase_split(kernels, spec) -> list[PhaseRow]:
                 len(ks),
                 dict(ops),
                 sum(k.bytes_read + k.bytes_written for k in ks),
-                sum(k.time_s for k in ks),
+                sum(k.unfused_s for k in ks),
                 compute_time(dict(ops), spec).seconds,
             )
         )
