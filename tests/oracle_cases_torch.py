@@ -1314,3 +1314,4 @@ for _name in ("lstm", "gru", "rnn_tanh", "rnn_relu"):
         return m, (x,)
 
     case(getattr(solar_ops, _name).default, examples=4)(_rnn)
+import oracle_cases_training  # noqa: E402,F401  (registers the training-step cases)

@@ -504,3 +504,34 @@ def test_assorted_backward_lowerings_and_clipping_validate():
         "aten._foreach_norm.Scalar",
         "aten._foreach_mul_.Tensor",
     } <= ops
+
+
+def test_unbatched_max_pool_backward_and_scalar_base_pow_validate():
+    """Found by the count oracle: the max-pool backward of an unbatched input (C, spatial)
+    addressed the wrong plane, and ``_foreach_pow(β, steps)`` (Adam's capturable bias
+    corrections) had no element rule. Both now match eager."""
+    from eager_oracle import check
+
+    aten = torch.ops.aten
+    pools = {2: aten.max_pool2d_with_indices, 3: aten.max_pool3d_with_indices}
+    grads = {2: aten.max_pool2d_with_indices_backward, 3: aten.max_pool3d_with_indices_backward}
+    for nsp, shape in ((2, (2, 5, 6)), (3, (2, 3, 4, 5))):
+        fwd, bwd, k = pools[nsp], grads[nsp], [2] * nsp
+        x = torch.rand(shape)
+        ones, zeros = [1] * len(k), [0] * len(k)
+        out, indices = fwd.default(x, k, ones, zeros, ones, False)
+
+        def step(g, x, i, bwd=bwd, k=k, ones=ones, zeros=zeros):
+            return bwd.default(g, x, k, ones, zeros, ones, False, i)
+
+        check(step, torch.rand(out.shape), x, indices)
+    steps = (torch.tensor(3.0), torch.tensor(7.0))
+    check(lambda a, b: torch._foreach_pow(0.9, [a, b]), *steps)
+
+
+def test_foreach_addcdiv_with_tensor_scalars_is_refused_in_one_line():
+    xs = [torch.rand(3) for _ in range(3)]
+    with pytest.raises(solar.frontend.torch.UnsupportedOperatorError, match="_foreach_addcdiv_"):
+        solar.trace(
+            lambda a, b, c, s: torch._foreach_addcdiv_([a], [b], [c], s), (*xs, torch.ones(1))
+        )

@@ -287,9 +287,32 @@ def fused_op(fn: object) -> FusedOp | None:
         return None
 
 
+# ``_foreach_addcmul``/``_foreach_addcdiv`` with their scalars in a tensor (the ``.Tensor``
+# overloads): eager reads that tensor on the host (it must be a CPU tensor), and PyTorch's fake
+# kernel rejects every such tensor ("Expected scalars to be on CPU, got meta"), so no trace can
+# record them. Eager optimizers pass a list of floats unless torch.compile'd.
+_ADDC = ("_foreach_addcmul", "_foreach_addcmul_", "_foreach_addcdiv", "_foreach_addcdiv_")
+_HOST_SCALARS = {getattr(torch, n) for n in _ADDC} | {
+    getattr(torch.ops.aten, n).Tensor for n in _ADDC
+}
+
+
+def _refuse_host_scalars(func, args: tuple, kwargs: dict) -> None:
+    scalars = kwargs.get("scalars", args[3] if len(args) > 3 else None)
+    if func in _HOST_SCALARS and isinstance(scalars, torch.Tensor):
+        op = func if isinstance(func, torch._ops.OpOverload) else f"aten.{func.__name__}.Tensor"
+        raise UnsupportedOperatorError(
+            op,
+            caller_source(),
+            "takes its scalars as a tensor, which CUDA reads on the host and fake tensors "
+            "cannot run (PyTorch's meta kernel rejects it); pass a list of floats instead",
+        )
+
+
 class _Intercept(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        _refuse_host_scalars(func, args, kwargs)
         row = fused_op(func)
         if row is not None:
             return row.call(args, kwargs)

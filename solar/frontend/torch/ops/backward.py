@@ -349,7 +349,7 @@ def max_pool_backward(ctx: LoweringContext, g: T, x: T, *args: object) -> None:
     out = ctx.out()
     d = dims_of(out.shape)
     ctx.statement(nest(d, out.shape), out, d, Const(0.0))
-    nsp = indices.ndim - 2 if x.ndim == indices.ndim else indices.ndim - 1
+    nsp = 2 if ctx.op == aten.max_pool2d_with_indices_backward.default else 3  # (N,) C, spatial
     lead = out.shape[: out.ndim - nsp]
     plane = math.prod(out.shape[out.ndim - nsp :])
     flat_name = ctx.builder.view(

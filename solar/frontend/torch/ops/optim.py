@@ -175,11 +175,20 @@ def _binary(name: str) -> Callable[..., Expr]:
     return lambda xs, s: call(name, xs[0], _second(xs, s))
 
 
+def _pow(xs: list[Expr], s: dict[str, Expr]) -> Expr:
+    """``x ** e``; ``ScalarAndTensor`` (a scalar base ``self``, as Adam's ``β ** step``):
+    ``self ** x``."""
+    if "self" in s:
+        return call("pow", s["self"], xs[0])
+    return call("pow", xs[0], _second(xs, s))
+
+
 ELEMENT: dict[str, Callable[..., Expr]] = {
     # name -> f(loads of the list items, {schema name: scalar operand}) -> Expr
     "add": lambda xs, s: call("add", xs[0], _scaled(_second(xs, s), s.get("alpha"))),
     "sub": lambda xs, s: call("sub", xs[0], _scaled(_second(xs, s), s.get("alpha"))),
-    **{n: _binary(n) for n in ("mul", "div", "maximum", "minimum", "pow")},
+    **{n: _binary(n) for n in ("mul", "div", "maximum", "minimum")},
+    "pow": _pow,
     "clamp_min": _binary("maximum"),
     "clamp_max": _binary("minimum"),
     "addcmul": lambda xs, s: call(
@@ -239,7 +248,9 @@ def foreach(ctx: LoweringContext, *args: object) -> None:
     def element(t: int, loads: list[Expr], dtype: str) -> Expr:
         scalars: dict[str, Expr] = {}
         for key, v in others:
-            if isinstance(v, T):  # a 0-dim tensor, or a 1-D tensor of one scalar per item
+            # a 0-dim tensor, or a 1-D tensor of one scalar per item (addcmul/addcdiv's
+            # .Tensor overloads, which a trace refuses first: see fused._refuse_host_scalars)
+            if isinstance(v, T):
                 scalars[key] = ctx.load(v, [t] if v.ndim == 1 else [], dtype)
             elif isinstance(v, (list, tuple)):
                 scalars[key] = Const(v[t])
