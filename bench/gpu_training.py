@@ -104,6 +104,8 @@ def row(name: str, r) -> dict:
     out["worst"] = v.summary() if v is not None else ""
     out["violations"] = len(r.violations)
     out["violation_kinds"] = sorted({x.kind for x in r.violations})
+    out["program_violations"] = sum(x.scope == "program" for x in r.violations)
+    out["kernel_flags"] = sum(x.scope == "kernel" for x in r.violations)
     out["phases"] = {p.phase: p.unfused_s for p in (b.phases if b is not None else [])}
     if r.mapping:
         out["profiled_s"] = r.mapping.get("total_device_s")
@@ -118,11 +120,11 @@ def fmt(x, spec=".3g", scale=1.0, unit="") -> str:
 
 def table(rows: list[dict]) -> str:
     head = ["program", "valid", "kernels", "measured", "unfused", "fused", "headroom",
-            "SOL util", "MFU", "viol"]  # fmt: skip
+            "SOL util", "MFU", "viol", "kernel flags"]  # fmt: skip
     lines = []
     for r in rows:
         if "error" in r:
-            lines.append([r["program"], "error", "-", "-", "-", "-", "-", "-", "-", "-"])
+            lines.append([r["program"], "error", "-", "-", "-", "-", "-", "-", "-", "-", "-"])
             continue
         h = r["headroom"]
         lines.append(
@@ -136,7 +138,10 @@ def table(rows: list[dict]) -> str:
                 f"{fmt(h['unfused'], '.2f')}x / {fmt(h['fused'], '.2f')}x",
                 fmt(r["sol_utilisation"], ".1%"),
                 fmt(r["mfu"], ".1%"),
-                str(r["violations"]),
+                str(r["program_violations"]),
+                f"{r['kernel_flags']} ({', '.join(r['violation_kinds'])})"
+                if r["kernel_flags"]
+                else "0",
             ]
         )
     widths = [max(len(str(x)) for x in col) for col in zip(head, *lines)]
@@ -146,7 +151,8 @@ def table(rows: list[dict]) -> str:
     out.append(
         "headroom: measured / unfused bound and measured / fused bound; SOL util: fused bound / "
         "measured; MFU: forward+backward tensor-core FLOPs / (measured x datasheet dense peak); "
-        "viol: measurements below a bound (must be 0)"
+        "viol: program measurements below a bound (must be 0); kernel flags: kernels that ran "
+        "faster than their per-kernel DRAM bound, classified (cache_effect: served by L2)"
     )
     return "\n".join(out)
 
