@@ -31,7 +31,7 @@ from solar.frontend.torch.ops.conv import (
     Loops,
     _transposed,
     expand,
-    range_guard,
+    window,
 )
 from solar.frontend.torch.ops.indexing import index_load, write
 from solar.frontend.torch.registry import lowering
@@ -417,13 +417,7 @@ def _weight_grad(ctx, g: T, x: T, stride, padding, dilation, groups: int, out: T
     n = loops.add("n", x.shape[0], True)
     ps = [loops.add(nm, e, True) for nm, e in zip(OUT_NAMES[nsp], g.shape[2:], strict=True)]
     ext = loops.extents()
-    spatial = [
-        s * p + d * r - pad
-        for p, r, s, d, pad in zip(ps, rs, stride, dilation, padding, strict=True)
-    ]
-    guards = [
-        gd for e, size in zip(spatial, x.shape[2:], strict=True) for gd in range_guard(e, size, ext)
-    ]
+    spatial, guards = window(ps, rs, stride, dilation, padding, x.shape[2:], ext)
     compute = out.dtype
     product = call(
         "mul",

@@ -80,6 +80,18 @@ def range_guard(e: Affine, size: int, extents: dict[str, int]) -> list[Guard]:
     return [Guard(e, 0, size)] if lo < 0 or hi >= size else []
 
 
+def window(ps, rs, stride, dilation, padding, sizes, extents: dict[str, int]):
+    """``(spatial, guards)`` of a sliding window: the input index ``s·p + d·r − pad`` of each
+    output loop ``p`` and tap loop ``r``, and the guards keeping it inside ``sizes`` (padding
+    taps read nothing and do no work). Shared by convolutions, pooling and their backward."""
+    spatial = [
+        s * p + d * r - pad
+        for p, r, s, d, pad in zip(ps, rs, stride, dilation, padding, strict=True)
+    ]
+    guards = [gd for e, n in zip(spatial, sizes, strict=True) for gd in range_guard(e, n, extents)]
+    return spatial, guards
+
+
 @lowering(aten.convolution.default)
 def convolution(
     ctx: LoweringContext,
@@ -128,15 +140,7 @@ def _direct(ctx, x: T, weight: T, bias, stride, padding, dilation, groups: int, 
     c = loops.add("c", cg, True)
     rs = [loops.add(n, e, True) for n, e in zip(TAP_NAMES[nsp], weight.shape[2:], strict=True)]
     ext = loops.extents()
-    spatial = [
-        s * p + d * r - pad
-        for p, r, s, d, pad in zip(ps, rs, stride, dilation, padding, strict=True)
-    ]
-    guards = [
-        gd
-        for e, size in zip(spatial, x.shape[-nsp:], strict=True)
-        for gd in range_guard(e, size, ext)
-    ]
+    spatial, guards = window(ps, rs, stride, dilation, padding, x.shape[-nsp:], ext)
     channel = g * kg + k
     out_index = [*batch, channel, *ps]
     compute = out.dtype

@@ -40,7 +40,7 @@ import torch
 
 from solar.frontend.torch.lower import LoweringContext, T
 from solar.frontend.torch.ops.common import acc_dtype
-from solar.frontend.torch.ops.conv import OUT_NAMES, TAP_NAMES, Loops, expand, range_guard
+from solar.frontend.torch.ops.conv import OUT_NAMES, TAP_NAMES, Loops, expand, window
 from solar.frontend.torch.registry import lowering
 from solar.ir.affine import Affine
 from solar.ir.program import Guard
@@ -79,14 +79,7 @@ def sliding_window(x: T, out: T, kernel: Sequence[int], stride, padding, dilatio
     lead = lead_loops(loops, x, nsp)
     ps = [loops.add(n, e) for n, e in zip(OUT_NAMES[nsp], out.shape[-nsp:], strict=True)]
     rs = [loops.add(n, e, True) for n, e in zip(TAP_NAMES[nsp], kernel, strict=True)]
-    ext = loops.extents()
-    spatial = [
-        s * p + d * r - pad
-        for p, r, s, d, pad in zip(ps, rs, stride, dilation, padding, strict=True)
-    ]
-    guards = [
-        gd for e, n in zip(spatial, x.shape[-nsp:], strict=True) for gd in range_guard(e, n, ext)
-    ]
+    spatial, guards = window(ps, rs, stride, dilation, padding, x.shape[-nsp:], loops.extents())
     return Window(loops, lead, [*lead, *ps], spatial, guards)
 
 
