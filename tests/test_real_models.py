@@ -242,8 +242,10 @@ RANDOM = [
     ("normal_", lambda x: x.clone().normal_(1, 2)),
     ("exponential_", lambda x: x.clone().exponential_(2.0)),
     ("random_", lambda x: x.clone().random_(9)),
+    ("random_from", lambda x: x.clone().random_(-3, 5)),
     ("randperm", lambda x: x[torch.randperm(8)]),
     ("native_dropout", lambda x: torch.ops.aten.native_dropout(x, 0.25, True)),
+    ("native_dropout_train_none", lambda x: torch.ops.aten.native_dropout(x, 0.25, None)),
 ]
 
 
@@ -254,6 +256,14 @@ def test_random_kernels_reproduce_eager_when_reseeded(fn):
     t, got, want = run_ir(fn, (rand(8, 64),), seed=7)
     assert_same(got, want, tol=0)
     assert any("random kernel(s)" in a for a in t.assumptions)
+
+
+def test_dropout_in_eval_mode_is_a_copy_of_a_strided_input():
+    """The fake kernel returns its input; the CPU and CUDA kernels a (contiguous) clone."""
+    fn = lambda x: torch.ops.aten.native_dropout(x[1:, ::2], 0.25, False)  # noqa: E731
+    t, got, want = run_ir(fn, (rand(8, 64),))
+    assert_same(got, want, tol=0)
+    assert [k.op for k in t.program.kernels] == ["aten.native_dropout.default"]
 
 
 def test_a_random_value_costs_one_op():
@@ -343,6 +353,33 @@ def test_transformer_encoder_layer_eval_fast_path():
     assert "aten._addmm_activation.default" not in train
 
 
+def test_transformer_encoder_with_padding_mask_reads_k_and_v_from_their_own_slices():
+    """With a key padding mask the fast path runs ``_transform_bias_rescale_qkv`` and
+    ``_masked_softmax``. The transposed K that feeds ``bmm`` is a view the trace declares at
+    k's own offset: an IR laying q, k, v out differently from the trace read q for k (found on
+    an H100, where the 6-layer example failed validation from its second layer on)."""
+    torch.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(16, 2, 32, batch_first=True)
+    enc = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False).eval()
+    with torch.no_grad():
+        for p in enc.parameters():
+            p.normal_()  # default biases are zero: k's and q's slices would look alike
+    mask = torch.zeros(2, 8, dtype=torch.bool)
+    mask[1, 6:] = True
+
+    class Encoder(nn.Module):  # the example's form: the module's parameters are weights
+        def __init__(self):
+            super().__init__()
+            self.enc = enc
+
+        def forward(self, x, m):
+            return self.enc(x, src_key_padding_mask=m)
+
+    t, got, want = run_ir(Encoder().eval(), (rand(2, 8, 16), mask))
+    assert sum(k.op == "aten._transform_bias_rescale_qkv.default" for k in t.program.kernels) == 2
+    assert_same(got, want, tol=2e-3)
+
+
 def test_lstm_cell_is_two_gemms_and_the_fused_cell_kernel():
     torch.manual_seed(0)
     cell = nn.LSTMCell(32, 16)
@@ -368,11 +405,16 @@ def test_gru_cell_is_two_gemms_and_the_fused_cell_kernel():
 
 VIEW_COPIES = [
     ("view_copy", lambda x: torch.ops.aten.view_copy(x, (48,))),
+    ("view_copy_reshape", lambda x: torch.ops.aten.view_copy(x.t(), (6, 8))),
     ("permute_copy", lambda x: torch.ops.aten.permute_copy(x.t(), (1, 0))),
     ("as_strided_copy", lambda x: torch.ops.aten.as_strided_copy(x, (3, 3), (9, 1))),
     ("unbind_copy", lambda x: torch.ops.aten.unbind_copy(x, 1)),
     ("as_strided_", lambda x: x.clone().as_strided_((4, 4), (8, 1)) * 3),
     ("as_strided_scatter", lambda x: torch.as_strided_scatter(x, x[:3, :3] * 2, (3, 3), (9, 1))),
+    (
+        "as_strided_scatter_gaps",
+        lambda x: torch.as_strided_scatter(x[1:, ::2], x[:3, :3] * 2, (3, 3), (9, 1)),
+    ),
 ]
 
 
@@ -380,6 +422,11 @@ VIEW_COPIES = [
 def test_view_copies(fn):
     _, got, want = run_ir(fn, (rand(6, 8),))
     assert_same(got, want, tol=0)
+
+
+def test_view_copy_to_another_dtype_is_refused():
+    with pytest.raises(UnsupportedOperatorError, match="cannot express"):
+        trace_torch(lambda x: torch.ops.aten.view_copy(x, torch.int32), (rand(6, 8),))
 
 
 # ----------------------------------------------------------------------------- programs

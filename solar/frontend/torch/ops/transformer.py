@@ -65,21 +65,26 @@ def transform_bias_rescale_qkv(ctx: LoweringContext, qkv: T, bias: T, num_heads:
     dim = three_d // 3
     head = dim // num_heads
     dims = [("b", batch), ("h", num_heads), ("t", tokens), ("e", head)]
-    # q, k, v are three slices of one (3, B, H, T, E) buffer, as the kernel writes them
-    shape = (batch, num_heads, tokens, head)
-    size = batch * num_heads * tokens * head
-    storage = ctx.builder.tensor(f"{ctx.node.name}_qkv", (3, *shape), qkv.dtype)
-    strides = (num_heads * tokens * head, tokens * head, head, 1)
-    ctx.set_outs(
-        [
-            T(
-                ctx.builder.view(f"{ctx.node.name}_{n}", storage, shape, strides, k * size),
-                shape,
-                qkv.dtype,
-            )  # fmt: skip
-            for k, n in enumerate("qkv")
-        ]
-    )
+    vals = ctx.val
+    if isinstance(vals, (tuple, list)) and torch._C._is_alias_of(vals[0], vals[1]):
+        # q, k, v are three slices of one (3, B, H, T, E) buffer, as the kernel writes them
+        # (and as eager torch returns them); a trace whose outputs are three separate
+        # tensors (make_fx's fake kernel) keeps ctx.outs()'s default: later views of q, k
+        # and v carry the trace's offsets, so the IR's layout must be the trace's.
+        shape = (batch, num_heads, tokens, head)
+        size = batch * num_heads * tokens * head
+        storage = ctx.builder.tensor(f"{ctx.node.name}_qkv", (3, *shape), qkv.dtype)
+        strides = (num_heads * tokens * head, tokens * head, head, 1)
+        ctx.set_outs(
+            [
+                T(
+                    ctx.builder.view(f"{ctx.node.name}_{n}", storage, shape, strides, k * size),
+                    shape,
+                    qkv.dtype,
+                )  # fmt: skip
+                for k, n in enumerate("qkv")
+            ]
+        )
     for which in range(3):
         out = ctx.out(which)
         col = Affine.of("h") * head + "e" + which * dim
