@@ -14,7 +14,10 @@ class Model(torch.nn.Module):
         super().__init__()
         for name in ("wq", "wk", "wv", "wo"):
             self.register_parameter(
-                name, torch.nn.Parameter(torch.empty(width, width, dtype=torch.bfloat16))
+                name,
+                torch.nn.Parameter(
+                    (torch.randn(width, width) / math.sqrt(width)).to(torch.bfloat16)
+                ),
             )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

@@ -14,6 +14,8 @@ again and again.
 Needs the optional ``transformers`` package (imported lazily).
 """
 
+import inspect
+
 import torch
 
 REQUIRES = ["transformers"]
@@ -41,11 +43,16 @@ class Model(torch.nn.Module):
         import transformers
 
         self.model = transformers.LlamaForCausalLM(config()).to(torch.bfloat16)
+        # recent transformers name the argument `cache`, earlier ones `past_key_values` (an
+        # unknown keyword is swallowed by **kwargs: the step would run with a fresh cache)
+        names = inspect.signature(self.model.forward).parameters
+        self.keyword = "cache" if "cache" in names else "past_key_values"
 
     def forward(self, input_ids, position_ids, cache):
         for layer in cache.layers:  # the cache holds CONTEXT tokens: the new one goes next
             layer.cumulative_length.fill_(CONTEXT)
-        return self.model(input_ids=input_ids, position_ids=position_ids, cache=cache).logits
+        kw = {self.keyword: cache}
+        return self.model(input_ids=input_ids, position_ids=position_ids, **kw).logits
 
 
 def get_inputs():
