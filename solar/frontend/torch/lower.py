@@ -312,6 +312,9 @@ class Lowerer:
                 assert node in self.env, f"placeholder {node.name} was not declared"
             elif node.op == "get_attr":
                 value = getattr(self.gm, node.target)
+                if isinstance(value, torch.Generator):  # a random operator's `generator=`
+                    self.env[node] = value
+                    continue
                 if not isinstance(value, torch.Tensor):
                     raise UnsupportedOperatorError(
                         node.target, "", "is a non-tensor attribute of the traced graph"
@@ -358,10 +361,10 @@ class Lowerer:
         ctx = LoweringContext(
             self, node, bind_arguments(target, self.value(node.args), self.value(node.kwargs))
         )
-        if not mutated_args(target) and aliases_an_input(node):
+        fn = find_lowering(target)
+        if not mutated_args(target) and aliases_an_input(node) and (fn is None or is_view(target)):
             lower_view(ctx)
         else:
-            fn = find_lowering(target)
             if fn is None:
                 raise UnsupportedOperatorError(target, ctx.source)
             fn(ctx, *ctx.args)
@@ -389,6 +392,14 @@ def lower_view(ctx: LoweringContext) -> None:
         name = ctx.builder.view(stem, src.name, shape, v.stride(), v.storage_offset())
         outs.append(T(name, shape, src.dtype))
     ctx.set_outs(outs)
+
+
+def is_view(op: torch._ops.OpOverload) -> bool:
+    """Whether ``op``'s schema says an output aliases an input (``Tensor(a)``). A lowered
+    operator whose schema says not is lowered as a kernel even when its fake output aliases
+    an input: that is a decomposition's shortcut (``native_dropout`` in eval mode returns its
+    input on fake tensors; the CPU and CUDA kernels return a copy)."""
+    return any(r.alias_info is not None for r in op._schema.returns)
 
 
 def aliases_an_input(node: fx.Node) -> bool:

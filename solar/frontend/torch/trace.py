@@ -124,10 +124,18 @@ def trace_torch(
     fakes = _fake_tensors([t for *_, t in specs])
     device = fakes[0].device if fakes else torch.device("cpu")
     remapped: set[str] = set()
+    from torch.fx._lazy_graph_module import _use_lazy_graph_module
     from torch.fx.experimental.proxy_tensor import make_fx
 
     try:
-        with torch.no_grad(), _state_kept(module), record_provenance(module):
+        # a lazy graph module: its Python code is generated only if it is run, which the
+        # lowering never does (FX's code for `aten.random_.from` is not valid Python)
+        with (
+            torch.no_grad(),
+            _state_kept(module),
+            record_provenance(module),
+            _use_lazy_graph_module(True),
+        ):
             gm = make_fx(traced, tracing_mode="fake")(*fakes)
     except Exception as e:
         error = _tracing_error(e)

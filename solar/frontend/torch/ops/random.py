@@ -150,12 +150,17 @@ def bernoulli_tensor(ctx: LoweringContext, x: T, *args: object) -> None:
 @lowering(aten.native_dropout.default)
 def native_dropout(ctx: LoweringContext, x: T, p: float, train: bool | None) -> None:
     """CUDA's fused dropout: ``mask = bernoulli(1 - p)``, ``out = x * mask / (1 - p)``, one
-    kernel writing both (eval: a copy and an all-true mask)."""
+    kernel writing both (eval, ``train=False``: a copy and an all-true mask)."""
+    val, mask_val = ctx.val  # type: ignore[misc]
+    if torch._C._is_alias_of(val, ctx.node.args[0].meta["val"]):  # type: ignore[union-attr]
+        # the fake decomposition returns its input (eval, p = 0); the CPU and CUDA kernels
+        # return a clone of it, laid out as empty_like lays it out
+        ctx.node.meta["val"] = (torch.empty_like(val), mask_val)
     out, mask = ctx.out(0), ctx.out(1)
     dims = dims_of(out.shape)
     loops = nest(dims, out.shape)
     value = ctx.load(x, dims)
-    if not train or p == 0:
+    if train is False or p == 0:  # train=None is training, as in the CPU and CUDA kernels
         ctx.statement(loops, mask, dims, Const(True))
         ctx.statement(loops, out, dims, value)
         return
