@@ -226,7 +226,24 @@ class LoweringContext:
         return self._lowerer.declare_constant(stem, value)
 
     def set_outs(self, outs: Sequence[T | None]) -> None:
-        """Bind the node's outputs to existing tensors (views, constants) instead of fresh ones."""
+        """Bind the node's outputs to existing tensors (views, constants) instead of fresh ones.
+        Their layouts must be the trace's (strides and offset in their storage), since later
+        views are declared with the trace's strides and offsets."""
+        vals = self.val if isinstance(self.val, (tuple, list)) else [self.val]
+        for t, v in zip(outs, vals, strict=False):
+            if t is None or not isinstance(v, torch.Tensor) or v.numel() <= 1:
+                continue
+            decl = self.builder.program.tensors[t.name]
+            strides = decl.view.strides if decl.view else contiguous_strides(decl.shape)
+            offset = decl.view.offset if decl.view else 0
+            layout = tuple(s for s, n in zip(strides, decl.shape, strict=True) if n > 1), offset
+            traced = tuple(s for s, n in zip(v.stride(), v.shape, strict=True) if n > 1)
+            if layout != (traced, v.storage_offset()):
+                raise AssertionError(
+                    f"the lowering of {self.target} lays out {t.name} with strides {strides} at "
+                    f"offset {offset}; the trace has {tuple(v.stride())} at offset "
+                    f"{v.storage_offset()}"
+                )
         self._outs = list(outs)
 
     def input_tensors(self) -> list[tuple[T, torch.Tensor]]:
