@@ -172,6 +172,9 @@ def test_failure_locates_first_bad_kernel():
     # the per-kernel check runs the fx graph on the IR's values, so it compares kernel by
     # kernel on equal inputs: every kernel agrees, none is blamed
     assert r.kernels is not None and r.first_bad_kernel is None
+    # nor does the kernel-isolated check excuse it: the graph on the IR's values is not the
+    # source (the values differ), so the program still fails
+    assert any("not conclusive" in n for n in r.notes)
     r2 = validate_subject(_subject_with_bad_weight(), per_kernel=False)
     assert r2.kernels is None
 
@@ -189,6 +192,45 @@ def test_failure_in_one_kernel_is_found():
     assert r.status == "failed"
     assert r.first_bad_kernel == "gelu_1"
     assert [k.ok for k in r.kernels] == [True, False, False]
+
+
+class ChaoticRNN(torch.nn.Module):
+    """``h = tanh(h W + softmax(h))`` with unit-normal W (gain 8): the IR's softmax (four
+    statements) and eager's fused one differ in the last bit, and the recurrence amplifies
+    that until the final states are unrelated."""
+
+    def __init__(self, hidden: int = 64, steps: int = 200):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(hidden, hidden))
+        self.steps = steps
+
+    def forward(self, h):
+        for _ in range(self.steps):
+            h = torch.tanh(h @ self.w + torch.softmax(h, -1))
+        return h
+
+
+def test_amplified_rounding_passes_kernel_by_kernel():
+    torch.manual_seed(0)
+    r = validate_subject(make_subject(ChaoticRNN(), (torch.randn(4, 64),)), per_kernel="auto")
+    assert r.outputs[0].rel_err > 0.1  # the outputs really differ
+    assert r.status == "passed" and "amplified" in r.reason
+    assert r.isolated is not None and len(r.isolated) == 4 * 200 and all(k.ok for k in r.isolated)
+    assert r.to_dict()["isolated"][0]["ok"]
+
+
+def test_isolation_does_not_excuse_a_wrong_kernel():
+    from solar.ir.scalar import Const, call
+
+    torch.manual_seed(0)
+    s = make_subject(ChaoticRNN(steps=50), (torch.randn(4, 64),))
+    k = next(k for k in s.program.kernels if k.op == "aten.tanh.default")
+    k.statements[-1].expr = call("mul", k.statements[-1].expr, Const(1.001))
+    r = validate_subject(s, per_kernel="auto")
+    assert r.status == "failed"
+    bad = [c.kernel for c in r.isolated if not c.ok]
+    assert bad == [k.name]
+    assert any("kernel-isolated: 1 of" in n for n in r.notes)
 
 
 def test_skipped_when_too_large():
