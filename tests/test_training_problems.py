@@ -201,3 +201,18 @@ def test_twins_train_with_the_same_fused_bound():
     assert count_j == 8
     assert bt.bytes_fused - tokens_t == bj.bytes_fused - tokens_j - count_j - consts_j
     assert math.isclose(bj.fused, bt.fused)
+
+
+def test_a_training_step_is_validated_kernel_by_kernel_when_rounding_is_amplified():
+    """ResNet-18's step at a tolerance (3e-6) its momentum buffers miss by ~1e-3 on CPU (the
+    gradients of 18 layers of ReLU amplify convolution rounding): every kernel, run on the
+    source's values of what it reads (the updated parameters as they were before the step),
+    reproduces its operator, and the traced graph on those values reproduces the real step,
+    so the step passes and says how."""
+    from solar.gpu.validate import problem_subject, validate_subject
+
+    s = problem_subject(EX / "train_resnet.py", device="cpu", overrides={"BATCH": 2, "SIZE": 32})
+    r = validate_subject(s, per_kernel=True, tol=3e-6)
+    assert max(o.rel_err for o in r.outputs) > 3e-6
+    assert r.status == "passed" and "amplified" in r.reason, r.notes
+    assert len(r.isolated) == 144 and all(k.ok for k in r.isolated)
