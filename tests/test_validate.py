@@ -409,3 +409,40 @@ def test_jax_problem_file_on_cpu(tmp_path):
     e = headroom_problem(f, "H100", device="cpu", budget_s=0.01)
     assert e.status == "ok", e.error
     assert e.report.measured.timer == "host" and e.report.mapping is None
+
+
+def _bf16_column_sums(x):
+    """A bf16 sum over 256 products: compiled, XLA fuses the elementwise part into the
+    reduction (float32 inside); op by op, the products are rounded to bf16 first."""
+    import jax.numpy as jnp
+
+    return (x * 1.37 + jnp.sin(x)).sum(0)
+
+
+def _jax_chain_subject():
+    import jax
+    import jax.numpy as jnp
+
+    x = jax.random.normal(jax.random.key(0), (256, 256), jnp.float32).astype(jnp.bfloat16)
+    return make_subject(jax.jit(_bf16_column_sums), (x,), name="bf16_column_sums")
+
+
+def test_jax_outputs_within_the_sources_own_rounding_pass():
+    """At a tolerance (1e-4) far below bf16's rounding, the IR misses it; so does the same
+    program run op by op against its compiled self, by as much: the IR passes, saying so."""
+    pytest.importorskip("jax")
+    r = validate_subject(_jax_chain_subject(), tol=1e-4)
+    assert r.outputs[0].rel_err > 1e-4
+    assert r.status == "passed" and "op-by-op" in r.reason and "rounding" in r.reason
+
+
+def test_jax_ir_error_beyond_the_sources_own_rounding_fails():
+    pytest.importorskip("jax")
+    from solar.ir.scalar import Const, call
+
+    s = _jax_chain_subject()
+    st = s.program.kernels[-1].statements[-1]
+    st.expr = call("mul", st.expr, Const(1.1))  # a wrong last step: 10 % off
+    r = validate_subject(s, tol=1e-4)
+    assert r.status == "failed"
+    assert any("not within its rounding" in n for n in r.notes)
