@@ -101,7 +101,7 @@ def _models(named: list[str], quick: bool) -> list[str]:
     if quick:
         return ["gpt2_small", "resnet50"]
     extra = [m for m, pkg in EXTRA.items() if importlib.util.find_spec(pkg) is not None]
-    return [*ISSUE_MODELS, *extra]
+    return [*ISSUE_MODELS, "llama7b_train", *extra]
 
 
 def run_all(args) -> dict:
