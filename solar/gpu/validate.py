@@ -2,6 +2,12 @@
 weights, and compare every output (optionally every kernel's output) with the source's; the
 report, batches of problem files and ``solar validate``.
 
+When outputs miss the tolerance, two checks tell the IR's errors from the program's own
+rounding: a PyTorch program is validated kernel by kernel in isolation (each kernel on the
+source's values of what it reads, :func:`isolated_kernel_checks`), a JAX program against the
+difference between its compiled and op-by-op runs; either passes the program only with the
+reason written in the report.
+
 What it is built from lives beside it, and its public names are re-exported here: the
 tolerances and the comparison in :mod:`.compare`, what is validated (a framework-neutral
 :class:`Subject`) in :mod:`.subject`, problem files with real inputs (constant-filled tensors
