@@ -313,6 +313,11 @@ def validate_subject(
     return rep
 
 
+#: How far an output may be from the source, in units of the source's own difference from
+#: itself (non-deterministic kernels such as cuDNN's weight gradients; compiled vs op by op)
+NOISE_FACTOR = 4.0
+
+
 def _check_against_op_by_op(
     rep: ValidationReport, subject: Subject, reference: Sequence[object]
 ) -> None:
@@ -355,11 +360,6 @@ def _check_against_op_by_op(
     rep.notes.append(f"validated against the source's own rounding: {rep.reason}")
 
 
-#: How far the traced graph may be from the source, in units of the source's own run-to-run
-#: difference (non-deterministic kernels, e.g. cuDNN's weight gradients, amplified)
-NOISE_FACTOR = 4.0
-
-
 def _source_again(subject: Subject, values: Mapping[str, torch.Tensor]) -> list[torch.Tensor]:
     """The source's outputs from a second run on the same values (a training step's updated
     inputs are set back first): how far the source is from itself."""
@@ -376,10 +376,11 @@ def _check_isolated(
     rep: ValidationReport, subject: Subject, values, tol_of, reference: Sequence[torch.Tensor]
 ) -> None:
     """Outputs differ: run each kernel on the source's inputs. The program passes, saying
-    so, when (1) the traced graph run on the IR's values reproduces the source's outputs (the
-    values and the graph are the source's) and (2) every kernel the chained check compared
-    reproduces its source operator given the source's inputs: the difference is then the
-    source's rounding amplified through the program, not the IR."""
+    so, when (1) the traced graph run on the source's values reproduces the source's outputs
+    (within the tolerance, or ``NOISE_FACTOR`` times the source's difference from a second
+    run of itself: the values and the graph are the source's) and (2) every kernel the chained
+    check compared reproduces its source operator given the source's inputs: the difference
+    is then the source's rounding amplified through the program, not the IR."""
     t0 = time.perf_counter()
     try:
         rep.isolated, graph_out = isolated_kernel_checks(subject, values, tol_of)
