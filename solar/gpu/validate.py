@@ -241,7 +241,8 @@ def validate_subject(
     try:
         values = subject.values()
         updated = list(getattr(subject.trace, "updated", None) or [])
-        before = {n: values[n].detach().clone() for n in updated}  # the source updates them
+        # the source updates them; the kernel-isolated check replays from the values before
+        before = {n: values[n].detach().clone() for n in updated} if per_kernel else {}
         t0 = time.perf_counter()
         if drawn:
             reseed()
@@ -449,6 +450,26 @@ def _line(e: BaseException) -> str:
     return s.splitlines()[0][:300] if s else type(e).__name__
 
 
+def _torch_graph(subject: Subject):
+    """The traced fx graph and its input bindings, which the per-kernel checks replay."""
+    import torch.fx as fx
+
+    gm = getattr(subject.trace, "graph", None)
+    bindings = getattr(subject.trace, "bindings", None)
+    if not isinstance(gm, fx.GraphModule) or bindings is None:
+        raise ValueError("per-kernel checks need a torch trace (an fx graph and bindings)")
+    return gm, bindings
+
+
+def _writers(program: Program) -> dict[str, list[int]]:
+    """Storage -> the kernels writing it, in order (more than one: updated in place)."""
+    writers: dict[str, list[int]] = {}
+    for ki, k in enumerate(program.kernels):
+        for base in dict.fromkeys(program.base(st.out.tensor) for st in k.statements):
+            writers.setdefault(base, []).append(ki)
+    return writers
+
+
 def kernel_checks(
     subject: Subject, values: Mapping[str, torch.Tensor], tol_of: Callable[[object], float]
 ) -> list[KernelCheck]:
@@ -460,19 +481,10 @@ def kernel_checks(
     final value."""
     import torch.fx as fx
 
-    trace = subject.trace
-    gm = getattr(trace, "graph", None)
-    bindings = getattr(trace, "bindings", None)
-    if not isinstance(gm, fx.GraphModule) or bindings is None:
-        raise ValueError("per-kernel checks need a torch trace (an fx graph and bindings)")
+    gm, bindings = _torch_graph(subject)
     program, dev = subject.program, subject.device
     kept = execute(program, values, device=dev, keep_intermediates=True)
-    writer: dict[str, int] = {}
-    writes: dict[str, int] = {}  # storage -> kernels writing it (in-place updates: > 1)
-    for ki, k in enumerate(program.kernels):
-        for base in {program.base(st.out.tensor) for st in k.statements}:
-            writer.setdefault(base, ki)
-            writes[base] = writes.get(base, 0) + 1
+    writers = _writers(program)
     mutating = any(
         isinstance(n.target, torch._ops.OpOverload) and n.target._schema.is_mutable
         for n in gm.graph.nodes
@@ -496,13 +508,14 @@ def kernel_checks(
                 if not isinstance(v, torch.Tensor) or name not in kept:
                     continue
                 decl = program.tensors.get(name)
-                ki = writer.get(program.base(name)) if decl is not None else None
+                ks = writers.get(program.base(name), []) if decl is not None else []
+                ki = ks[0] if ks else None
                 if ki is None or decl.shape != tuple(v.shape):
                     continue
                 got = kept[name]
                 if got.dtype != v.dtype:
                     continue
-                if writes.get(program.base(name), 0) > 1:  # the IR keeps its final value
+                if len(ks) > 1:  # updated in place: the IR keeps its final value
                     later.append((ki, name, v))
                     continue
                 found.setdefault(ki, []).append(compare(got, v, tol=tol_of(v.dtype), name=name))
@@ -533,11 +546,7 @@ def isolated_kernel_checks(
     outputs on these values (flattened), for the caller to hold against the source's."""
     import torch.fx as fx
 
-    trace = subject.trace
-    gm = getattr(trace, "graph", None)
-    bindings = getattr(trace, "bindings", None)
-    if not isinstance(gm, fx.GraphModule) or bindings is None:
-        raise ValueError("per-kernel checks need a torch trace (an fx graph and bindings)")
+    gm, bindings = _torch_graph(subject)
     program, dev = subject.program, subject.device
     decls = program.tensors
     versions: dict[str, list[torch.Tensor]] = {}  # contiguous storage -> source values
@@ -572,11 +581,8 @@ def isolated_kernel_checks(
     with torch.no_grad():
         graph_out = [v for v in pytree.tree_leaves(Recorder(gm).run(*args)) if torch.is_tensor(v)]
     order = list(bindings)  # a training step's updated inputs follow its returned tensors
-    graph_out += [args[order.index(n)] for n in getattr(trace, "updated", None) or []]
-    writers: dict[str, list[int]] = {}
-    for ki, k in enumerate(program.kernels):
-        for base in dict.fromkeys(program.base(st.out.tensor) for st in k.statements):
-            writers.setdefault(base, []).append(ki)
+    graph_out += [args[order.index(n)] for n in getattr(subject.trace, "updated", None) or []]
+    writers = _writers(program)
     usable = {b for b, ks in writers.items() if b in versions and len(versions[b]) == len(ks)}
     reads = [
         {program.base(ld.tensor) for st in k.statements for ld in st.loads()} & usable
