@@ -1,4 +1,4 @@
-"""End-to-end bounds with hand-derived values (DESIGN.md §5), on the H100 SXM spec."""
+"""End-to-end bounds with hand-derived values (docs/bounds.md), on the H100 SXM spec."""
 
 import math
 

@@ -92,7 +92,7 @@ def test_bad_problem_files_give_one_line(capsys, tmp_path, source, needle):
 def test_unknown_hw_and_missing_file(capsys):
     code, _, err = run(capsys, "bound", ROOT / "examples/mlp.py", "--hw", "NoSuchGPU")
     assert code == 2 and "NoSuchGPU" in err
-    code, _, err = run(capsys, "bound", ROOT / "examples/nope.py")
+    code, _, err = run(capsys, "bound", ROOT / "examples/nope.py")  # missing on purpose
     assert code == 2 and "no such file" in err
 
 

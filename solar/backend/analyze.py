@@ -1,4 +1,4 @@
-"""Assemble the three bounds of DESIGN.md §5 for one einsum graph and one hardware spec."""
+"""Assemble the three bounds of docs/bounds.md for one einsum graph and one hardware spec."""
 
 from __future__ import annotations
 

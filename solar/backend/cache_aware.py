@@ -1,4 +1,4 @@
-"""Cache-aware bound: DRAM traffic forced by a finite on-chip memory (DESIGN.md §5).
+"""Cache-aware bound: DRAM traffic forced by a finite on-chip memory (docs/bounds.md).
 
 Capacity ``S`` is *all* on-chip storage (L2 + combined L1/shared memory + registers of every
 SM): data may live in any of them, so only their total keeps the bound a lower bound. The

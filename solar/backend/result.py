@@ -52,7 +52,7 @@ from solar.fmt import fmt_time
 from solar.viewable import Viewable
 
 SCHEMA = "solar.bound/1"
-#: The three bound levels of DESIGN.md §5, in the order reports show them.
+#: The three bound levels of docs/bounds.md, in the order reports show them.
 LEVELS = ("unfused", "fused", "cache_aware")
 
 

@@ -1,4 +1,4 @@
-"""Unfused and fused speed-of-light bounds (DESIGN.md §5), from the einsum graph alone.
+"""Unfused and fused speed-of-light bounds (docs/bounds.md), from the einsum graph alone.
 
 - unfused = Σ over launched kernels of max(compute, DRAM bytes / bandwidth), each kernel
   reading its inputs and writing its outputs once through DRAM;

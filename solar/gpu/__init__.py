@@ -1,4 +1,4 @@
-"""On a real device (DESIGN.md §7): numerical validation of the IR against the source program
+"""On a real device (docs/validation.md): numerical validation of the IR against the source program
 (:mod:`.validate`), timing and per-kernel profiling (:mod:`.measure`), headroom and classified
 violations (:mod:`.headroom`), measured ceilings (:mod:`.calibrate`) and the SOL score
 (:mod:`.score`).

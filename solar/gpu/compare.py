@@ -1,6 +1,6 @@
-"""Comparing the IR's outputs with the source's (DESIGN.md §7): the relative-error tolerance of
-an output and the comparison itself. Apart from :mod:`.validate` because :mod:`.headroom` checks
-the outputs of every timed run by the same rule.
+"""Comparing the IR's outputs with the source's (docs/validation.md): the relative-error
+tolerance of an output and the comparison itself. Apart from :mod:`.validate` because
+:mod:`.headroom` checks the outputs of every timed run by the same rule.
 
 Tolerances (``‖out − ref‖ / ‖ref‖`` over the finite elements, computed in float64):
 :data:`REL_TOL` by the output's dtype, loosened to the loosest float dtype the program computes

@@ -1,4 +1,4 @@
-"""Headroom and violations (DESIGN.md §7): measure a program, bound it, compare.
+"""Headroom and violations (docs/validation.md): measure a program, bound it, compare.
 
 ``headroom = measured / bound`` for each bound level (unfused, fused, cache-aware) against the
 program's measured time (median, CUDA events, L2 flushed before each repetition), and for each

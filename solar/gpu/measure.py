@@ -1,4 +1,4 @@
-"""Measuring programs on a GPU (DESIGN.md §7).
+"""Measuring programs on a GPU (docs/validation.md).
 
 * :func:`device_info` -- what the visible device is: name, SM count, memory, L2, compute
   capability, and clocks/power/driver from ``nvidia-smi`` when it answers.

@@ -1,5 +1,5 @@
-"""Problem files with real inputs (DESIGN.md §7): a KernelBench-style problem file (torch) or a
-JAX one built on the target device with real weights and inputs, as a :class:`Subject`; the
+"""Problem files with real inputs (docs/validation.md): a KernelBench-style problem file (torch)
+or a JAX one built on the target device with real weights and inputs, as a :class:`Subject`; the
 problem files of folders; ``--set`` overrides of their module-level constants. Apart from
 :mod:`.validate` because ``solar headroom`` loads problem files the same way.
 

@@ -1,4 +1,4 @@
-"""What is validated and measured (DESIGN.md §7): a :class:`Subject`, framework-neutral: a
+"""What is validated and measured (docs/validation.md): a :class:`Subject`, framework-neutral: a
 callable that runs the source program on real arrays, its real inputs, and the traced IR with
 the values of its inputs. Apart from :mod:`.validate` because :mod:`.headroom` times the same
 subjects. Any frontend plugs in through :meth:`Subject.from_trace`, given a trace object with

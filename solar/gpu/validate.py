@@ -1,4 +1,4 @@
-"""Numerical validation (DESIGN.md §7): execute the IR on the source program's own inputs and
+"""Numerical validation (docs/validation.md): execute the IR on the source program's own inputs and
 weights, and compare every output (optionally every kernel's output) with the source's; the
 report, batches of problem files and ``solar validate``.
 

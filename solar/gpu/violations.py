@@ -1,4 +1,4 @@
-"""Violations (DESIGN.md §7): how a measurement that beats a bound is judged.
+"""Violations (docs/validation.md): how a measurement that beats a bound is judged.
 
 A measurement ``M`` violates a bound ``B`` when ``M < B * (1 - tol)`` (``tol`` = 1 % by
 default: timer resolution and run-to-run noise). Each violation is explained by the first rule

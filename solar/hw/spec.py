@@ -1,6 +1,6 @@
 """Hardware specs: the GPU catalogue (``hw_specs/*.yaml``) and its loader.
 
-A :class:`HardwareSpec` holds upper bounds of what a GPU can do (DESIGN.md §6): every compute
+A :class:`HardwareSpec` holds upper bounds of what a GPU can do (docs/hardware.md): every compute
 peak is a per-SM per-clock dense rate × the SM count × the *maximum* boost clock, so a bound
 computed from it is a lower bound on time. Quantities are stored in base units (bytes, bytes/s,
 Hz, ops/s); the YAML files use readable units that are named in the field (``max_clock_mhz``,
@@ -569,11 +569,12 @@ def _read_file(path: Path) -> HardwareSpec:
 
 def catalogue_dirs() -> list[Path]:
     """Directories searched for ``*.yaml`` specs, first match wins: each entry of the
-    ``SOLAR_HW_SPECS`` environment variable (os.pathsep-separated), the repository's
-    ``hw_specs/``, then ``solar/hw/catalog/`` (the copy shipped in the package)."""
+    ``SOLAR_HW_SPECS`` environment variable (os.pathsep-separated), then the package's
+    catalogue ``solar/hw/catalog/`` (shipped in the wheel; a checkout's ``hw_specs/`` is a link
+    to it)."""
     here = Path(__file__).resolve()
     dirs = [Path(p).expanduser() for p in os.environ.get(ENV_VAR, "").split(os.pathsep) if p]
-    dirs += [here.parents[2] / "hw_specs", here.parent / "catalog"]
+    dirs.append(here.parent / "catalog")
     out: list[Path] = []
     for d in dirs:
         if d.is_dir() and d.resolve() not in {o.resolve() for o in out}:

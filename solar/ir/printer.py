@@ -1,4 +1,4 @@
-"""Print programs as loop nests, the way DESIGN.md §3 shows them."""
+"""Print programs as loop nests, the way docs/ir.md shows them."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Cross-GPU comparison (DESIGN.md §8): one program, every level's bound on several GPUs.
+"""Cross-GPU comparison (docs/overview.md): one program, every level's bound on several GPUs.
 
 ``compare(model, inputs, hw=["A100", "H100", "B200"])`` (or ``hw="all"``: the whole catalog)
 traces and lifts once, then analyses the same einsum graph against each spec: the work and the

@@ -1,5 +1,5 @@
 """How many GPUs a program needs: per catalogue GPU, the fewest that hold it and meet a
-target time, with the plan (DESIGN.md §8, many GPUs).
+target time, with the plan (docs/overview.md, many GPUs).
 
 For one GPU kind and a target ``T`` at a bound level:
 

@@ -1,4 +1,4 @@
-"""Inverse roofline (DESIGN.md §8): what a GPU needs to run a program in a target time.
+"""Inverse roofline (docs/overview.md): what a GPU needs to run a program in a target time.
 
 ``provision(model, inputs, target_ms=2.0, level="cache_aware", hw="H100")`` traces once and
 answers, for the bound at ``level`` to be at most the target ``T``:

@@ -1,4 +1,4 @@
-"""Speed-of-light bounds of one program on ``N`` GPUs of one spec (DESIGN.md §8, issue 15).
+"""Speed-of-light bounds of one program on ``N`` GPUs of one spec (docs/overview.md, issue 15).
 
 The pipeline of this package, each module one step:
 

@@ -1,4 +1,4 @@
-"""Which math mode XLA on an NVIDIA GPU uses for a float32 dot or convolution (DESIGN.md §5).
+"""Which math mode XLA on an NVIDIA GPU uses for a float32 dot or convolution (docs/bounds.md).
 
 An equation's ``precision`` parameter is what ``jax.lax.dot_general``/``conv_general_dilated``
 recorded: ``None`` or a pair of :class:`jax.lax.Precision` (``jax_default_matmul_precision`` and

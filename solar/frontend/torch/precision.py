@@ -1,4 +1,4 @@
-"""Which math mode PyTorch would use for a float32 contraction (DESIGN.md §5).
+"""Which math mode PyTorch would use for a float32 contraction (docs/bounds.md).
 
 Matmuls follow ``torch.backends.cuda.matmul.allow_tf32`` / ``torch.get_float32_matmul_precision()``;
 convolutions follow ``torch.backends.cudnn.allow_tf32`` (on by default). A user override
