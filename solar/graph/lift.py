@@ -32,7 +32,7 @@ from solar.graph.ranks import assign_ranks
 from solar.ir.affine import Affine
 from solar.ir.cost import KernelIO, program_io
 from solar.ir.footprint import Footprint
-from solar.ir.program import Kernel, Program, Statement, with_loops
+from solar.ir.program import Kernel, Program, Statement, verify, with_loops
 from solar.ir.recurrence import kernel_chains
 from solar.ir.scalar import Indirect
 
@@ -199,7 +199,9 @@ class _Lifter:
 
 def lift(program: Program) -> nx.MultiDiGraph:
     """The einsum graph of ``program`` (module docstring): input nodes, op nodes and their
-    read edges kernel by kernel, output nodes, then the per-kernel and fused-program I/O."""
+    read edges kernel by kernel, output nodes, then the per-kernel and fused-program I/O.
+    The program is verified first (:func:`solar.ir.program.verify`)."""
+    verify(program)
     lifter = _Lifter(program)
     lifter.add_inputs()
     kernels = [lifter.add_kernel(ki, k) for ki, k in enumerate(program.kernels)]

@@ -31,7 +31,7 @@ from math import prod
 
 from solar.ir.affine import Affine, AffineLike, affines
 from solar.ir.dtypes import itemsize
-from solar.ir.scalar import Expr, Index, Indirect, Load
+from solar.ir.scalar import Call, Expr, Index, Indirect, Load
 
 ROLES = ("input", "weight", "constant", "intermediate", "output", "local")
 # logsumexp combines a, b as log(exp(a) + exp(b)) (logcumsumexp, logsumexp).
@@ -318,7 +318,10 @@ class ProgramBuilder:
             extern,
             tuple(sorted((str(k), v) for k, v in attrs)),
         )
-        check_statement(st, self.program, self._kernel.loops)
+        try:
+            check_statement(st, self.program, self._kernel.loops)
+        except ValueError as e:
+            raise ValueError(f"kernel {self._kernel.name}: {e}") from None
         self._kernel.statements.append(st)
         return st
 
@@ -347,6 +350,8 @@ def check_statement(st: Statement, program: Program, loops: tuple[Dim, ...] = ()
     for node in st.expr.walk():
         if isinstance(node, Index) and not set(node.expr.dims) <= known:
             raise ValueError(f"{node} uses loop dims {set(node.expr.dims) - known} not in the nest")
+        if isinstance(node, Call):
+            _check_call(node)
     reduction = {d.name for d in st.reduction_dims}
     if reduction and st.reduce is None and st.extern is None:
         raise ValueError("reduction dims given without a reduction operator")
@@ -358,6 +363,31 @@ def check_statement(st: Statement, program: Program, loops: tuple[Dim, ...] = ()
         _check_scan(st)
     if st.extern is not None:
         _check_extern(st)
+
+
+def _check_call(node: Call) -> None:
+    """A call names an operator of the scalar table with its arity."""
+    from solar.ir.ops import SCALAR_OPS
+
+    op = SCALAR_OPS.get(node.op)
+    if op is None:
+        raise ValueError(
+            f"call of unknown scalar operator {node.op!r} (add a row to solar/ir/ops.py)"
+        )
+    if len(node.args) != op.arity:
+        raise ValueError(f"{node.op} takes {op.arity} arguments, got {len(node.args)}")
+
+
+def verify(program: Program) -> None:
+    """Check every statement of every kernel (declared tensors, ranks, loop dims, operators and
+    their arity, scan and extern forms); the error names the kernel. Run when a program is
+    lifted, whichever frontend built it and however its statements were made."""
+    for k in program.kernels:
+        for st in k.statements:
+            try:
+                check_statement(st, program, k.loops)
+            except ValueError as e:
+                raise ValueError(f"kernel {k.name}: {e}") from None
 
 
 def _check_scan(st: Statement) -> None:
