@@ -11,17 +11,21 @@ The package reads as the pipeline (docs/architecture.md): ``frontend`` (PyTorch,
 measurement on a device) -> ``report`` (views) and ``cli``.
 """
 
-from solar import llm
-from solar.api import bound, bound_program, bound_training, trace
-from solar.backend.result import Bound
-from solar.gpu.calibrate import calibrate
-from solar.gpu.headroom import headroom
-from solar.gpu.score import sol_score
-from solar.gpu.validate import validate
-from solar.hw import list_specs, load_spec
-from solar.questions.compare import compare
-from solar.questions.provision import provision
-from solar.questions.sweep import sweep
+from solar.frontend.torchvision_ops import install_import_hook
+
+install_import_hook()  # a torchvision whose extension cannot load still imports (its docstring)
+
+from solar import llm  # noqa: E402
+from solar.api import bound, bound_program, bound_training, trace  # noqa: E402
+from solar.backend.result import Bound  # noqa: E402
+from solar.gpu.calibrate import calibrate  # noqa: E402
+from solar.gpu.headroom import headroom  # noqa: E402
+from solar.gpu.score import sol_score  # noqa: E402
+from solar.gpu.validate import validate  # noqa: E402
+from solar.hw import list_specs, load_spec  # noqa: E402
+from solar.questions.compare import compare  # noqa: E402
+from solar.questions.provision import provision  # noqa: E402
+from solar.questions.sweep import sweep  # noqa: E402
 
 __version__ = "0.1.0"
 

@@ -1,0 +1,65 @@
+"""torchvision where its compiled extension cannot load (solar/frontend/torchvision_ops.py).
+
+Run in fresh interpreters: whether torchvision imports depends on what ran before it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+pytest.importorskip("torchvision")
+
+
+def run(code: str) -> str:
+    r = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=300
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    return r.stdout
+
+
+def test_torchvision_imports_after_solar_and_its_operators_exist():
+    out = run(
+        """
+        import solar
+        import torch, torchvision
+        from torch._subclasses import FakeTensorMode
+        with FakeTensorMode():
+            x, rois = torch.empty(2, 3, 16, 16), torch.empty(5, 5)
+            y = torch.ops.torchvision.roi_align(x, rois, 0.5, 7, 7, 2, True)
+        print(list(y.shape), torch.ops.torchvision.nms.default.name())
+        """
+    )
+    assert out.strip() == "[5, 3, 7, 7] torchvision::nms"
+
+
+def test_reference_nms_keeps_the_boxes_torchvision_keeps():
+    """Boxes in score order: b0 kept; b1 overlaps b0 with IoU 81/119 = 0.68, dropped at
+    threshold 0.5 and kept at 0.7; b2 disjoint, kept; b3 overlaps b2 with IoU 25/175 = 0.14,
+    kept."""
+    out = run(
+        """
+        import solar, torch, torchvision
+        b = torch.tensor([[0, 0, 10, 10], [1, 1, 11, 11], [20, 20, 30, 30], [25, 25, 35, 35.]])
+        s = torch.tensor([0.9, 0.8, 0.7, 0.6])
+        print(torchvision.ops.nms(b, s, 0.5).tolist(), torchvision.ops.nms(b, s, 0.7).tolist())
+        """
+    )
+    assert out.strip() == "[0, 2, 3] [0, 1, 2, 3]"
+
+
+def test_detection_model_runs_eagerly_on_the_cpu():
+    out = run(
+        """
+        import solar, torch, torchvision
+        m = torchvision.models.detection.fasterrcnn_mobilenet_v3_large_320_fpn(
+            weights=None, weights_backbone=None).eval()
+        with torch.no_grad():
+            (o,) = m([torch.rand(3, 96, 96)])
+        print(sorted(o))
+        """
+    )
+    assert out.strip() == "['boxes', 'labels', 'scores']"
