@@ -357,7 +357,8 @@ def bound_batch_text(results: Sequence[BatchResult]) -> str:
             )
     n_ok = sum(r.ok for r in results)
     n_skip = sum(r.status == "skipped" for r in results)
-    lines.append(
-        f"{n_ok} of {len(results)} bounded, {len(results) - n_ok - n_skip} failed, {n_skip} skipped"
-    )
+    n_late = sum(r.status == "timeout" for r in results)
+    late = f", {n_late} timed out" if n_late else ""
+    n_failed = len(results) - n_ok - n_skip - n_late
+    lines.append(f"{n_ok} of {len(results)} bounded, {n_failed} failed{late}, {n_skip} skipped")
     return "\n".join(lines)
