@@ -43,7 +43,11 @@ EXECUTORS = ("serial", "process", "ray")
 
 
 def one_line(e: BaseException) -> str:
-    """``Type: first line of the message``."""
+    """``Type: first line of the message`` (an error the user's program raised: where, then
+    that; see :class:`solar.api.ProgramError`)."""
+    summary = getattr(e, "summary", None)
+    if summary:
+        return summary
     text = str(e).strip()
     first = text.splitlines()[0] if text else ""
     return f"{type(e).__name__}: {first}" if first else type(e).__name__
