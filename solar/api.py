@@ -12,6 +12,7 @@ import gc
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 
 from solar.backend import analyze
 from solar.backend.parallel.bound import ParallelModel, link_bandwidth
@@ -91,9 +92,12 @@ class InputError(TypeError):
     to pass instead."""
 
 
-def _check_inputs(inputs, kwargs) -> None:
+def _check_inputs(model, inputs, kwargs) -> None:
     """Reject inputs no frontend takes before tracing, naming the input (not a ValueError
-    from deep inside when a numpy array meets ``==``)."""
+    from deep inside when a numpy array meets ``==``). A JAX program may take numpy arrays
+    (JAX converts them); it is one when a JAX array or a Flax module says so."""
+    if _is_jax_program(model, inputs):
+        return
     leaves = [(f"input {i}", x) for i, x in enumerate(_top_level(inputs))]
     leaves += [(f"keyword input {k!r}", x) for k, x in (kwargs or {}).items()]
     for what, x in leaves:
@@ -200,7 +204,7 @@ def trace(
     them: dicts, dataclasses, KV-cache objects; ``kwargs`` are keyword arguments), JAX
     functions of arrays or ``jax.ShapeDtypeStruct`` s (pytrees welcome) and Flax modules are
     supported."""
-    _check_inputs(inputs, kwargs)
+    _check_inputs(model, inputs, kwargs)
     with gc_paused(), _fake_tensor_log_quiet():
         try:
             return _trace(model, inputs, kwargs=kwargs, precision=precision, name=name)
@@ -266,6 +270,10 @@ def trace_and_lift(
 def lift_problem(problem, *, precision: str | None = None):
     """:func:`trace_and_lift` of a loaded problem file (:class:`solar.problem.Problem`), its
     build notes included."""
+    try:
+        _check_inputs(problem.model, problem.inputs, None)
+    except InputError as e:  # say which file's get_inputs() returned it
+        raise InputError(f"{Path(problem.path).name}: get_inputs() {e}") from None
     return trace_and_lift(
         problem.model,
         problem.inputs,

@@ -91,12 +91,12 @@ def problem_sets(items: list[str] | None, files: list[Path]) -> dict[str, object
     defined = [module_names(f) for f in files]
     for name in sets:
         if not any(name in names for names in defined):
-            where = files[0].name if len(files) == 1 else f"any of the {len(files)} files"
-            known = sorted(n for names in defined for n in names if n.isupper())
-            hint = f" (constants: {', '.join(dict.fromkeys(known))})" if known else ""
-            raise ValueError(
-                f"--set {name}: {where} defines no module-level {name}{hint}; check the name"
-            )
+            one = len(files) == 1
+            where = f"{files[0].name} defines no" if one else f"none of the {len(files)} files"
+            where += "" if one else " defines a"
+            known = sorted({n for names in defined for n in names if n.isupper()})
+            hint = f" (constants: {', '.join(known)})" if known else ""
+            raise ValueError(f"--set {name}: {where} module-level {name}{hint}; check the name")
     return sets
 
 
