@@ -81,13 +81,17 @@ def resolve_executor(jobs: int | None = None, ray: str | None = None, executor: 
     return "serial" if jobs == 1 else "process"
 
 
+def _import_stack() -> None:
+    """Import the analysis stack (before a task's clock starts: not part of its time)."""
+    import solar.api  # noqa: F401
+    import solar.frontend.torch  # noqa: F401
+
+
 def _warm() -> None:
     """Worker initialiser: import the analysis stack once per worker, not per task."""
     import torch
 
-    import solar.api  # noqa: F401
-    import solar.frontend.torch  # noqa: F401
-
+    _import_stack()
     torch.set_num_threads(1)  # one task per worker: no intra-op threads competing for cores
     # A failing fake-tensor kernel logs its traceback; the task's one-line error says it.
     logging.getLogger("torch._subclasses.fake_tensor").setLevel(logging.CRITICAL)
@@ -115,6 +119,8 @@ def map_tasks(
     items = list(items)
     done = on_done or (lambda i, r: None)
     if kind == "serial" or (kind == "process" and len(items) <= 1 and timeout is None):
+        if timeout is not None:
+            _import_stack()
         out = []
         for i, item in enumerate(items):
             out.append(call_with_time_limit(fn, item, timeout))
@@ -355,6 +361,16 @@ def _apply(fn: Callable, *args):
     return fn(*args)
 
 
+def _apply_limited(fn: Callable, timeout: float, *args):
+    """The Ray task with a time limit: ``fn(*args)`` stopped after ``timeout`` seconds."""
+    return call_with_time_limit(fn, args, timeout)
+
+
+#: seconds (or the limit itself, when longer) the driver waits past a Ray task's time limit,
+#: counted from its submission, before cancelling it: room for a worker's start-up
+RAY_GRACE = 60.0
+
+
 def ray_map(
     fn: Callable,
     items: Sequence[tuple],
@@ -374,18 +390,21 @@ def ray_map(
     context unusable cannot break the next). A task whose worker dies (after Ray's own
     retries) becomes the task function's crash result (see :func:`map_tasks`).
 
-    ``timeout``: each task's time limit in seconds. Ray does not tell when a queued task
-    starts, so the clock starts when the task is submitted, and only as many tasks are in
-    flight as the cluster has slots for (its CPUs, or GPUs for GPU tasks, when this batch
-    began): a submitted task starts at once unless other work shares the cluster. A task past
-    its limit is cancelled (its worker is killed) and becomes :func:`timed_out`'s result."""
+    ``timeout``: each task's time limit in seconds, kept twice. In the worker, a timer
+    started with the task stops Python code at the limit (:func:`call_with_time_limit`; the
+    worker's start-up is not counted). From the driver, a task that has not returned
+    :data:`RAY_GRACE` later than the limit after its submission (a hang in C code, a worker
+    that never started) is cancelled, its worker killed. Ray does not tell when a queued task
+    starts, so only as many tasks are in flight as the cluster has slots for (its CPUs, or
+    GPUs for GPU tasks, when this batch began). Either way the task becomes
+    :func:`timed_out`'s result."""
     ray = require_ray()
     owned = _init(ray, address, ship_code, num_cpus)
     try:
         options: dict = {"num_cpus": 1, "num_gpus": gpus_per_task}
         if fresh_worker:
             options["max_calls"] = 1
-        remote = ray.remote(**options)(_apply)
+        remote = ray.remote(**options)(_apply if timeout is None else _apply_limited)
         slots = len(items)
         if timeout is not None:
             have = ray.cluster_resources()
@@ -400,10 +419,11 @@ def ray_map(
         def submit() -> None:
             while waiting and len(pending) < slots:
                 i = waiting.pop()
-                ref = remote.remote(fn, *items[i])
+                args = items[i] if timeout is None else (timeout, *items[i])
+                ref = remote.remote(fn, *args)
                 index[ref] = i
                 if timeout is not None:
-                    deadline[ref] = time.monotonic() + timeout
+                    deadline[ref] = time.monotonic() + timeout + max(RAY_GRACE, timeout)
                 pending.append(ref)
 
         def finish(ref, result) -> None:
