@@ -9,6 +9,7 @@ modules, the views and the CLI.
 from __future__ import annotations
 
 import gc
+import os
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -116,8 +117,9 @@ def _top_level(inputs) -> list:
 
 def _located(e: BaseException, model) -> ProgramError | None:
     """``e`` as a :class:`ProgramError` when the user's program raised it: its traceback runs
-    through the model's own code or a module's ``forward`` and solar did not raise it itself
-    (solar's errors already name the operator and line). None otherwise."""
+    through the model's own code or a module's ``forward``, and neither is ``e`` one of
+    solar's errors nor was it raised in solar's code (those already name the operator and
+    line). None otherwise."""
     if type(e).__module__.split(".")[0] == "solar" or "torch" not in sys.modules:
         return None
     import torch
@@ -135,6 +137,8 @@ def _located(e: BaseException, model) -> ProgramError | None:
         if isinstance(me, torch.nn.Module) and (not modules or modules[-1] is not me):
             modules.append(me)
         frame = frame.f_back
+    if innermost is not None and innermost.f_code.co_filename.startswith(_SOLAR_DIR):
+        return None  # raised by solar itself (its message says what and where)
     source = source_frame(innermost, module_packages(modules))
     if source is not None and id(source) not in inside:
         source = None
@@ -143,6 +147,9 @@ def _located(e: BaseException, model) -> ProgramError | None:
     if source is None:  # a library module (nn.Linear): the line of its forward that raised
         source = next(f for f in _frames_out(innermost) if f.f_locals.get("self") is modules[0])
     return ProgramError(e, frame_label(source), _module_name(modules[0], model) if modules else "")
+
+
+_SOLAR_DIR = str(Path(__file__).resolve().parent) + os.sep
 
 
 def _frames_out(frame):
