@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from solar.cli.common import (
+    Progress,
     add_device_option,
     add_set_option,
     add_timeout_option,
@@ -87,24 +88,39 @@ def run(args) -> int:
         if plot:
             _plot(r, plot)
         return 0
-    batch = headroom_paths(
-        files,
-        args.hw,
-        device=device,
-        seed=args.seed,
-        precision=args.precision,
-        show_progress=not args.json,
-        overrides=sets,
-        ray=args.ray,
-        timeout=args.timeout,
-        **kw,
-    )
+    bar = Progress.maybe(len(files), "headroom")
+    try:
+        batch = headroom_paths(
+            files,
+            args.hw,
+            device=device,
+            seed=args.seed,
+            precision=args.precision,
+            show_progress=False,
+            on_entry=(lambda e: bar.advance(e.name, _status(e))) if bar else None,
+            overrides=sets,
+            ray=args.ray,
+            timeout=args.timeout,
+            **kw,
+        )
+    finally:
+        if bar:
+            bar.close()
     if args.out:
         Path(args.out).write_text(batch.to_json() + "\n")
     if plot:
         _plot(batch, plot)
     print(batch.to_json() if args.json else batch)
     return 0
+
+
+def _status(entry) -> str:
+    """A batch entry's status for the progress line: ``ok``, or the status and reason."""
+    return (
+        entry.status
+        if entry.status == "ok" or not entry.error
+        else (f"{entry.status}: {entry.error}")
+    )
 
 
 def _plot(report, path: str) -> None:
