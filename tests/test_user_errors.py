@@ -200,8 +200,8 @@ def test_debug_shows_the_whole_traceback(files):
     assert 'raise RuntimeError("boom in forward")' in err  # the user's line, in the traceback
     assert "The above exception was the direct cause" in err
     assert err.strip().splitlines()[-1] == (
-        f"solar.api.ProgramError: nested.py:7 in layers.1 (Block): RuntimeError: boom in "
-        f"forward {API_HINT}"
+        "solar.frontend.program_errors.ProgramError: nested.py:7 in layers.1 (Block): "
+        f"RuntimeError: boom in forward {API_HINT}"
     )
 
 
