@@ -12,12 +12,15 @@ import gc
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 
 from solar.backend import analyze
 from solar.backend.parallel.bound import ParallelModel, link_bandwidth
 from solar.backend.parallel.result import ParallelBound
 from solar.backend.parallel.search import best_plan
 from solar.backend.result import Bound
+from solar.frontend.program_errors import ProgramError as ProgramError  # re-exported
+from solar.frontend.program_errors import located
 from solar.graph import lift
 from solar.hw import load_spec
 from solar.ir.program import Program
@@ -65,6 +68,33 @@ def _flat(inputs):
         yield inputs
 
 
+class InputError(TypeError):
+    """An input solar cannot trace (a numpy array, a list of numbers): names it and says what
+    to pass instead."""
+
+
+def _check_inputs(model, inputs, kwargs) -> None:
+    """Reject inputs no frontend takes before tracing, naming the input (not a ValueError
+    from deep inside when a numpy array meets ``==``). A JAX program may take numpy arrays
+    (JAX converts them); it is one when a JAX array or a Flax module says so."""
+    if _is_jax_program(model, inputs):
+        return
+    leaves = [(f"input {i}", x) for i, x in enumerate(_top_level(inputs))]
+    leaves += [(f"keyword input {k!r}", x) for k, x in (kwargs or {}).items()]
+    for what, x in leaves:
+        kind = type(x)
+        if kind.__module__ == "numpy" and kind.__name__ == "ndarray":
+            raise InputError(
+                f"{what} is a numpy array {tuple(x.shape)} {x.dtype}; solar traces PyTorch "
+                "tensors or JAX arrays: pass torch.from_numpy(x) (or jnp.asarray(x))"
+            )
+
+
+def _top_level(inputs) -> list:
+    """The positional inputs as the program receives them."""
+    return list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+
+
 class SymbolicShapeError(ValueError):
     """An input whose size is symbolic with no example value: nothing to specialise to."""
 
@@ -106,8 +136,30 @@ def trace(
     them: dicts, dataclasses, KV-cache objects; ``kwargs`` are keyword arguments), JAX
     functions of arrays or ``jax.ShapeDtypeStruct`` s (pytrees welcome) and Flax modules are
     supported."""
-    with gc_paused():
-        return _trace(model, inputs, kwargs=kwargs, precision=precision, name=name)
+    _check_inputs(model, inputs, kwargs)
+    with gc_paused(), _fake_tensor_log_quiet():
+        try:
+            return _trace(model, inputs, kwargs=kwargs, precision=precision, name=name)
+        except Exception as e:
+            error = located(e, model)
+            if error is None:
+                raise
+            raise error from e
+
+
+@contextmanager
+def _fake_tensor_log_quiet() -> Iterator[None]:
+    """Silence the traceback PyTorch logs when a fake-tensor kernel fails (about 20 lines per
+    shape mismatch): the error raised says it in one line, its cause keeps the traceback."""
+    import logging
+
+    log = logging.getLogger("torch._subclasses.fake_tensor")
+    level = log.level
+    log.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        log.setLevel(level)
 
 
 def _trace(model, inputs, *, kwargs=None, precision: str | None, name):
@@ -150,6 +202,10 @@ def trace_and_lift(
 def lift_problem(problem, *, precision: str | None = None):
     """:func:`trace_and_lift` of a loaded problem file (:class:`solar.problem.Problem`), its
     build notes included."""
+    try:
+        _check_inputs(problem.model, problem.inputs, None)
+    except InputError as e:  # say which file's get_inputs() returned it
+        raise InputError(f"{Path(problem.path).name}: get_inputs() {e}") from None
     return trace_and_lift(
         problem.model,
         problem.inputs,

@@ -66,9 +66,14 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as e:  # anything else (a framework error in user code, a bug): one line
         if args.debug:
             raise
-        lines = str(e).strip().splitlines()
-        msg = f"{type(e).__name__}: {lines[0]}" if lines else type(e).__name__
-        print(f"solar: error: {msg} (--debug shows the traceback)", file=sys.stderr)
+        summary = getattr(e, "summary", None)  # solar.api.ProgramError: the program raised it
+        if summary:
+            msg, hint = summary, "raised by the program; --debug shows the traceback"
+        else:
+            lines = str(e).strip().splitlines()
+            msg = f"{type(e).__name__}: {lines[0]}" if lines else type(e).__name__
+            hint = "--debug shows the traceback"
+        print(f"solar: error: {msg} ({hint})", file=sys.stderr)
         return 2
     finally:
         fake_log.setLevel(level)

@@ -14,6 +14,7 @@ from solar.cli.common import (
     add_gpus_args,
     add_output_args,
     add_problem_args,
+    add_timeout_option,
     check_out,
     emit,
     lifted,
@@ -46,6 +47,7 @@ def add_parser(sub):
         help="run the batch on a Ray cluster, one task per file: 'auto' (the running cluster), "
         "'local' (a Ray instance on this machine) or HOST:PORT (needs solar[ray])",
     )
+    add_timeout_option(sp)
     return sp
 
 
@@ -78,10 +80,16 @@ def _run_batch(args) -> int:
             precision=args.precision,
             jobs=args.jobs,
             ray=args.ray,
-            on_done=(lambda i, r: bar.advance(r.name)) if bar else None,
+            on_done=(lambda i, r: bar.advance(r.name, _status(r))) if bar else None,
+            timeout=args.timeout,
         )
     finally:
         if bar:
             bar.close()
     emit(batch_json(results, args.hw) if args.json else bound_batch_text(results), args.out)
     return 0 if all(r.status in ("ok", "skipped") for r in results) else 1
+
+
+def _status(r) -> str:
+    """A batch result's status for the progress line: ``ok``, or the status and reason."""
+    return r.status if r.ok or not r.error else f"{r.status}: {r.error}"

@@ -74,8 +74,83 @@ def add_set_option(sp) -> None:
         action="append",
         metavar="NAME=VALUE",
         help="override a module-level constant of the problem files (e.g. --set BATCH=4), "
-        "for small runs; repeatable",
+        "for small runs; repeatable; every NAME must be defined by the file (or, for a "
+        "folder, by at least one of its files)",
     )
+
+
+def problem_sets(items: list[str] | None, files: list[Path]) -> dict[str, object]:
+    """The ``--set`` values, checked the same way by every command that takes them: each name
+    must be a module-level name of at least one of ``files`` (read, not run), so a typo is an
+    error instead of a silently ignored setting."""
+    from solar.gpu.problems import parse_sets
+
+    sets = parse_sets(items)
+    if not sets:
+        return sets
+    defined = [module_names(f) for f in files]
+    for name in sets:
+        if not any(name in names for names in defined):
+            one = len(files) == 1
+            where = f"{files[0].name} defines no" if one else f"none of the {len(files)} files"
+            where += "" if one else " defines a"
+            known = sorted({n for names in defined for n in names if n.isupper()})
+            hint = f" (constants: {', '.join(known)})" if known else ""
+            raise ValueError(f"--set {name}: {where} module-level {name}{hint}; check the name")
+    return sets
+
+
+def module_names(path: Path) -> set[str]:
+    """The names a Python file binds at module level (assignments, imports, defs, classes),
+    from its syntax tree; an unparsable file binds none here (loading it says why)."""
+    import ast
+
+    try:
+        tree = ast.parse(Path(path).read_text())
+    except (SyntaxError, ValueError, OSError):
+        return set()
+    names: set[str] = set()
+    for node in tree.body:
+        targets: list = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+            targets = [node.target]
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        for t in targets:
+            names.update(n.id for n in ast.walk(t) if isinstance(n, ast.Name))
+    return names
+
+
+def add_device_option(sp) -> None:
+    sp.add_argument("--device", default=None, help="cuda (default when available) or cpu")
+
+
+def resolve_device(requested: str | None) -> str:
+    """The ``--device`` of a command that runs programs: the one asked for, checked (a CUDA
+    device on a machine without one is an error naming the way out), else ``cuda`` when a
+    CUDA device is visible and ``cpu`` otherwise."""
+    import torch
+
+    if requested is None:
+        return default_device()
+    try:
+        kind = torch.device(requested).type
+    except RuntimeError:
+        raise ValueError(f"--device {requested}: not a device; use cuda, cuda:N or cpu") from None
+    if kind == "cuda" and not torch.cuda.is_available():
+        why = (
+            "this PyTorch is built without CUDA"
+            if torch.version.cuda is None
+            else ("no CUDA GPU is visible")
+        )
+        raise ValueError(
+            f"--device {requested}: {why}; use --device cpu (small sizes: --set NAME=VALUE)"
+        )
+    return requested
 
 
 def lifted(path: str, precision: str | None):
@@ -121,28 +196,51 @@ def emit(text: str, out: str | None) -> None:
         print(text)
 
 
+def add_timeout_option(sp) -> None:
+    """``--timeout S``: the time limit of each problem of a batch."""
+    from solar.questions.executors import DEFAULT_TIMEOUT_S
+
+    sp.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT_S,
+        metavar="S",
+        help="for several files or a folder: stop a problem still running after S seconds and "
+        f"record it as 'timeout'; the rest of the batch goes on (default {DEFAULT_TIMEOUT_S:g})",
+    )
+
+
 class Progress:
-    """A progress bar on stderr (rich), advanced as batch tasks finish; ``None`` when stderr is
-    not a terminal or there is one task (see :meth:`maybe`)."""
+    """Progress of a batch on stderr, advanced as problems finish: a bar (rich) on a terminal,
+    else one line per problem (``solar: [2/5] name: ok``), so logs and CI show it too."""
 
     def __init__(self, total: int, label: str) -> None:
-        from rich.console import Console
-        from rich.progress import Progress as RichProgress
+        self._label, self._total, self._done = label, total, 0
+        self._p = None
+        if sys.stderr.isatty():
+            from rich.console import Console
+            from rich.progress import Progress as RichProgress
 
-        self._label = label
-        self._p = RichProgress(console=Console(stderr=True), transient=True)
-        self._p.start()
-        self._task = self._p.add_task(label, total=total)
+            self._p = RichProgress(console=Console(stderr=True), transient=True)
+            self._p.start()
+            self._task = self._p.add_task(label, total=total)
 
     @classmethod
     def maybe(cls, total: int, label: str) -> Progress | None:
-        return cls(total, label) if sys.stderr.isatty() and total > 1 else None
+        """A progress for a batch of ``total`` problems; None for one problem."""
+        return cls(total, label) if total > 1 else None
 
-    def advance(self, name: str) -> None:
-        self._p.update(self._task, advance=1, description=f"{self._label} {name[:30]}")
+    def advance(self, name: str, status: str = "") -> None:
+        self._done += 1
+        if self._p is not None:
+            self._p.update(self._task, advance=1, description=f"{self._label} {name[:30]}")
+        else:
+            tail = f": {status}" if status else ""
+            print(f"solar: [{self._done}/{self._total}] {name}{tail}", file=sys.stderr, flush=True)
 
     def close(self) -> None:
-        self._p.stop()
+        if self._p is not None:
+            self._p.stop()
 
 
 def default_device() -> str:

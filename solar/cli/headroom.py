@@ -3,11 +3,18 @@ headroom (measured / bound) per level and per kernel, with violations classified
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
-from solar.cli.common import add_set_option, default_device
+from solar.cli.common import (
+    Progress,
+    add_device_option,
+    add_set_option,
+    add_timeout_option,
+    problem_sets,
+    resolve_device,
+)
 from solar.gpu.headroom_batch import headroom_paths, headroom_problem
-from solar.gpu.problems import parse_sets
 from solar.gpu.validate import discover
 from solar.gpu.violations import DEFAULT_TOL
 
@@ -19,9 +26,11 @@ def add_parser(sub):
     )
     p.add_argument("paths", nargs="+", help="problem files or folders of them")
     p.add_argument("--hw", default="auto", help="GPU spec: auto (the visible GPU), name or YAML")
-    p.add_argument("--device", default=None, help="cuda (default when available) or cpu")
+    add_device_option(p)
     p.add_argument("--out", help="write the JSON results here")
-    p.add_argument("--plot", help="write the headroom plot (PNG) here (default: beside --out)")
+    p.add_argument(
+        "--plot", help="write the headroom plot (PNG) here (default: with --out, beside it)"
+    )
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--reps", type=int, default=None, help="timed repetitions (default: adaptive)")
@@ -38,12 +47,19 @@ def add_parser(sub):
         "cluster), 'local' (a Ray instance on this machine) or HOST:PORT (needs solar[ray])",
     )
     add_set_option(p)
+    add_timeout_option(p)
     return p
 
 
 def run(args) -> int:
-    device = args.device or ("cuda" if args.ray else default_device())
+    device = (args.device or "cuda") if args.ray else resolve_device(args.device)
+    if args.hw == "auto" and not args.ray and not device.startswith("cuda"):
+        raise ValueError(
+            "--hw auto measures the visible CUDA GPU and there is none: pass --hw NAME (solar "
+            "specs lists them) or --hw SPEC.yaml, the GPU whose bounds to compare with"
+        )
     files = discover(args.paths)
+    plot = args.plot or (str(Path(args.out).with_suffix(".png")) if args.out else None)
     kw = dict(
         validate=not args.no_validate,
         profile=not args.no_profile,
@@ -52,7 +68,7 @@ def run(args) -> int:
     )
     if args.budget_s is not None:
         kw["budget_s"] = args.budget_s
-    sets = parse_sets(args.set)
+    sets = problem_sets(args.set, files)
     if len(files) == 1 and not Path(args.paths[0]).is_dir() and not args.ray:
         entry = headroom_problem(
             files[0],
@@ -69,27 +85,47 @@ def run(args) -> int:
         if args.out:
             Path(args.out).write_text(r.to_json() + "\n")
         print(r.to_json() if args.json else r)
-        if args.plot:
-            r.plot(args.plot)
+        if plot:
+            _plot(r, plot)
         return 0
-    batch = headroom_paths(
-        files,
-        args.hw,
-        device=device,
-        seed=args.seed,
-        precision=args.precision,
-        show_progress=not args.json,
-        overrides=sets,
-        ray=args.ray,
-        **kw,
-    )
+    bar = Progress.maybe(len(files), "headroom")
+    try:
+        batch = headroom_paths(
+            files,
+            args.hw,
+            device=device,
+            seed=args.seed,
+            precision=args.precision,
+            show_progress=False,
+            on_entry=(lambda e: bar.advance(e.name, _status(e))) if bar else None,
+            overrides=sets,
+            ray=args.ray,
+            timeout=args.timeout,
+            **kw,
+        )
+    finally:
+        if bar:
+            bar.close()
     if args.out:
         Path(args.out).write_text(batch.to_json() + "\n")
-    plot = args.plot or (str(Path(args.out).with_suffix(".png")) if args.out else None)
     if plot:
-        try:
-            batch.plot(plot)
-        except ImportError as e:
-            print(f"solar: no plot: {e}")
+        _plot(batch, plot)
     print(batch.to_json() if args.json else batch)
     return 0
+
+
+def _status(entry) -> str:
+    """A batch entry's status for the progress line: ``ok``, or the status and reason."""
+    return (
+        entry.status
+        if entry.status == "ok" or not entry.error
+        else (f"{entry.status}: {entry.error}")
+    )
+
+
+def _plot(report, path: str) -> None:
+    """Write ``report``'s plot to ``path``; without matplotlib, say so on stderr."""
+    try:
+        report.plot(path)
+    except ImportError as e:
+        print(f"solar: no plot: {e}", file=sys.stderr)

@@ -6,9 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from solar.cli.common import add_set_option, default_device
+from solar.cli.common import add_device_option, add_set_option, problem_sets, resolve_device
 from solar.fmt import jsonable
-from solar.gpu.problems import parse_sets
 from solar.gpu.validate import discover, validate_paths
 
 
@@ -18,7 +17,7 @@ def add_parser(sub):
         help="execute the IR at full size and compare with the source program's outputs",
     )
     p.add_argument("paths", nargs="+", help="problem files or folders of them")
-    p.add_argument("--device", default=None, help="cuda (default when available) or cpu")
+    add_device_option(p)
     p.add_argument("--seed", type=int, default=0, help="seed of weights and inputs (0)")
     p.add_argument(
         "--per-kernel",
@@ -35,7 +34,8 @@ def add_parser(sub):
 
 def run(args) -> int:
     files = discover(args.paths)
-    device = args.device or default_device()
+    device = resolve_device(args.device)
+    sets = problem_sets(args.set, files)
     reports = validate_paths(
         files,
         device=device,
@@ -44,7 +44,7 @@ def run(args) -> int:
         tol=args.tol,
         precision=args.precision,
         show_progress=len(files) > 1 and not args.json,
-        overrides=parse_sets(args.set),
+        overrides=sets,
     )
     if args.json or args.out:
         if len(reports) == 1:

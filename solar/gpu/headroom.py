@@ -15,6 +15,10 @@ import contextlib
 import functools
 import json
 import math
+import os
+import re
+import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -494,9 +498,10 @@ def _time_stage(run: _Stages, subject, target, candidate, reps, budget_s, flush)
 
 def _profile(run: _Stages, subject, target, reps: int, flush: bool, warm: bool) -> KernelMapping:
     """Profiler kernel times mapped onto the IR kernels; what did not map goes to the notes."""
-    events = profile_events(
-        target, device=subject.device, reps=reps, flush=flush, warmup=0 if warm else 1
-    )
+    with _profiler_log_filtered():
+        events = profile_events(
+            target, device=subject.device, reps=reps, flush=flush, warmup=0 if warm else 1
+        )
     mapping = map_reps([k.op for k in subject.program.kernels], events)
     if mapping.unmatched_ir:
         run.notes.append(
@@ -510,6 +515,31 @@ def _profile(run: _Stages, subject, target, reps: int, flush: bool, warm: bool) 
             "IR does not model (see mapping.unmatched_device)"
         )
     return mapping
+
+
+#: what the profiler's C++ side (Kineto) writes to stderr on every start and stop
+_PROFILER_CHATTER = re.compile(r"^(USDT|STAGE):|ActivityProfiler|CuptiActivity")
+
+
+@contextlib.contextmanager
+def _profiler_log_filtered():
+    """Keep the profiler's own log lines (``USDT:... profiler_start``, ``STAGE:...``) off the
+    user's stderr: file descriptor 2 goes to a temporary file while the profiler runs, and
+    every other line written meanwhile (the program's own, a warning) is passed on after."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile(mode="w+b") as log:
+        os.dup2(log.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            log.seek(0)
+            for line in log.read().decode(errors="replace").splitlines():
+                if not _PROFILER_CHATTER.search(line):
+                    print(line, file=sys.stderr)
 
 
 def headroom(

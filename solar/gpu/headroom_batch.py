@@ -3,7 +3,8 @@ one Ray task per program with a GPU each on a cluster (``solar headroom DIR --ra
 the ``solar[ray]`` extra); and the ``solar headroom`` command.
 
 A failing program never stops a batch: its entry records the stage (load, trace, measure) and
-a one-line error.
+a one-line error; one still running after its time limit (``timeout``, default
+:data:`~solar.questions.executors.DEFAULT_TIMEOUT_S`) is stopped and recorded as ``timeout``.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import statistics
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -30,7 +32,12 @@ from solar.gpu.validate import (
     progress,
 )
 from solar.hw import load_spec
-from solar.questions.executors import ray_map, run_on_copy
+from solar.questions.executors import (
+    DEFAULT_TIMEOUT_S,
+    call_with_time_limit,
+    ray_map,
+    run_on_copy,
+)
 from solar.viewable import Viewable
 
 BATCH_SCHEMA = "solar.headroom-batch/1"
@@ -43,7 +50,7 @@ BATCH_SCHEMA = "solar.headroom-batch/1"
 class BatchEntry:
     path: str
     name: str
-    status: str  # "ok", "error" or "skipped"
+    status: str  # "ok", "error", "timeout" or "skipped"
     stage: str | None = None  # where an error happened: load, trace, measure
     error: str | None = None
     report: HeadroomReport | None = None
@@ -92,6 +99,7 @@ class BatchReport(Viewable):
             "programs": len(self.entries),
             "ok": sum(e.status == "ok" for e in self.entries),
             "errors": sum(e.status == "error" for e in self.entries),
+            "timeouts": sum(e.status == "timeout" for e in self.entries),
             "skipped": sum(e.status == "skipped" for e in self.entries),
             "validation": val,
             "violations": kinds,
@@ -225,8 +233,8 @@ def headroom_task(
     )
 
 
-def _task_crashed(path: str, reason: str) -> BatchEntry:
-    return BatchEntry(str(path), Path(path).stem, "error", stage="measure", error=reason)
+def _task_crashed(path: str, reason: str, status: str = "error") -> BatchEntry:
+    return BatchEntry(str(path), Path(path).stem, status, stage="measure", error=reason)
 
 
 headroom_task.crash_result = _task_crashed  # type: ignore[attr-defined]
@@ -245,6 +253,7 @@ def headroom_paths(
     skip: Iterable[str] = (),
     overrides: Mapping[str, object] | None = None,
     ray: str | None = None,
+    timeout: float | None = DEFAULT_TIMEOUT_S,
     **kw,
 ) -> BatchReport:
     """Measure every problem file under ``paths``. A failing program never stops the batch.
@@ -254,7 +263,9 @@ def headroom_paths(
     after each program (to save partial results); ``skip`` lists paths already done. Raises
     :class:`DeviceLost` when a program leaves the CUDA context unusable (the entries so far
     have been passed to ``on_entry``). ``ray``: run on a Ray cluster instead (see
-    :func:`headroom_paths_ray`)."""
+    :func:`headroom_paths_ray`). ``timeout``: each program's time limit in seconds (None:
+    none); in this process a timer signal stops Python code
+    (:func:`solar.questions.executors.call_with_time_limit`), not one long GPU call."""
     if ray is not None:
         if budget_total_s is not None:
             raise ValueError(
@@ -263,7 +274,8 @@ def headroom_paths(
             )
         return headroom_paths_ray(
             paths, hw, ray=ray, device=device, seed=seed, precision=precision,
-            show_progress=show_progress, on_entry=on_entry, skip=skip, overrides=overrides, **kw,
+            show_progress=show_progress, on_entry=on_entry, skip=skip, overrides=overrides,
+            timeout=timeout, **kw,
         )  # fmt: skip
     t_start = time.perf_counter()
     device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
@@ -287,9 +299,8 @@ def headroom_paths(
                 opts["profile"] = False
             elif share < 4:
                 opts.setdefault("profile_reps", 1)
-        entry = headroom_problem(
-            path,
-            spec,
+        problem = partial(
+            headroom_problem,
             device=device,
             seed=seed,
             precision=precision,
@@ -298,10 +309,12 @@ def headroom_paths(
             strict_overrides=False,
             **opts,
         )
+        problem.crash_result = _task_crashed  # type: ignore[attr-defined]
+        entry = call_with_time_limit(problem, (path, spec), timeout)
         batch.entries.append(entry)
         if on_entry:
             on_entry(entry)
-        if entry.status == "error":
+        if entry.status in ("error", "timeout"):
             _check_device(device)
     batch.seconds = time.perf_counter() - t_start
     return batch
@@ -319,6 +332,7 @@ def headroom_paths_ray(
     on_entry: Callable[[BatchEntry], None] | None = None,
     skip: Iterable[str] = (),
     overrides: Mapping[str, object] | None = None,
+    timeout: float | None = DEFAULT_TIMEOUT_S,
     **kw,
 ) -> BatchReport:
     """:func:`headroom_paths` on the Ray cluster at ``ray`` (``"auto"``, ``"local"`` or an
@@ -357,6 +371,7 @@ def headroom_paths_ray(
         on_done=done,
         gpus_per_task=1 if on_gpu else 0,
         fresh_worker=on_gpu,
+        timeout=timeout,
     )
     next(ticks, None)  # close the bar
     reports = [e.report for e in entries if e.report is not None]

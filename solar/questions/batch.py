@@ -7,7 +7,8 @@ The executors (serial, a local process pool, Ray) are :mod:`solar.questions.exec
 Results come back in input order whatever the executor, so every executor gives the same list.
 A task never raises: a problem file that fails becomes a :class:`BatchResult` with
 ``status="error"`` and a one-line reason; one whose ``REQUIRES = [...]`` packages are missing
-is ``"skipped"``.
+is ``"skipped"``; one still running after its time limit (``timeout``, default
+:data:`~solar.questions.executors.DEFAULT_TIMEOUT_S`) is stopped and ``"timeout"``.
 """
 
 from __future__ import annotations
@@ -23,7 +24,13 @@ from pathlib import Path
 from solar.api import bound_graph, gc_paused, lift_problem
 from solar.hw import load_spec
 from solar.problem import discover, load_problem
-from solar.questions.executors import map_tasks, one_line, resolve_executor, run_on_copy
+from solar.questions.executors import (
+    DEFAULT_TIMEOUT_S,
+    map_tasks,
+    one_line,
+    resolve_executor,
+    run_on_copy,
+)
 
 BATCH_SCHEMA = "solar.bound-batch/1"
 
@@ -39,7 +46,7 @@ class BatchResult:
 
     path: str
     name: str
-    status: str  # "ok", "error" or "skipped"
+    status: str  # "ok", "error", "timeout" or "skipped"
     seconds: float = 0.0
     bound: dict | None = None
     error: str | None = None
@@ -99,8 +106,8 @@ def analyse_file(
         )
 
 
-def _analysis_crashed(path: str, reason: str) -> BatchResult:
-    return BatchResult(str(path), Path(path).stem, "error", error=reason)
+def _analysis_crashed(path: str, reason: str, status: str = "error") -> BatchResult:
+    return BatchResult(str(path), Path(path).stem, status, error=reason)
 
 
 analyse_file.crash_result = _analysis_crashed  # type: ignore[attr-defined]
@@ -119,10 +126,12 @@ def bound_paths(
     ray: str | None = None,
     executor: str | None = None,
     on_done: Callable[[int, BatchResult], None] | None = None,
+    timeout: float | None = DEFAULT_TIMEOUT_S,
 ) -> list[BatchResult]:
     """Bound every problem file under ``paths`` (files, or folders searched for ``*.py``); one
     task per file on the executor chosen by ``jobs``/``ray``/``executor`` (see
-    :func:`map_tasks`). A bad spec fails at once, before any task runs."""
+    :func:`map_tasks`), each stopped after ``timeout`` seconds (None: no limit) and then
+    recorded as ``"timeout"``. A bad spec fails at once, before any task runs."""
     files = discover(paths)
     spec = load_spec(hw)  # a malformed spec is one error, not one per file
     # names and paths travel as they are; anything else as the spec's dict (picklable)
@@ -132,7 +141,11 @@ def bound_paths(
         items = [(str(f), hw_arg, precision, f.read_text()) for f in files]
     else:
         items = [(str(f), hw_arg, precision) for f in files]
-    return map_tasks(analyse_file, items, jobs=jobs, ray=ray, executor=kind, on_done=on_done)
+    if timeout is not None and timeout <= 0:
+        raise ValueError(f"--timeout must be a positive number of seconds, got {timeout:g}")
+    return map_tasks(
+        analyse_file, items, jobs=jobs, ray=ray, executor=kind, on_done=on_done, timeout=timeout
+    )
 
 
 def batch_json(results: Sequence[BatchResult], hw: object = None) -> str:

@@ -11,7 +11,11 @@ For one GPU kind and a target ``T`` at a bound level:
   count whose best plan (:func:`solar.api.bound_parallel`) fits in each GPU's memory and whose
   bound at the level meets ``T``. Its bound is a lower bound for that plan, so "meets" means
   the target is not ruled out for it; a GPU kind whose plans cannot hold the program is never
-  a match.
+  a match. A count ``N`` has a plan only when it factors as ``TP x PP x DP`` with the TP degree
+  dividing a weight axis, the DP degree dividing the batch and PP at most the kernels, so the
+  counts found can jump (a proven minimum of 5, then 8 GPUs for a projection whose axes are
+  powers of two); :attr:`GpuCount.tried` records every count tried and its outcome
+  (:data:`OUTCOMES`).
 
 :func:`gpus_per_gpu_kind` runs the search per catalogue GPU, one task each, on the executors
 of :mod:`solar.questions.executors` (serial, local processes, or Ray).
@@ -30,6 +34,14 @@ from solar.backend.units import compute_time
 from solar.hw import load_spec
 from solar.questions.executors import map_tasks, one_line, resolve_executor
 
+#: what a count tried can come to, in the order of the search's checks
+OUTCOMES = {
+    "no plan": "no TP x PP x DP factorisation splits the program that many ways",
+    "does not fit": "its best plan does not fit in each GPU's memory",
+    "misses": "its best plan's bound is above the target",
+    "meets": "its best plan fits and meets the target",
+}
+
 
 @dataclass(frozen=True)
 class GpuCount:
@@ -43,9 +55,10 @@ class GpuCount:
     at_least: int  # proven: fewer GPUs of this kind cannot
     plan: str | None  # that plan, in words
     bound_s: float  # its bound at the level (inf: none found)
-    peak_bytes: float  # per GPU, of that plan (or of the largest count tried)
+    peak_bytes: float  # per GPU, of that plan (or of the largest count with a plan tried)
     capacity: int  # one GPU's device memory
     reason: str | None = None  # why none was found
+    tried: tuple[tuple[int, str], ...] = ()  # (count, outcome of OUTCOMES), in search order
 
     @property
     def meets(self) -> bool:
@@ -82,13 +95,21 @@ def gpus_needed(
     ic = spec.interconnect
     top = max_gpus or (ic.host_gpus if ic is not None else 1)
 
+    tried: list[tuple[int, str]] = []
+
     def result(n, plan, t, peak, reason=None):
         return GpuCount(
-            spec.key, spec.name, level, target_s, n, low, plan, t, peak, spec.dram_capacity, reason
-        )
+            spec.key, spec.name, level, target_s, n, low, plan, t, peak, spec.dram_capacity,
+            reason, tuple(tried),
+        )  # fmt: skip
 
-    if low <= 1 and single.fits and single.time(level) <= target_s:
-        return result(1, "one GPU", single.time(level), single.memory.peak_bytes)
+    def outcome(fits: bool, t: float) -> str:
+        return "meets" if fits and t <= target_s else "misses" if fits else "does not fit"
+
+    if low <= 1:
+        tried.append((1, outcome(single.fits, single.time(level))))
+        if tried[-1][1] == "meets":
+            return result(1, "one GPU", single.time(level), single.memory.peak_bytes)
     last_peak, reason = single.memory.peak_bytes, None
     model = model if model is not None else ParallelModel(g)
     for n in range(max(2, low), top + 1):
@@ -97,14 +118,27 @@ def gpus_needed(
         except NoInterconnectError as e:
             return result(None, None, math.inf, last_peak, one_line(e))
         except ValueError:  # no plan splits the program n ways: try the next count
+            tried.append((n, "no plan"))
             continue
         last_peak = pb.peak_bytes
-        if pb.fits and pb.time(level) <= target_s:
+        tried.append((n, outcome(pb.fits, pb.time(level))))
+        if tried[-1][1] == "meets":
             return result(n, pb.plan.describe(), pb.time(level), pb.peak_bytes)
         reason = "no plan fits in memory" if not pb.fits else "no plan meets the target"
     if low > top:
         reason = f"needs at least {low} GPUs, a host has {top}"
     return result(None, None, math.inf, last_peak, reason or f"no plan up to {top} GPUs")
+
+
+def tried_text(tried: tuple[tuple[int, str], ...]) -> str:
+    """``"5-7 no plan, 8 meets"``: the counts tried, runs of one outcome joined."""
+    runs: list[list] = []
+    for n, what in tried:
+        if runs and runs[-1][2] == what and runs[-1][1] == n - 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n, what])
+    return ", ".join(f"{a}{f'-{b}' if b > a else ''} {what}" for a, b, what in runs)
 
 
 def _task(program, g, key, target_s, level, max_gpus, model=None):

@@ -151,8 +151,9 @@ def headroom_batch_text(batch: HeadroomBatch) -> str:
     s = batch.summary()
     lines = [headroom_batch_table(batch), ""]
     lines.append(
-        f"{s['programs']} programs: {s['ok']} ok, {s['errors']} errors, {s['skipped']} "
-        f"skipped; validation {s['validation']}; violations {s['violations'] or 'none'}"
+        f"{s['programs']} programs: {s['ok']} ok, {s['errors']} errors, {s['timeouts']} timed "
+        f"out, {s['skipped']} skipped; validation {s['validation']}; "
+        f"violations {s['violations'] or 'none'}"
     )
     g = s["geomean_headroom"]
     lines.append(

@@ -18,6 +18,7 @@ from solar.backend.result import Bound
 from solar.fmt import fmt_bytes, fmt_ops, fmt_rate, fmt_signed_time, fmt_time
 from solar.questions.batch import BatchResult
 from solar.questions.compare import Comparison
+from solar.questions.plan import tried_text
 from solar.questions.provision import Provision
 from solar.questions.sweep import Sweep
 
@@ -271,7 +272,9 @@ def provision_renderables(p: Provision) -> list:
 
 
 def gpu_count_renderables(counts) -> list:
-    """The fewest GPUs of each kind that hold the program and meet the target."""
+    """The fewest GPUs of each kind that hold the program and meet the target, the counts
+    tried on the way (:func:`solar.questions.plan.tried_text`) and, for a plan found, its
+    memory per GPU."""
     if not counts:
         return []
     c0 = counts[0]
@@ -279,18 +282,16 @@ def gpu_count_renderables(counts) -> list:
         title=f"GPUs needed: the fewest of each kind that hold it and meet "
         f"{fmt_time(c0.target_s)} ({c0.level.replace('_', '-')})"
     )
-    for col in ("GPU", "GPUs", "proven minimum", "plan", "bound", "memory per GPU", "note"):
-        t.add_column(col, justify="left" if col in ("GPU", "plan", "note") else "right")
+    columns = ("GPU", "GPUs", "proven minimum", "counts tried", "plan", "bound", "memory per GPU")
+    for col in (*columns, "note"):
+        t.add_column(col, justify="right" if col in ("GPUs", "proven minimum", "bound") else "left")
     for c in sorted(counts, key=lambda c: (c.gpus is None, c.gpus or 0, c.bound_s)):
-        mem = (
-            "-"
-            if not math.isfinite(c.peak_bytes)
-            else (f"{fmt_bytes(c.peak_bytes)} of {fmt_bytes(c.capacity)}")
-        )
+        mem = f"{fmt_bytes(c.peak_bytes)} of {fmt_bytes(c.capacity)}" if c.meets else "-"
         t.add_row(
             c.name,
             str(c.gpus) if c.gpus else "none",
             str(c.at_least) if c.at_least else "-",
+            tried_text(c.tried) or "-",
             c.plan or "-",
             fmt_time(c.bound_s) if math.isfinite(c.bound_s) else "-",
             mem,
@@ -299,7 +300,11 @@ def gpu_count_renderables(counts) -> list:
     return [
         t,
         "proven minimum: every input and weight byte held by some GPU, and the work and bytes "
-        "split at best evenly; GPUs: the first count whose best plan fits and meets the target",
+        "split at best evenly. Counts tried: from the proven minimum up to a host's GPUs, until "
+        "one meets the target; a count has a plan only when it factors as TP x PP x DP with the "
+        "TP degree dividing a weight axis, the DP degree the batch and PP at most the kernels "
+        "('no plan': none does; 'does not fit': its best plan exceeds a GPU's memory; "
+        "'misses': its bound is above the target)",
     ]
 
 
@@ -357,7 +362,8 @@ def bound_batch_text(results: Sequence[BatchResult]) -> str:
             )
     n_ok = sum(r.ok for r in results)
     n_skip = sum(r.status == "skipped" for r in results)
-    lines.append(
-        f"{n_ok} of {len(results)} bounded, {len(results) - n_ok - n_skip} failed, {n_skip} skipped"
-    )
+    n_late = sum(r.status == "timeout" for r in results)
+    late = f", {n_late} timed out" if n_late else ""
+    n_failed = len(results) - n_ok - n_skip - n_late
+    lines.append(f"{n_ok} of {len(results)} bounded, {n_failed} failed{late}, {n_skip} skipped")
     return "\n".join(lines)

@@ -6,9 +6,10 @@ stack into a string for every node, and wraps every module attribute access in a
 know the module path (together ~1.7x the bare trace on a LLaMA). Solar records the same two
 facts cheaply while make_fx traces (:func:`record_provenance`):
 
-- the source: the innermost frame outside torch, solar and the standard library, found by
-  walking ``sys._getframe`` (a dict lookup per frame; no source text is read) and kept as
-  ``node.meta["solar_source"] = "file.py:LINE"``;
+- the source: the innermost frame of the model's own code (:func:`source_frame`: the user's
+  code, or a library that defines one of the modules running, such as torchvision for its
+  segmentation models), found by walking ``sys._getframe`` (a dict lookup per frame; no
+  source text is read) and kept as ``node.meta["solar_source"] = "file.py:LINE"``;
 - the module path: the modules whose ``forward`` frames are on the same stack, named by
   ``root.named_modules()``, kept in ``node.meta["nn_module_stack"]`` in make_fx's own format
   (``{key: (path, type)}``, outermost first). Not module hooks: a global forward hook sends
@@ -34,42 +35,93 @@ _SOLAR_DIR = str(Path(__file__).resolve().parents[2]) + os.sep
 _STDLIB_DIRS = tuple(
     p + os.sep for p in {sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"]}
 )
+_SITE_DIRS = tuple(os.sep + d + os.sep for d in ("site-packages", "dist-packages"))
 _FRAME = re.compile(r'File "([^"]+)", line (\d+), in ')
-_USER_FILE: dict[str, bool] = {}  # co_filename -> is_user_file, filled as frames are seen
+#: co_filename -> who owns the code: "" the user, a package name a library, None the framework
+#: (torch, solar, the standard library, generated code: never named). Filled as frames are seen.
+_OWNER: dict[str, str | None] = {}
 
 
 def is_user_file(path: str) -> bool:
-    """Whether ``path`` is the user's code: not torch, solar, the standard library or
-    generated code (``<string>``)."""
+    """Whether ``path`` may be named as a source: not torch, solar, the standard library or
+    generated code (``<string>``). Libraries' files may (see :func:`source_frame`)."""
     if path.startswith("<"):  # <string>, <frozen ...>: generated code
         return False
     path = os.path.abspath(path)
-    if path.startswith((_TORCH_DIR, _SOLAR_DIR)) or "site-packages" + os.sep + "torch" in path:
+    in_torch = any(f"{site}torch{os.sep}" in path for site in _SITE_DIRS)
+    if path.startswith((_TORCH_DIR, _SOLAR_DIR)) or in_torch:
         return False
-    return not (path.startswith(_STDLIB_DIRS) and "site-packages" not in path)
+    return not (path.startswith(_STDLIB_DIRS) and not is_library_file(path))
+
+
+def is_library_file(path: str) -> bool:
+    """Whether ``path`` is an installed package's file (under site-packages)."""
+    return any(site in path for site in _SITE_DIRS)
+
+
+def code_owner(frame: FrameType) -> str | None:
+    """Who owns ``frame``'s code: ``""`` the user, a top-level package name an installed
+    library (``"torchvision"``), None the framework (see :data:`_OWNER`)."""
+    filename = frame.f_code.co_filename
+    try:
+        return _OWNER[filename]
+    except KeyError:
+        pass
+    owner: str | None = None
+    if is_user_file(filename):
+        package = str(frame.f_globals.get("__name__") or "").split(".")[0]
+        owner = (package or None) if is_library_file(filename) else ""
+    _OWNER[filename] = owner
+    return owner
+
+
+def source_frame(frame: FrameType | None, packages: set[str]) -> FrameType | None:
+    """The frame an operator (or an error) is named by, walking out from ``frame``.
+
+    The rule: the innermost frame of the model's own code, which is (1) the user's code (any
+    file outside installed packages, torch, solar and the standard library), or (2) a
+    library that defines one of the ``nn.Module`` s whose ``forward`` is running
+    (``packages``: their classes' top-level packages). So a user's model is named at the
+    user's line; a torchvision segmentation model at the torchvision line that called
+    ``F.interpolate`` (torchvision defines the model), not at the user's ``solar.bound(...)``;
+    and a helper library a user's forward calls (einops) is skipped for the user's line that
+    called it. When no frame qualifies: the innermost library frame, else None."""
+    fallback = None
+    while frame is not None:
+        owner = code_owner(frame)
+        if owner == "" or (owner and owner in packages):
+            return frame
+        if owner and fallback is None:
+            fallback = frame
+        frame = frame.f_back
+    return fallback
+
+
+def frame_label(frame: FrameType | None) -> str:
+    """``file.py:LINE`` of ``frame``; empty for None."""
+    if frame is None:
+        return ""
+    return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
+
+
+def module_packages(modules) -> set[str]:
+    """The top-level packages defining ``modules``' classes (``{"torchvision"}``)."""
+    return {type(m).__module__.split(".")[0] for m in modules}
 
 
 def caller_source(depth: int = 1) -> str:
-    """``file.py:LINE`` of the innermost user frame on the current Python stack."""
+    """``file.py:LINE`` of the current Python stack's source frame (:func:`source_frame`)."""
     frame = sys._getframe(depth)
-    cache = _USER_FILE
-    while frame is not None:
-        filename = frame.f_code.co_filename
-        user = cache.get(filename)
-        if user is None:
-            user = cache[filename] = is_user_file(filename)
-        if user:
-            return f"{os.path.basename(filename)}:{frame.f_lineno}"
-        frame = frame.f_back
-    return ""
+    return frame_label(source_frame(frame, module_packages(forward_modules(frame))))
 
 
 def user_source(stack_trace: str | None) -> str:
     """``file.py:LINE`` of the innermost user frame of a formatted ``stack_trace`` (graphs
-    traced by make_fx with ``record_stack_traces``)."""
-    for path, line in reversed(_FRAME.findall(stack_trace or "")):
-        if is_user_file(path):
-            return f"{os.path.basename(path)}:{line}"
+    traced by make_fx with ``record_stack_traces``): the user's code first, else the
+    innermost library frame (the modules running are not known here)."""
+    frames = [(p, line) for p, line in _FRAME.findall(stack_trace or "") if is_user_file(p)]
+    for path, line in sorted(reversed(frames), key=lambda f: is_library_file(f[0])):
+        return f"{os.path.basename(path)}:{line}"
     return ""
 
 
@@ -90,10 +142,9 @@ def module_label(node: fx.Node) -> str:
     return f"{path} ({kind})" if path else f"({kind})"
 
 
-def module_stack(frame: FrameType | None, names: dict[int, str]) -> dict[str, tuple[str, type]]:
+def forward_modules(frame: FrameType | None) -> list[torch.nn.Module]:
     """The ``nn.Module`` s whose ``forward`` is running on the Python stack from ``frame`` out,
-    as make_fx's ``nn_module_stack`` (``{key: (path, type)}``, outermost first); ``names``
-    maps ``id(module)`` to its path."""
+    innermost first."""
     found: list[torch.nn.Module] = []
     while frame is not None:
         if frame.f_code.co_name == "forward":
@@ -101,6 +152,14 @@ def module_stack(frame: FrameType | None, names: dict[int, str]) -> dict[str, tu
             if isinstance(obj, torch.nn.Module) and (not found or found[-1] is not obj):
                 found.append(obj)  # a super().forward() call is the same module
         frame = frame.f_back
+    return found
+
+
+def module_stack(
+    found: list[torch.nn.Module], names: dict[int, str]
+) -> dict[str, tuple[str, type]]:
+    """The modules of :func:`forward_modules` as make_fx's ``nn_module_stack`` (``{key:
+    (path, type)}``, outermost first); ``names`` maps ``id(module)`` to its path."""
     stack = {}
     for depth, mod in enumerate(reversed(found)):
         path = names.get(id(mod), "")
@@ -125,8 +184,10 @@ def record_provenance(root: torch.nn.Module | None) -> Iterator[None]:
     def create_node(self, *args, **kwargs):  # type: ignore[no-untyped-def]
         node = original(self, *args, **kwargs)
         if node.op not in ("placeholder", "output"):
-            node.meta["solar_source"] = caller_source(2)
-            stack = module_stack(sys._getframe(1), names)
+            frame = sys._getframe(1)
+            found = forward_modules(frame)
+            node.meta["solar_source"] = frame_label(source_frame(frame, module_packages(found)))
+            stack = module_stack(found, names)
             if stack:
                 node.meta["nn_module_stack"] = stack
         return node
