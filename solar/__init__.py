@@ -18,6 +18,7 @@ from solar.gpu.calibrate import calibrate
 from solar.gpu.headroom import headroom
 from solar.gpu.score import sol_score
 from solar.gpu.validate import validate
+from solar.hub import bound_hub  # models by name: Hugging Face configs, no weights
 from solar.hw import list_specs, load_spec
 from solar.questions.compare import compare
 from solar.questions.provision import provision
@@ -28,6 +29,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Bound",
     "bound",
+    "bound_hub",
     "bound_program",
     "bound_training",
     "calibrate",
