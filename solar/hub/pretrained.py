@@ -30,25 +30,39 @@ def from_config_instead_of_weights() -> Iterator[list[str]]:
     it on the meta device (:func:`build`): nothing is downloaded but the config. Yields the
     list of notes (one per model built) for the report."""
     import transformers
+    import transformers.models.auto.modeling_auto  # noqa: F401 - the auto classes, made now
     from transformers.models.auto.auto_factory import _BaseAutoModelClass
 
     notes: list[str] = []
-    patched = {
-        "auto": (_BaseAutoModelClass, _auto_from_pretrained(notes)),
-        "model": (transformers.PreTrainedModel, _model_from_pretrained(notes)),
-        "config": (transformers.AutoConfig, _config_from_pretrained),
-        "config_class": (transformers.PretrainedConfig, _config_class_from_pretrained),
-    }
-    saved = {k: owner.__dict__["from_pretrained"] for k, (owner, _) in patched.items()}
-    ORIGINALS.update({k: v.__func__ for k, v in saved.items()})
+    auto = _auto_from_pretrained(notes)
+    # every auto class holds its own copy of from_pretrained (transformers' auto_class_update):
+    # patch each, and restore each, so that none keeps the redirection afterwards
+    owners = [(c, auto) for c in _subclasses(_BaseAutoModelClass) if "from_pretrained" in vars(c)]
+    owners += [
+        (transformers.PreTrainedModel, _model_from_pretrained(notes)),
+        (transformers.AutoConfig, _config_from_pretrained),
+        (transformers.PretrainedConfig, _config_class_from_pretrained),
+    ]
+    saved = [(owner, vars(owner)["from_pretrained"]) for owner, _ in owners]
+    ORIGINALS["config"] = vars(transformers.AutoConfig)["from_pretrained"].__func__
+    ORIGINALS["config_class"] = vars(transformers.PretrainedConfig)["from_pretrained"].__func__
     try:
-        for owner, fn in patched.values():
+        for owner, fn in owners:
             owner.from_pretrained = classmethod(fn)
         yield notes
     finally:
-        for k, (owner, _) in patched.items():
-            owner.from_pretrained = saved[k]
+        for owner, original in saved:
+            owner.from_pretrained = original
         ORIGINALS.clear()
+
+
+def _subclasses(cls) -> list[type]:
+    out, todo = [], [cls]
+    while todo:
+        c = todo.pop()
+        out.append(c)
+        todo += c.__subclasses__()
+    return out
 
 
 def _split_kwargs(kwargs: dict) -> tuple[object, dict]:
