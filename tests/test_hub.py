@@ -196,3 +196,44 @@ def test_environment_is_untouched_by_the_redirection(offline_cache, tmp_path):
     load_problem(HUB_EXAMPLES / "electra_small.py")
     assert transformers.AutoModelForCausalLM.from_pretrained.__func__ is before
     assert os.environ["HF_HUB_OFFLINE"] == "1"
+
+
+@pytest.fixture
+def tiny_gpt2(tmp_path):
+    """A folder holding a 2-layer GPT-2 config (width 64, 128 positions, vocabulary 100)."""
+    cfg = {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "n_layer": 2,
+           "n_embd": 64, "n_head": 4, "n_positions": 128, "vocab_size": 100}  # fmt: skip
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    return f"hf:{tmp_path}"
+
+
+def test_decode_step_by_name_by_hand(tiny_gpt2):
+    """One decode step (static cache) after 64 tokens, batch 2: every weight once (one
+    position row), the cached keys and values read, the new ones written in place, the ids
+    and positions, the cache's position counters, the logits."""
+    batch, context, layers, width, vocab, positions = 2, 64, 2, 64, 100, 128
+    b = solar.bound_hub(tiny_gpt2, batch=batch, phase="decode", context=context)
+    params = gpt2_parameters(vocab, width, positions, layers)
+    weights = (params - positions * width + width) * 4
+    kv_read = 2 * layers * batch * context * width * 4
+    kv_written = 2 * layers * batch * 1 * width * 4
+    ids_and_positions = 2 * batch * 8
+    counters = layers * 8
+    logits = batch * vocab * 4
+    want = weights + kv_read + kv_written + ids_and_positions + counters + logits
+    assert b.bytes_fused == want == 560_208
+
+
+def test_prefill_by_name_is_the_forward_with_its_cache(tiny_gpt2):
+    b = solar.bound_hub(tiny_gpt2, batch=2, seq=32, phase="prefill")
+    assert b.bytes_fused == gpt2_fused_bytes(2, 32, 100, 64, 128, 2, cache=True)
+
+
+def test_training_step_by_name(tiny_gpt2):
+    """One AdamW step of the LM's own loss: forward, backward, optimizer; every parameter, its
+    two Adam moments updated in place (28 parameter tensors: 2 tables, 12 per layer, the
+    final layer norm's 2)."""
+    b = solar.bound_hub(tiny_gpt2, batch=2, seq=32, phase="train")
+    assert [p.phase for p in b.phases] == ["forward", "backward", "optimizer"]
+    assert any(f"{3 * (2 + 12 * 2 + 2)} input(s) updated in place" in a for a in b.assumptions)
+    assert any("dropout off" in a for a in b.assumptions)
