@@ -22,6 +22,7 @@ from solar.gpu.calibrate import calibrate  # noqa: E402
 from solar.gpu.headroom import headroom  # noqa: E402
 from solar.gpu.score import sol_score  # noqa: E402
 from solar.gpu.validate import validate  # noqa: E402
+from solar.hub import bound_hub  # noqa: E402  (models by name: Hugging Face configs, no weights)
 from solar.hw import list_specs, load_spec  # noqa: E402
 from solar.questions.compare import compare  # noqa: E402
 from solar.questions.provision import provision  # noqa: E402
@@ -32,6 +33,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Bound",
     "bound",
+    "bound_hub",
     "bound_program",
     "bound_training",
     "calibrate",

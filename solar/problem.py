@@ -11,15 +11,24 @@ defines ``get_optimizer(model)`` is a *training* problem: the program is one tra
 (:func:`training_step`, docs/training.md). JAX problem files
 (a ``forward`` function or a Flax ``Model``, with ``get_inputs()`` returning arrays or
 ``jax.ShapeDtypeStruct`` s) follow :mod:`solar.frontend.jax.problem` and are built abstractly.
+
+A file that calls ``from_pretrained`` (benchmark suites' model-level problems:
+``AutoModelForCausalLM.from_pretrained(name, config=config)`` in ``Model.__init__``,
+``AutoConfig.from_pretrained(name)`` at import) is loaded with ``transformers``'
+``from_pretrained`` redirected (:mod:`solar.hub.pretrained`): the model is built from its
+``config.json`` alone on the meta device, no weights are downloaded, and the report says so.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from solar.hub.models import HubError
 
 
 class ProblemError(ValueError):
@@ -51,6 +60,8 @@ def load_module(path: str | Path):
     sys.modules[name] = module
     try:
         spec.loader.exec_module(module)
+    except HubError as e:  # a from_pretrained whose config.json is nowhere: say which
+        raise ProblemError(f"{path}: {e}") from e
     except (Exception, SystemExit) as e:  # the user's file failed to import: one line
         raise ProblemError(f"{path}: importing it failed: {type(e).__name__}: {e}") from e
     return module
@@ -60,6 +71,13 @@ def load_problem(path: str | Path, *, device: str = "meta") -> Problem:
     """Build ``Model(*get_init_inputs())`` and ``get_inputs()`` of a problem file (see the
     module docstring for the device and the mode)."""
     path = Path(path)
+    with weights_from_config(path) as built:
+        problem = _load_problem(path, device)
+    problem.notes[:0] = built
+    return problem
+
+
+def _load_problem(path: Path, device: str) -> Problem:
     module = load_module(path)
     jax_problem = _load_jax_problem(path, module)
     if jax_problem is not None:
@@ -93,6 +111,8 @@ def build(make: Callable[[], tuple], path: Path, *, device: str = "meta", what: 
         return model, inputs, []
     except torch.cuda.OutOfMemoryError:
         raise
+    except HubError as e:  # no config.json for a from_pretrained: the CPU would not help
+        raise ProblemError(f"{path}: {e}") from e
     except Exception as e:
         first = e
     if device != "meta":
@@ -160,9 +180,28 @@ def training_step(module, model, inputs, path) -> tuple[object, tuple]:
     return make_train_step(model, tuple(inputs), optimizer=optimizer)
 
 
+@contextlib.contextmanager
+def weights_from_config(path: Path) -> Iterator[list[str]]:
+    """While loading a problem file that calls ``from_pretrained``, ``transformers`` builds
+    from ``config.json`` on the meta device (:mod:`solar.hub.pretrained`); yields the notes
+    saying so. Other files (and machines without ``transformers``) load untouched."""
+    from solar.hub.pretrained import from_config_instead_of_weights, uses_from_pretrained
+
+    if not uses_from_pretrained(path) or importlib.util.find_spec("transformers") is None:
+        yield []
+        return
+    with from_config_instead_of_weights() as notes:
+        yield notes
+
+
 def problem_at(path, param: str, value):
     """A problem file's ``(model, inputs)`` with module constant ``param`` set to
     ``value`` (built on the meta device, like :func:`solar.problem.load_problem`)."""
+    with weights_from_config(Path(path)):
+        return _problem_at(path, param, value)
+
+
+def _problem_at(path, param: str, value):
     module = load_module(path)
     if not hasattr(module, param):
         consts = [k for k, v in vars(module).items() if k.isupper() and isinstance(v, int)]

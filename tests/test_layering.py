@@ -21,7 +21,11 @@ LAYERS: list[tuple[str, ...]] = [
     ("solar.frontend",),  # PyTorch and JAX programs -> IR
     ("solar.graph",),  # IR -> einsum graph
     ("solar.backend",),  # einsum graph + spec -> bounds (results: solar.backend.result)
-    ("solar.api", "solar.problem"),  # trace + lift + bound; problem files
+    (
+        "solar.api",
+        "solar.problem",
+        "solar.hub",
+    ),  # trace + lift + bound; problem files; models by name
     ("solar.questions",),  # compare, provision, sweep, batches
     ("solar.gpu",),  # validation and measurement on a device
     ("solar.report",),  # views: text, HTML, DataFrames, plots

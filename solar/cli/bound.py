@@ -20,6 +20,9 @@ from solar.cli.common import (
     lifted,
     plan_kwargs,
 )
+from solar.hub.bound import add_arguments as add_hub_arguments
+from solar.hub.bound import bound_from_args as bound_hub_from_args
+from solar.hub.bound import is_hub_name
 from solar.hw import load_spec
 from solar.problem import discover
 from solar.questions.batch import batch_json, bound_paths
@@ -48,10 +51,13 @@ def add_parser(sub):
         "'local' (a Ray instance on this machine) or HOST:PORT (needs solar[ray])",
     )
     add_timeout_option(sp)
+    add_hub_arguments(sp)  # hf:ID / hf:FOLDER: a Hugging Face model built from its config.json
     return sp
 
 
 def run(args) -> int:
+    if is_hub_name(args.paths[0]):
+        return _run_hub(args)
     multi = args.gpus != 1 or plan_kwargs(args)
     if len(args.paths) > 1 or Path(args.paths[0]).is_dir() or args.ray:
         if multi:
@@ -93,3 +99,13 @@ def _run_batch(args) -> int:
 def _status(r) -> str:
     """A batch result's status for the progress line: ``ok``, or the status and reason."""
     return r.status if r.ok or not r.error else f"{r.status}: {r.error}"
+
+
+def _run_hub(args) -> int:
+    """``solar bound hf:ID``: a model by name (solar/hub/), ``--batch`` its batch size."""
+    check_out(args.out)
+    plan = {k: v for k, v in plan_kwargs(args).items() if k != "batch"}
+    with gc_paused():
+        b = bound_hub_from_args(args, plan)
+    emit(b.to_json() if args.json else str(b), args.out)
+    return 0
