@@ -1,0 +1,222 @@
+"""Bounds of a definition, one per workload: the reference traced with its index tensors real
+(:mod:`solar.definition.shadow`) and its float tensors fake, lifted and bounded like any
+program. A folder of definitions is a batch, like a folder of problem files."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from solar.api import bound_graph, gc_paused, trace_and_lift
+from solar.definition.inputs import WorkloadInputs, make_inputs, reference_module
+from solar.definition.schema import (
+    Definition,
+    DefinitionError,
+    Workload,
+    default_workloads_path,
+    load_definition,
+    load_workloads,
+)
+from solar.definition.shadow import RealValues
+from solar.hw import load_spec
+
+SCHEMA = "solar.definition-bounds/1"
+
+NOTES = [
+    "definition reference: the unfused level is that reference's own launches (its Python "
+    "loops over batch entries and heads unrolled, one kernel per launched operator per "
+    "iteration); the fused and cache-aware levels do not depend on how it is written",
+    "definition inputs: integer index tensors and scalars carry the workload's real values "
+    "(host reads such as .item() and loops on them ran for real); float tensors were fake",
+]
+
+
+@dataclass
+class WorkloadBound:
+    """One workload's bounds (seconds) and what bounds each level; ``error`` one line."""
+
+    uuid: str
+    axes: dict[str, int]
+    status: str  # "ok" or "error"
+    unfused: float = 0.0
+    fused: float = 0.0
+    cache_aware: float = 0.0
+    fused_bound_by: str = ""
+    cache_aware_bound_by: str = ""
+    kernels: int = 0
+    seconds: float = 0.0
+    error: str | None = None
+    bound: object = field(default=None, repr=False)  # the full Bound (not serialised)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d.pop("bound")
+        return d
+
+
+@dataclass
+class DefinitionBound:
+    """The bounds of every workload of one definition on one GPU."""
+
+    name: str
+    path: str
+    hw: str
+    workloads: list[WorkloadBound]
+    assumptions: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(w.status == "ok" for w in self.workloads)
+
+    def to_dict(self) -> dict:
+        return {
+            "schema": SCHEMA,
+            "name": self.name,
+            "path": self.path,
+            "hw": self.hw,
+            "workloads": [w.to_dict() for w in self.workloads],
+            "assumptions": self.assumptions,
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+    def __str__(self) -> str:
+        from solar.definition.table import definition_table
+
+        return definition_table(self)
+
+
+def traced_reference(defn: Definition, inputs: WorkloadInputs, module=None):
+    """``(fn, tensors)``: ``fn(*tensors)`` runs the reference on the tensor inputs (scalars
+    bound in), with the real values of the index tensors shadowing their fakes."""
+    import torch
+
+    module = module or reference_module(defn)
+    run = module.run
+    names = list(defn.inputs)
+    tensor_names = [n for n in names if isinstance(inputs.values[n], torch.Tensor)]
+
+    def reference(*tensors):
+        given = dict(zip(tensor_names, tensors, strict=True))
+        shadows = {id(t): (t, inputs.real[n]) for n, t in given.items() if n in inputs.real}
+        args = [given[n] if n in given else inputs.values[n] for n in names]
+        with RealValues(shadows):
+            return run(*args)
+
+    reference.__name__ = defn.name
+    return reference, tuple(inputs.values[n] for n in tensor_names)
+
+
+def bound_workload(defn: Definition, wl: Workload, spec, module=None) -> WorkloadBound:
+    """Bound one workload; never raises (a failure is ``status="error"``, one line)."""
+    t0 = time.perf_counter()
+    try:
+        module = module or reference_module(defn)
+        inputs = make_inputs(defn, wl, module=module)
+        fn, tensors = traced_reference(defn, inputs, module)
+        with gc_paused():
+            program, g = trace_and_lift(fn, tensors, name=defn.name, notes=NOTES)
+            b = bound_graph(program, g, spec)
+    except Exception as e:  # one workload's failure is a row, not the end of the batch
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        return WorkloadBound(
+            wl.uuid,
+            {},
+            "error",
+            seconds=time.perf_counter() - t0,
+            error=f"{type(e).__name__}: {msg}",
+        )
+    return WorkloadBound(
+        wl.uuid,
+        inputs.axes,
+        "ok",
+        b.unfused,
+        b.fused,
+        b.cache_aware,
+        b.fused_bound_by,
+        b.cache_aware_bound_by,
+        len(b.kernels),
+        time.perf_counter() - t0,
+        bound=b,
+    )
+
+
+def bound_definition(
+    definition: str | Path | dict | Definition,
+    workloads: str | Path | list | None = None,
+    hw="H100",
+    *,
+    sample: int | None = None,
+) -> DefinitionBound:
+    """Bounds of every workload of a definition (a ``definition.json`` path, its parsed dict or
+    a :class:`Definition`) on ``hw``. ``workloads``: a ``workload.jsonl`` path or a list of
+    workload dicts (default: the file next to the definition); ``sample=n``: every k-th
+    workload so that n are bounded (first and last included)."""
+    defn = definition if isinstance(definition, Definition) else load_definition(definition)
+    if workloads is None:
+        found = default_workloads_path(defn.path) if defn.path else None
+        if found is None:
+            raise DefinitionError(
+                f"{defn.where}: no workloads given and no workload file next to it; pass "
+                f"--workloads FILE"
+            )
+        workloads = found
+    wls = load_workloads(workloads, defn)
+    if sample and len(wls) > sample:
+        step = (len(wls) - 1) / max(sample - 1, 1)
+        wls = [wls[round(i * step)] for i in range(sample)]
+    spec = load_spec(hw)
+    module = reference_module(defn)
+    rows = [bound_workload(defn, wl, spec, module) for wl in wls]
+    first = next((r.bound for r in rows if r.bound is not None), None)
+    return DefinitionBound(
+        defn.name,
+        str(defn.path or ""),
+        spec.name,
+        rows,
+        list(first.assumptions) if first is not None else list(NOTES),
+    )
+
+
+def discover_definitions(paths: Iterable[str | Path]) -> list[Path]:
+    """Definition files: each ``.json`` file given, and every ``*.json`` below each folder
+    (sorted; ``*.workloads.jsonl`` are their workloads)."""
+    out: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            out += sorted(f for f in p.rglob("*.json") if not f.name.startswith(("_", ".")))
+        elif p.is_file():
+            out.append(p)
+        else:
+            raise FileNotFoundError(f"{p}: no such file or folder")
+    return out
+
+
+def bound_definitions(
+    paths: Sequence[str | Path], hw="H100", *, sample: int | None = None
+) -> list[DefinitionBound]:
+    """:func:`bound_definition` of every definition under ``paths`` (a bad file: one error
+    row)."""
+    out = []
+    for p in discover_definitions(paths):
+        try:
+            out.append(bound_definition(p, hw=hw, sample=sample))
+        except DefinitionError as e:
+            out.append(
+                DefinitionBound(
+                    p.stem, str(p), str(hw), [WorkloadBound("-", {}, "error", error=str(e))]
+                )
+            )
+    return out
+
+
+def is_definition_path(path: str | Path) -> bool:
+    """A ``.json`` file, or a folder holding definition files and no ``.py`` problem files."""
+    p = Path(path)
+    if p.is_dir():
+        return any(p.rglob("*.json")) and not any(p.rglob("*.py"))
+    return p.suffix == ".json"
