@@ -19,6 +19,8 @@ from solar.cli.common import (
     lifted,
     plan_kwargs,
 )
+from solar.cli.definitions import add_definition_args, run_definitions
+from solar.definition import is_definition_path
 from solar.hw import load_spec
 from solar.problem import discover
 from solar.questions.batch import batch_json, bound_paths
@@ -46,10 +48,13 @@ def add_parser(sub):
         help="run the batch on a Ray cluster, one task per file: 'auto' (the running cluster), "
         "'local' (a Ray instance on this machine) or HOST:PORT (needs solar[ray])",
     )
+    add_definition_args(sp)
     return sp
 
 
 def run(args) -> int:
+    if any(is_definition_path(p) for p in args.paths):  # FlashInfer-Trace definitions
+        return run_definitions(args)
     multi = args.gpus != 1 or plan_kwargs(args)
     if len(args.paths) > 1 or Path(args.paths[0]).is_dir() or args.ray:
         if multi:

@@ -31,6 +31,8 @@ NOTES = [
     "iteration); the fused and cache-aware levels do not depend on how it is written",
     "definition inputs: integer index tensors and scalars carry the workload's real values "
     "(host reads such as .item() and loops on them ran for real); float tensors were fake",
+    "definition gathers: elements read through index tensors (paged KV pages, token ids) are "
+    "counted at their provable minimum (all indices equal), not at the entries the indices name",
 ]
 
 

@@ -18,9 +18,8 @@ ITEMSIZE: dict[str, int] = {
     "bool": 1,
 }
 
-FLOAT = frozenset(
-    {"float64", "float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "float4_e2m1fn_x2"}
-)
+FLOAT = frozenset({"float64", "float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2"})
+FLOAT |= {"float4_e2m1fn_x2"}  # packed FP4 pairs
 
 
 def itemsize(dtype: str) -> int:
