@@ -22,7 +22,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("solar.graph",),  # IR -> einsum graph
     ("solar.backend",),  # einsum graph + spec -> bounds (results: solar.backend.result)
     ("solar.api", "solar.problem"),  # trace + lift + bound; problem files
-    ("solar.questions",),  # compare, provision, sweep, batches
+    ("solar.questions", "solar.definition"),  # compare, provision, sweep, batches; definitions
     ("solar.gpu",),  # validation and measurement on a device
     ("solar.report",),  # views: text, HTML, DataFrames, plots
     # commands, the benchmark, and the public API surface (the package and its re-exports)

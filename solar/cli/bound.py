@@ -19,8 +19,8 @@ from solar.cli.common import (
     lifted,
     plan_kwargs,
 )
-from solar.cli.definitions import add_definition_args, run_definitions
 from solar.definition import is_definition_path
+from solar.definition.commandline import add_definition_args, definitions_report
 from solar.hw import load_spec
 from solar.problem import discover
 from solar.questions.batch import batch_json, bound_paths
@@ -54,7 +54,10 @@ def add_parser(sub):
 
 def run(args) -> int:
     if any(is_definition_path(p) for p in args.paths):  # FlashInfer-Trace definitions
-        return run_definitions(args)
+        check_out(args.out)
+        text, ok = definitions_report(args)
+        emit(text, args.out)
+        return 0 if ok else 1
     multi = args.gpus != 1 or plan_kwargs(args)
     if len(args.paths) > 1 or Path(args.paths[0]).is_dir() or args.ray:
         if multi:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from solar.api import bound_graph, gc_paused, trace_and_lift
@@ -54,9 +54,7 @@ class WorkloadBound:
     bound: object = field(default=None, repr=False)  # the full Bound (not serialised)
 
     def to_dict(self) -> dict:
-        d = asdict(self)
-        d.pop("bound")
-        return d
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "bound"}
 
 
 @dataclass

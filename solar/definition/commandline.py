@@ -1,12 +1,11 @@
-"""``solar bound definition.json [--workloads workload.jsonl]``: one row per workload; a folder
-of definitions is a batch (one line per definition)."""
+"""What ``solar bound`` does with definition files: its options, and the report of one
+definition (one row per workload) or of a folder (one line per definition)."""
 
 from __future__ import annotations
 
 import json
 
-from solar.cli.common import check_out, emit
-from solar.definition import bound_definition, bound_definitions
+from solar.definition.bound import bound_definition, bound_definitions
 from solar.definition.table import definitions_batch_table
 
 
@@ -27,12 +26,11 @@ def add_definition_args(sp) -> None:
     )
 
 
-def run_definitions(args) -> int:
-    check_out(args.out)
+def definitions_report(args) -> tuple[str, bool]:
+    """``(text, all bounded)`` for ``solar bound`` on definition files (``--json``: data)."""
     if len(args.paths) == 1 and args.paths[0].endswith(".json"):
         db = bound_definition(args.paths[0], args.workloads, args.hw, sample=args.sample)
-        emit(db.to_json() if args.json else str(db), args.out)
-        return 0 if db.ok else 1
+        return (db.to_json() if args.json else str(db)), db.ok
     if args.workloads:
         raise ValueError("--workloads goes with one definition file, not a folder")
     results = bound_definitions(args.paths, args.hw, sample=args.sample)
@@ -40,5 +38,4 @@ def run_definitions(args) -> int:
         text = json.dumps({"hw": args.hw, "definitions": [r.to_dict() for r in results]}, indent=2)
     else:
         text = definitions_batch_table(results)
-    emit(text, args.out)
-    return 0 if all(r.ok for r in results) else 1
+    return text, all(r.ok for r in results)
