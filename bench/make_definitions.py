@@ -855,6 +855,50 @@ DEFINITIONS += [
     ),
 ]
 
+DEFINITIONS += [
+    dict(
+        name="scaled_mm_fp8_rowwise_n8192_k8192",
+        op_type="gemm",
+        description="torch._scaled_mm: FP8 e4m3 operands, per-row and per-column float32 scales",
+        axes={"M": VAR, "N": const(8192), "K": const(8192), "one": const(1)},
+        inputs={
+            "A": t(["M", "K"], "float8_e4m3fn"),
+            "B": t(["N", "K"], "float8_e4m3fn"),
+            "scale_a": t(["M", "one"], "float32"),
+            "scale_b": t(["one", "N"], "float32"),
+        },
+        outputs={"C": t(["M", "N"], "bfloat16")},
+        reference=ref("""
+            import torch
+
+            def run(A, B, scale_a, scale_b):
+                return torch._scaled_mm(A, B.t(), scale_a, scale_b, out_dtype=torch.bfloat16)
+        """),
+        var={"M": [16, 32, 64, 128, 256, 512, 1024, 4096]},
+    ),
+    dict(
+        name="gemm_w8a8_int8_n4096_k4096",
+        op_type="gemm",
+        description="W8A8: int8 x int8 -> int32 (torch._int_mm), then per-token and per-channel "
+        "scales, bf16 out",
+        axes={"M": VAR, "N": const(4096), "K": const(4096), "one": const(1)},
+        inputs={
+            "X": t(["M", "K"], "int8"),
+            "W": t(["N", "K"], "int8"),
+            "x_scale": t(["M", "one"], "float32"),
+            "w_scale": t(["one", "N"], "float32"),
+        },
+        outputs={"Y": t(["M", "N"], "bfloat16")},
+        reference=ref("""
+            import torch
+
+            def run(X, W, x_scale, w_scale):
+                return (torch._int_mm(X, W.t()).float() * x_scale * w_scale).to(torch.bfloat16)
+        """),
+        var={"M": [32, 64, 128, 256, 512, 1024, 2048, 4096]},
+    ),
+]
+
 # the paged decode attention again, vectorised over the batch (every sequence holds the same
 # number of pages): its fused and cache-aware bounds equal the loop-written one's
 DEFINITIONS.append(

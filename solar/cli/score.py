@@ -92,7 +92,8 @@ def compare(ref, got, tol: dict) -> tuple[bool, float, str]:
     return True, worst, ""
 
 
-def score_workload(defn, wl, solution, module, spec, level: str) -> ScoreRow:
+def score_workload(defn, wl, solution, module, spec, level: str, device: str = "cuda") -> ScoreRow:
+    """Check, time and score one workload (``device``: where both run)."""
     import torch
 
     from solar.definition.bound import bound_workload
@@ -103,7 +104,7 @@ def score_workload(defn, wl, solution, module, spec, level: str) -> ScoreRow:
     if wb.status != "ok":
         return ScoreRow(wl.uuid, {}, "error", note=f"bound: {wb.error}")
     t_sol = getattr(wb, level)
-    inputs = make_inputs(defn, wl, module=module, device="cuda", real_floats=True)
+    inputs = make_inputs(defn, wl, module=module, device=device, real_floats=True)
     args = [inputs.values[n] for n in defn.inputs]
     with torch.no_grad():
         ref = module.run(*args)
@@ -116,8 +117,8 @@ def score_workload(defn, wl, solution, module, spec, level: str) -> ScoreRow:
             return ScoreRow(
                 wl.uuid, inputs.axes, "incorrect", t_sol=t_sol, max_abs_error=err, note=why
             )
-        t_b = time_fn(lambda: module.run(*args), device="cuda").median_s
-        t_k = time_fn(lambda: solution.run(*args), device="cuda").median_s
+        t_b = time_fn(lambda: module.run(*args), device=device).median_s
+        t_k = time_fn(lambda: solution.run(*args), device=device).median_s
     row = ScoreRow(wl.uuid, inputs.axes, "ok", t_k, t_b, t_sol, score(t_k, t_b, t_sol), err)
     slow = [n for n, t in (("solution", t_k), ("reference", t_b)) if t < t_sol]
     if slow:
