@@ -85,6 +85,10 @@ def test_paged_decode_loop_equals_vectorised(hw):
     assert a.fused == pytest.approx(b.fused, rel=1e-12)
     assert a.cache_aware == pytest.approx(b.cache_aware, rel=1e-12)
     assert a.kernels > b.kernels  # the loop's own launches: one set per batch entry
+    # the 3 x 4 distinct pages the indices name, K and V: page_size 16 x 8 heads x 128 x bf16
+    for wb in (a, b):
+        reads = wb.bound.graph.graph["fused_io"]["reads"]
+        assert reads["k_cache"] == reads["v_cache"] == 12 * 16 * 8 * 128 * 2
     assert any(
         "the unfused level is that reference's own launches" in s for s in a.bound.assumptions
     )

@@ -4,6 +4,7 @@ program. A folder of definitions is a batch, like a folder of problem files."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import time
 from collections.abc import Iterable, Sequence
@@ -31,8 +32,9 @@ NOTES = [
     "iteration); the fused and cache-aware levels do not depend on how it is written",
     "definition inputs: integer index tensors and scalars carry the workload's real values "
     "(host reads such as .item() and loops on them ran for real); float tensors were fake",
-    "definition gathers: elements read through index tensors (paged KV pages, token ids) are "
-    "counted at their provable minimum (all indices equal), not at the entries the indices name",
+    "definition gathers: an input read through an index tensor along its first dim (paged KV "
+    "pages, token ids) is charged at the distinct rows the workload's indices name at the fused "
+    "and cache-aware levels; the unfused level's gather kernels at their provable minimum",
 ]
 
 
@@ -100,15 +102,35 @@ def traced_reference(defn: Definition, inputs: WorkloadInputs, module=None):
     names = list(defn.inputs)
     tensor_names = [n for n in names if isinstance(inputs.values[n], torch.Tensor)]
 
+    gathered: dict[str, set[int]] = {}
+
     def reference(*tensors):
         given = dict(zip(tensor_names, tensors, strict=True))
         shadows = {id(t): (t, inputs.real[n]) for n, t in given.items() if n in inputs.real}
         args = [given[n] if n in given else inputs.values[n] for n in names]
-        with RealValues(shadows):
-            return run(*args)
+        mode = RealValues(shadows, given)
+        with mode:
+            result = run(*args)
+        gathered.update(mode.gathered)
+        return result
 
     reference.__name__ = defn.name
+    reference.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in tensor_names]
+    )
+    reference.gathered = gathered  # type: ignore[attr-defined]
     return reference, tuple(inputs.values[n] for n in tensor_names)
+
+
+def charge_gathered_rows(g, gathered: dict[str, set[int]], inputs: WorkloadInputs) -> None:
+    """Fused reads of an input gathered through real indices: at least the distinct rows the
+    indices name (the IR counts a data-dependent gather at its minimum, all indices equal)."""
+    reads = g.graph["fused_io"]["reads"]
+    for name, rows in gathered.items():
+        t = inputs.values[name]
+        if name in reads and t.shape[0]:
+            row_bytes = t.numel() // t.shape[0] * t.element_size()
+            reads[name] = max(reads[name], len(rows) * row_bytes)
 
 
 def bound_workload(defn: Definition, wl: Workload, spec, module=None) -> WorkloadBound:
@@ -120,6 +142,7 @@ def bound_workload(defn: Definition, wl: Workload, spec, module=None) -> Workloa
         fn, tensors = traced_reference(defn, inputs, module)
         with gc_paused():
             program, g = trace_and_lift(fn, tensors, name=defn.name, notes=NOTES)
+            charge_gathered_rows(g, fn.gathered, inputs)
             b = bound_graph(program, g, spec)
     except Exception as e:  # one workload's failure is a row, not the end of the batch
         msg = str(e).strip().splitlines()[0] if str(e).strip() else ""

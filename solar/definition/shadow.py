@@ -38,9 +38,16 @@ def _real_mode():
 class RealValues(TorchFunctionMode):
     """Shadow the tensors computed from ``shadows`` (fake tensor -> its real value)."""
 
-    def __init__(self, shadows: dict[int, tuple[torch.Tensor, torch.Tensor]]):
+    def __init__(
+        self,
+        shadows: dict[int, tuple[torch.Tensor, torch.Tensor]],
+        inputs: dict[str, torch.Tensor] | None = None,
+    ):
         super().__init__()
         self._shadow = dict(shadows)  # id(fake) -> (fake, real): the fake kept alive
+        self._inputs = {id(t): (n, t) for n, t in (inputs or {}).items()}
+        #: input name -> the distinct rows (dim 0) gathered from it through real indices
+        self.gathered: dict[str, set[int]] = {}
 
     def real(self, t: object) -> torch.Tensor | None:
         entry = self._shadow.get(id(t)) if isinstance(t, torch.Tensor) else None
@@ -54,6 +61,7 @@ class RealValues(TorchFunctionMode):
                 with _real_mode():
                     return func(real, *args[1:], **kwargs)
             return func(*args, **kwargs)
+        self._record_gather(func, args, kwargs)
         out = func(*args, **kwargs)
         flat, _ = tree_flatten((args, kwargs))
         tensors = [x for x in flat if isinstance(x, torch.Tensor)]
@@ -67,6 +75,33 @@ class RealValues(TorchFunctionMode):
                     return out
             self._pair(out, real_out)
         return out
+
+    def _record_gather(self, func, args, kwargs) -> None:
+        """Rows of an input read through a real index tensor along dim 0: ``x[idx]``,
+        ``x[idx, ...]`` / ``x[idx, :]``, ``index_select(x, 0, idx)``, ``embedding(idx, x)``."""
+        source, index = None, None
+        if func is torch.Tensor.__getitem__ and len(args) == 2:
+            source, key = args
+            if (
+                isinstance(key, tuple)
+                and key
+                and all(k is Ellipsis or k == slice(None) for k in key[1:])
+            ):
+                key = key[0]
+            index = key
+        elif func in (torch.index_select, torch.Tensor.index_select) and len(args) >= 3:
+            source, index = (args[0], args[2]) if args[1] == 0 else (None, None)
+        elif func is torch.nn.functional.embedding and len(args) >= 2:
+            index, source = args[0], args[1]
+        entry = self._inputs.get(id(source)) if isinstance(source, torch.Tensor) else None
+        real = self.real(index)
+        if entry is None or entry[1] is not source or real is None:
+            return
+        if real.dtype == torch.bool or real.is_floating_point():
+            return
+        with _real_mode():
+            rows = real.flatten().to(torch.int64) % max(int(source.shape[0]), 1)
+            self.gathered.setdefault(entry[0], set()).update(rows.unique().tolist())
 
     def _to_real(self, x):
         real = self.real(x)
