@@ -14,6 +14,7 @@ measurement on a device) -> ``report`` (views) and ``cli``.
 from solar import llm
 from solar.api import bound, bound_program, bound_training, trace
 from solar.backend.result import Bound
+from solar.definition import bound_definition
 from solar.gpu.calibrate import calibrate
 from solar.gpu.headroom import headroom
 from solar.gpu.score import sol_score
@@ -28,6 +29,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Bound",
     "bound",
+    "bound_definition",
     "bound_program",
     "bound_training",
     "calibrate",

@@ -1,10 +1,13 @@
 """The inputs of one workload. Integer tensors (index tensors: ``kv_indptr``, ``kv_indices``,
 expert ids) and scalars carry real values, made by the definition's
 ``custom_inputs_entrypoint``, read from safetensors or given as scalars; float tensors are
-meta tensors when bounding (nothing allocated) and random data on a device when executing."""
+meta tensors when bounding (nothing allocated) and random data on a device when executing.
+Random integer tensors larger than :data:`INDEX_NUMEL` are packed data, not indices: fake when
+bounding (a host read of one is then an error naming it)."""
 
 from __future__ import annotations
 
+import math
 import types
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +37,11 @@ def reference_module(defn: Definition) -> types.ModuleType:
             f"{defn.where}: running the reference source failed: {type(e).__name__}: {e}"
         ) from None
     return mod
+
+
+#: random integer tensors up to this many elements carry real values when bounding (index
+#: tensors); larger ones are packed data (int8/int4/FP4 weights) and stay fake
+INDEX_NUMEL = 1 << 16
 
 
 def torch_dtype(name: str):
@@ -117,8 +125,13 @@ def make_inputs(
                 f"{defn.where}: workload {wl.uuid}: scalar input {name!r} needs "
                 '{"type": "scalar", "value"}'
             )
+        elif spec.is_integer and not real_floats and math.prod(shape) > INDEX_NUMEL:
+            v = torch.empty(shape, dtype=torch_dtype(spec.dtype), device="meta")  # packed data
         else:
             v = _random(spec, shape, device, real_floats, gen)
+        if isinstance(v, torch.Tensor) and v.device.type == "meta":
+            values[name] = v
+            continue
         if isinstance(v, torch.Tensor):
             if not spec.is_scalar and tuple(v.shape) != shape:
                 raise DefinitionError(
