@@ -422,9 +422,9 @@ DEFINITIONS = [
                     k = k_cache[pages].reshape(-1, KV, D).float()   # [L, KV, D]
                     v = v_cache[pages].reshape(-1, KV, D).float()
                     qb = q[b].float().view(KV, H // KV, D)          # [KV, G, D]
-                    s = torch.einsum("kgd,lkd->kgl", qb, k) * sm_scale
+                    s = torch.matmul(qb, k.permute(1, 2, 0)) * sm_scale  # [KV, G, L]
                     p = torch.softmax(s, dim=-1)
-                    o = torch.einsum("kgl,lkd->kgd", p, v)
+                    o = torch.matmul(p, v.permute(1, 0, 2))         # [KV, G, D]
                     outs.append(o.reshape(1, H, D))
                 return torch.cat(outs).to(q.dtype)
         """).replace("def run", "import torch\n\ndef run", 1),
@@ -477,13 +477,14 @@ DEFINITIONS += [
                 for b in range(qo_indptr.shape[0] - 1):
                     qs, qe = int(qo_indptr[b]), int(qo_indptr[b + 1])
                     ks, ke = int(kv_indptr[b]), int(kv_indptr[b + 1])
-                    qb = q[qs:qe].float().view(qe - qs, KV, H // KV, D)
-                    kb, vb = k[ks:ke].float(), v[ks:ke].float()
-                    s = torch.einsum("qkgd,lkd->kgql", qb, kb) * sm_scale
+                    qb = q[qs:qe].float().view(qe - qs, KV, H // KV, D).permute(1, 2, 0, 3)
+                    kb = k[ks:ke].float().permute(1, 2, 0).unsqueeze(1)   # [KV, 1, D, L]
+                    vb = v[ks:ke].float().permute(1, 0, 2).unsqueeze(1)   # [KV, 1, L, D]
+                    s = torch.matmul(qb, kb) * sm_scale                   # [KV, G, q, L]
                     mask = torch.ones(qe - qs, ke - ks, dtype=torch.bool).tril(ke - ks - (qe - qs))
                     s = s.masked_fill(~mask, float("-inf"))
                     p = torch.softmax(s, dim=-1)
-                    o = torch.einsum("kgql,lkd->qkgd", p, vb)
+                    o = torch.matmul(p, vb).permute(2, 0, 1, 3)           # [q, KV, G, D]
                     outs.append(o.reshape(qe - qs, H, D))
                 return torch.cat(outs).to(q.dtype)
         """),
@@ -936,9 +937,9 @@ DEFINITIONS.append(
             k = k_cache[pages].reshape(B, -1, KV, D).float()     # [B, L, KV, D]
             v = v_cache[pages].reshape(B, -1, KV, D).float()
             qb = q.float().view(B, KV, H // KV, D)
-            s = torch.einsum("bkgd,blkd->bkgl", qb, k) * sm_scale
+            s = torch.matmul(qb, k.permute(0, 2, 3, 1)) * sm_scale   # [B, KV, G, L]
             p = torch.softmax(s, dim=-1)
-            o = torch.einsum("bkgl,blkd->bkgd", p, v)
+            o = torch.matmul(p, v.permute(0, 2, 1, 3))               # [B, KV, G, D]
             return o.reshape(B, H, D).to(q.dtype)
     """),
         var={
