@@ -89,6 +89,10 @@ def test_paged_decode_loop_equals_vectorised(hw):
     for wb in (a, b):
         reads = wb.bound.graph.graph["fused_io"]["reads"]
         assert reads["k_cache"] == reads["v_cache"] == 12 * 16 * 8 * 128 * 2
+    # unfused: each of the loop's gather kernels reads its own sequence's 4 pages
+    kernels = a.bound.graph.graph["kernels"]
+    gathers = [k["reads"]["k_cache"] for k in kernels if "k_cache" in k["reads"]]
+    assert gathers == [4 * 16 * 8 * 128 * 2] * 3
     assert any(
         "the unfused level is that reference's own launches" in s for s in a.bound.assumptions
     )

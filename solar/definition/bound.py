@@ -33,8 +33,8 @@ NOTES = [
     "definition inputs: integer index tensors and scalars carry the workload's real values "
     "(host reads such as .item() and loops on them ran for real); float tensors were fake",
     "definition gathers: an input read through an index tensor along its first dim (paged KV "
-    "pages, token ids) is charged at the distinct rows the workload's indices name at the fused "
-    "and cache-aware levels; the unfused level's gather kernels at their provable minimum",
+    "pages, token ids) is charged at the distinct rows the workload's indices name (fused and "
+    "cache-aware levels: all gathers together; unfused: each gather kernel its own rows)",
 ]
 
 
@@ -103,6 +103,7 @@ def traced_reference(defn: Definition, inputs: WorkloadInputs, module=None):
     tensor_names = [n for n in names if isinstance(inputs.values[n], torch.Tensor)]
 
     gathered: dict[str, set[int]] = {}
+    gathers: list[tuple[str, int]] = []
 
     def reference(*tensors):
         given = dict(zip(tensor_names, tensors, strict=True))
@@ -112,6 +113,7 @@ def traced_reference(defn: Definition, inputs: WorkloadInputs, module=None):
         with mode:
             result = run(*args)
         gathered.update(mode.gathered)
+        gathers[:] = mode.gathers
         return result
 
     reference.__name__ = defn.name
@@ -119,18 +121,33 @@ def traced_reference(defn: Definition, inputs: WorkloadInputs, module=None):
         [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in tensor_names]
     )
     reference.gathered = gathered  # type: ignore[attr-defined]
+    reference.gathers = gathers  # type: ignore[attr-defined]
     return reference, tuple(inputs.values[n] for n in tensor_names)
 
 
-def charge_gathered_rows(g, gathered: dict[str, set[int]], inputs: WorkloadInputs) -> None:
-    """Fused reads of an input gathered through real indices: at least the distinct rows the
-    indices name (the IR counts a data-dependent gather at its minimum, all indices equal)."""
-    reads = g.graph["fused_io"]["reads"]
-    for name, rows in gathered.items():
+GATHER_OPS = ("aten.index.Tensor", "aten.embedding.default", "aten.index_select.default")
+
+
+def charge_gathered_rows(g, reference, inputs: WorkloadInputs) -> None:
+    """Reads of an input gathered through real indices: at least the distinct rows the indices
+    name (the IR counts a data-dependent gather at its minimum, all indices equal). The fused
+    I/O gets the union over all gathers; each gather kernel its own call's rows, when the
+    gather kernels reading the input pair one to one with the calls recorded."""
+
+    def row_bytes(name: str) -> int:
         t = inputs.values[name]
-        if name in reads and t.shape[0]:
-            row_bytes = t.numel() // t.shape[0] * t.element_size()
-            reads[name] = max(reads[name], len(rows) * row_bytes)
+        return t.numel() // t.shape[0] * t.element_size() if t.shape[0] else 0
+
+    reads = g.graph["fused_io"]["reads"]
+    for name, rows in reference.gathered.items():
+        if name in reads:
+            reads[name] = max(reads[name], len(rows) * row_bytes(name))
+    for name in {n for n, _ in reference.gathers}:
+        calls = [k for n, k in reference.gathers if n == name]
+        kernels = [k for k in g.graph["kernels"] if k["op"] in GATHER_OPS and name in k["reads"]]
+        if len(kernels) == len(calls):
+            for k, rows in zip(kernels, calls, strict=True):
+                k["reads"][name] = max(k["reads"][name], rows * row_bytes(name))
 
 
 def bound_workload(defn: Definition, wl: Workload, spec, module=None) -> WorkloadBound:
@@ -142,7 +159,7 @@ def bound_workload(defn: Definition, wl: Workload, spec, module=None) -> Workloa
         fn, tensors = traced_reference(defn, inputs, module)
         with gc_paused():
             program, g = trace_and_lift(fn, tensors, name=defn.name, notes=NOTES)
-            charge_gathered_rows(g, fn.gathered, inputs)
+            charge_gathered_rows(g, fn, inputs)
             b = bound_graph(program, g, spec)
     except Exception as e:  # one workload's failure is a row, not the end of the batch
         msg = str(e).strip().splitlines()[0] if str(e).strip() else ""

@@ -48,6 +48,8 @@ class RealValues(TorchFunctionMode):
         self._inputs = {id(t): (n, t) for n, t in (inputs or {}).items()}
         #: input name -> the distinct rows (dim 0) gathered from it through real indices
         self.gathered: dict[str, set[int]] = {}
+        #: (input name, distinct rows) of each such gather, in call order
+        self.gathers: list[tuple[str, int]] = []
 
     def real(self, t: object) -> torch.Tensor | None:
         entry = self._shadow.get(id(t)) if isinstance(t, torch.Tensor) else None
@@ -100,8 +102,9 @@ class RealValues(TorchFunctionMode):
         if real.dtype == torch.bool or real.is_floating_point():
             return
         with _real_mode():
-            rows = real.flatten().to(torch.int64) % max(int(source.shape[0]), 1)
-            self.gathered.setdefault(entry[0], set()).update(rows.unique().tolist())
+            rows = (real.flatten().to(torch.int64) % max(int(source.shape[0]), 1)).unique()
+            self.gathered.setdefault(entry[0], set()).update(rows.tolist())
+            self.gathers.append((entry[0], int(rows.numel())))
 
     def _to_real(self, x):
         real = self.real(x)
