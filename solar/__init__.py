@@ -18,6 +18,7 @@ install_import_hook()  # a torchvision whose extension cannot load still imports
 from solar import llm  # noqa: E402
 from solar.api import bound, bound_program, bound_training, trace  # noqa: E402
 from solar.backend.result import Bound  # noqa: E402
+from solar.definition import bound_definition  # noqa: E402
 from solar.gpu.calibrate import calibrate  # noqa: E402
 from solar.gpu.headroom import headroom  # noqa: E402
 from solar.gpu.score import sol_score  # noqa: E402
@@ -33,6 +34,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Bound",
     "bound",
+    "bound_definition",
     "bound_hub",
     "bound_program",
     "bound_training",

@@ -26,7 +26,7 @@ LAYERS: list[tuple[str, ...]] = [
         "solar.problem",
         "solar.hub",
     ),  # trace + lift + bound; problem files; models by name
-    ("solar.questions",),  # compare, provision, sweep, batches
+    ("solar.questions", "solar.definition"),  # compare, provision, sweep, batches; definitions
     ("solar.gpu",),  # validation and measurement on a device
     ("solar.report",),  # views: text, HTML, DataFrames, plots
     # commands, the benchmark, and the public API surface (the package and its re-exports)

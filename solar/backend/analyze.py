@@ -7,6 +7,7 @@ import networkx as nx
 from solar.backend.cache_aware import cache_aware_bytes
 from solar.backend.latency import latency_bound, unfused_bound_by
 from solar.backend.memory import peak_memory
+from solar.backend.narrow import recharge_narrow
 from solar.backend.phases import phase_split
 from solar.backend.result import Bound, KernelRow
 from solar.backend.roofline import fused_bytes, graph_ops, kernel_times
@@ -23,6 +24,7 @@ def _level(compute, nbytes: float, spec) -> tuple[float, str]:
 
 def analyze(g: nx.MultiDiGraph, spec, *, notes: list[str] | None = None) -> Bound:
     """Unfused, fused and cache-aware bounds of graph ``g`` on ``spec``."""
+    narrow = recharge_narrow(g)
     kernels = kernel_times(g, spec)
     ops = graph_ops(g)
     compute = compute_time(ops, spec)
@@ -79,6 +81,7 @@ def analyze(g: nx.MultiDiGraph, spec, *, notes: list[str] | None = None) -> Boun
         assumptions.append(f"fp32 contractions run as: {', '.join(precisions)}")
     if not all(k.exact for k in kernels) or not g.graph["fused_io"]["exact"]:
         assumptions.append("some footprints are proven lower bounds, not exact counts (marked ≥)")
+    assumptions.extend(narrow)
     assumptions.extend(lat.assumptions())
     assumptions.extend(notes or [])
     rows = [

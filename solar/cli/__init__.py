@@ -23,12 +23,13 @@ from solar.cli import (
     ir,
     plot,
     provision,
+    score,
     specs,
     validate,
 )
 
 #: every command, in the order ``solar --help`` lists them
-COMMANDS = (bound, ir, graph, specs, compare, provision, plot, validate, headroom, calibrate)
+COMMANDS = (bound, ir, graph, specs, compare, provision, plot, validate, headroom, calibrate, score)
 
 EXPECTED_ERRORS: tuple[type[BaseException], ...] = (ValueError, TypeError, OSError, KeyError)
 

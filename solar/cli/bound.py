@@ -20,6 +20,8 @@ from solar.cli.common import (
     lifted,
     plan_kwargs,
 )
+from solar.definition import is_definition_path
+from solar.definition.commandline import add_definition_args, definitions_report
 from solar.hub.bound import add_arguments as add_hub_arguments
 from solar.hub.bound import bound_from_args as bound_hub_from_args
 from solar.hub.bound import is_hub_name
@@ -52,12 +54,18 @@ def add_parser(sub):
     )
     add_timeout_option(sp)
     add_hub_arguments(sp)  # hf:ID / hf:FOLDER: a Hugging Face model built from its config.json
+    add_definition_args(sp)
     return sp
 
 
 def run(args) -> int:
     if is_hub_name(args.paths[0]):
         return _run_hub(args)
+    if any(is_definition_path(p) for p in args.paths):  # FlashInfer-Trace definitions
+        check_out(args.out)
+        text, ok = definitions_report(args)
+        emit(text, args.out)
+        return 0 if ok else 1
     multi = args.gpus != 1 or plan_kwargs(args)
     if len(args.paths) > 1 or Path(args.paths[0]).is_dir() or args.ray:
         if multi:

@@ -9,6 +9,7 @@ ITEMSIZE: dict[str, int] = {
     "bfloat16": 2,
     "float8_e4m3fn": 1,
     "float8_e5m2": 1,
+    "float4_e2m1fn_x2": 1,  # two FP4 (e2m1) values packed in one byte: an element is a pair
     "int64": 8,
     "int32": 4,
     "int16": 2,
@@ -18,6 +19,7 @@ ITEMSIZE: dict[str, int] = {
 }
 
 FLOAT = frozenset({"float64", "float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2"})
+FLOAT |= {"float4_e2m1fn_x2"}  # packed FP4 pairs
 
 
 def itemsize(dtype: str) -> int:

@@ -1,0 +1,95 @@
+"""Contractions of dequantised narrow data, charged at the narrow rate.
+
+A reference often writes a quantised GEMM for clarity: it converts FP8 (or unpacks FP4/int4
+bytes), multiplies by block scales and runs the matmul in bf16/fp32. A kernel may instead feed
+the narrow operands straight to FP8/FP4 tensor cores with identical results, skipping the
+dequantisation. For the bound to stay below such a kernel, a contraction whose *both* operands
+are computed (through elementwise maps, copies, views and gathers) from narrow graph inputs is
+charged at the narrow class (``tc_fp8``; ``tc_fp4`` for data packed in bytes, which the spec may
+run at its narrowest rate that consumes it, e.g. B200 FP4, H100 FP8), and the dequantisation
+work on those paths is not charged. Bytes are already those of the packed inputs. A
+contraction with one narrow operand (weight-only int8/int4 GEMMs) keeps its class: no tensor
+core multiplies bf16 by int8, but its weight bytes are the packed ones.
+"""
+
+from __future__ import annotations
+
+import networkx as nx
+
+#: narrow input dtype -> the op class a native kernel would use
+NARROW_CLASS = {
+    "float8_e4m3fn": "tc_fp8",
+    "float8_e5m2": "tc_fp8",
+    "float4_e2m1fn_x2": "tc_fp4",
+    "uint8": "tc_fp4",  # packed 4-bit data (two values a byte): FP4 or int4
+    "int8": "tc_int8",
+}
+#: narrower first
+ORDER = ("tc_fp4", "tc_fp8", "tc_int8")
+_PASS_THROUGH = {"copy", "map", "gather", "view", "concat"}
+
+
+def _narrow_sources(g: nx.MultiDiGraph, node, memo: dict) -> tuple[set[str], set]:
+    """(narrow classes of the graph inputs ``node``'s output is computed from, the op nodes on
+    those paths) through pass-through ops; empty when a non-narrow large path intervenes."""
+    if node in memo:
+        return memo[node]
+    memo[node] = (set(), set())
+    data = g.nodes[node]
+    if data.get("kind") == "input":
+        dtypes = {e.get("dtype") for _, _, e in g.out_edges(node, data=True)}
+        classes = {NARROW_CLASS[d] for d in dtypes if d in NARROW_CLASS}
+        memo[node] = (classes, set())
+        return memo[node]
+    if data.get("kind") != "op" or data.get("op_kind") not in _PASS_THROUGH:
+        return memo[node]
+    classes: set[str] = set()
+    path = {node}
+    for pred in set(g.predecessors(node)):
+        c, p = _narrow_sources(g, pred, memo)
+        if c:
+            classes |= c
+            path |= p
+    memo[node] = (classes, path if classes else set())
+    return memo[node]
+
+
+def recharge_narrow(g: nx.MultiDiGraph) -> list[str]:
+    """Recharge ``g``'s dequantised contractions in place (once); returns the notes for the
+    Bound's assumptions (empty when there is none)."""
+    if "narrow" in g.graph:
+        return g.graph["narrow"]
+    memo: dict = {}
+    notes: list[str] = []
+    dropped: set = set()
+    for node, data in list(g.nodes(data=True)):
+        if data.get("kind") != "op" or data.get("op_kind") != "contraction":
+            continue
+        ops = data.get("ops") or {}
+        flops = sum(v for k, v in ops.items() if k.startswith(("tc_", "cuda_")))
+        preds = [u for u, _, e in g.in_edges(node, data=True)]
+        found = [_narrow_sources(g, u, memo) for u in dict.fromkeys(preds)]
+        operand_classes = [c for c, _ in found if c]
+        if len(operand_classes) < 2 or not flops:
+            continue
+        # the wider operand decides (an FP8 x FP4 MMA runs at the FP8 rate)
+        cls = max((min(c, key=ORDER.index) for c in operand_classes), key=ORDER.index)
+        data["ops"] = {
+            cls: flops,
+            **{k: v for k, v in ops.items() if not k.startswith(("tc_", "cuda_"))},
+        }
+        for _, p in found:
+            dropped |= p
+        notes.append(f"{data.get('kernel', node)}: {cls}")
+    for n in dropped:
+        g.nodes[n]["ops"] = {}
+    out = []
+    if notes:
+        out.append(
+            "narrow formats: contractions whose operands are dequantised FP8/FP4/int8 inputs are "
+            "charged at the narrow tensor-core rate a native kernel would use (the spec's "
+            "narrowest rate that consumes them), without the dequantisation work; bytes at the "
+            "packed size (" + ", ".join(notes[:6]) + (" ..." if len(notes) > 6 else "") + ")"
+        )
+    g.graph["narrow"] = out
+    return out

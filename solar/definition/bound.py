@@ -1,0 +1,262 @@
+"""Bounds of a definition, one per workload: the reference traced with its index tensors real
+(:mod:`solar.definition.shadow`) and its float tensors fake, lifted and bounded like any
+program. A folder of definitions is a batch, like a folder of problem files."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+from solar.api import bound_graph, gc_paused, trace_and_lift
+from solar.definition.inputs import WorkloadInputs, make_inputs, reference_module
+from solar.definition.schema import (
+    Definition,
+    DefinitionError,
+    Workload,
+    default_workloads_path,
+    load_definition,
+    load_workloads,
+)
+from solar.definition.shadow import RealValues
+from solar.hw import load_spec
+
+SCHEMA = "solar.definition-bounds/1"
+
+NOTES = [
+    "definition reference: the unfused level is that reference's own launches (its Python "
+    "loops over batch entries and heads unrolled, one kernel per launched operator per "
+    "iteration); the fused and cache-aware levels do not depend on how it is written",
+    "definition inputs: integer index tensors and scalars carry the workload's real values "
+    "(host reads such as .item() and loops on them ran for real); float tensors were fake",
+    "definition gathers: an input read through an index tensor along its first dim (paged KV "
+    "pages, token ids) is charged at the distinct rows the workload's indices name (fused and "
+    "cache-aware levels: all gathers together; unfused: each gather kernel its own rows)",
+]
+
+
+@dataclass
+class WorkloadBound:
+    """One workload's bounds (seconds) and what bounds each level; ``error`` one line."""
+
+    uuid: str
+    axes: dict[str, int]
+    status: str  # "ok" or "error"
+    unfused: float = 0.0
+    fused: float = 0.0
+    cache_aware: float = 0.0
+    fused_bound_by: str = ""
+    cache_aware_bound_by: str = ""
+    kernels: int = 0
+    seconds: float = 0.0
+    error: str | None = None
+    bound: object = field(default=None, repr=False)  # the full Bound (not serialised)
+
+    def to_dict(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "bound"}
+
+
+@dataclass
+class DefinitionBound:
+    """The bounds of every workload of one definition on one GPU."""
+
+    name: str
+    path: str
+    hw: str
+    workloads: list[WorkloadBound]
+    assumptions: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(w.status == "ok" for w in self.workloads)
+
+    def to_dict(self) -> dict:
+        return {
+            "schema": SCHEMA,
+            "name": self.name,
+            "path": self.path,
+            "hw": self.hw,
+            "workloads": [w.to_dict() for w in self.workloads],
+            "assumptions": self.assumptions,
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+    def __str__(self) -> str:
+        from solar.definition.table import definition_table
+
+        return definition_table(self)
+
+
+def traced_reference(defn: Definition, inputs: WorkloadInputs, module=None):
+    """``(fn, tensors)``: ``fn(*tensors)`` runs the reference on the tensor inputs (scalars
+    bound in), with the real values of the index tensors shadowing their fakes."""
+    import torch
+
+    module = module or reference_module(defn)
+    run = module.run
+    names = list(defn.inputs)
+    tensor_names = [n for n in names if isinstance(inputs.values[n], torch.Tensor)]
+
+    gathered: dict[str, set[int]] = {}
+    gathers: list[tuple[str, int]] = []
+
+    def reference(*tensors):
+        given = dict(zip(tensor_names, tensors, strict=True))
+        shadows = {id(t): (t, inputs.real[n]) for n, t in given.items() if n in inputs.real}
+        args = [given[n] if n in given else inputs.values[n] for n in names]
+        mode = RealValues(shadows, given)
+        with mode:
+            result = run(*args)
+        gathered.update(mode.gathered)
+        gathers[:] = mode.gathers
+        return result
+
+    reference.__name__ = defn.name
+    reference.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in tensor_names]
+    )
+    reference.gathered = gathered  # type: ignore[attr-defined]
+    reference.gathers = gathers  # type: ignore[attr-defined]
+    return reference, tuple(inputs.values[n] for n in tensor_names)
+
+
+GATHER_OPS = ("aten.index.Tensor", "aten.embedding.default", "aten.index_select.default")
+
+
+def charge_gathered_rows(g, reference, inputs: WorkloadInputs) -> None:
+    """Reads of an input gathered through real indices: at least the distinct rows the indices
+    name (the IR counts a data-dependent gather at its minimum, all indices equal). The fused
+    I/O gets the union over all gathers; each gather kernel its own call's rows, when the
+    gather kernels reading the input pair one to one with the calls recorded."""
+
+    def row_bytes(name: str) -> int:
+        t = inputs.values[name]
+        return t.numel() // t.shape[0] * t.element_size() if t.shape[0] else 0
+
+    reads = g.graph["fused_io"]["reads"]
+    for name, rows in reference.gathered.items():
+        if name in reads:
+            reads[name] = max(reads[name], len(rows) * row_bytes(name))
+    for name in {n for n, _ in reference.gathers}:
+        calls = [k for n, k in reference.gathers if n == name]
+        kernels = [k for k in g.graph["kernels"] if k["op"] in GATHER_OPS and name in k["reads"]]
+        if len(kernels) == len(calls):
+            for k, rows in zip(kernels, calls, strict=True):
+                k["reads"][name] = max(k["reads"][name], rows * row_bytes(name))
+
+
+def bound_workload(defn: Definition, wl: Workload, spec, module=None) -> WorkloadBound:
+    """Bound one workload; never raises (a failure is ``status="error"``, one line)."""
+    t0 = time.perf_counter()
+    try:
+        module = module or reference_module(defn)
+        inputs = make_inputs(defn, wl, module=module)
+        fn, tensors = traced_reference(defn, inputs, module)
+        with gc_paused():
+            program, g = trace_and_lift(fn, tensors, name=defn.name, notes=NOTES)
+            charge_gathered_rows(g, fn, inputs)
+            b = bound_graph(program, g, spec)
+    except Exception as e:  # one workload's failure is a row, not the end of the batch
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        return WorkloadBound(
+            wl.uuid,
+            {},
+            "error",
+            seconds=time.perf_counter() - t0,
+            error=f"{type(e).__name__}: {msg}",
+        )
+    return WorkloadBound(
+        wl.uuid,
+        inputs.axes,
+        "ok",
+        b.unfused,
+        b.fused,
+        b.cache_aware,
+        b.fused_bound_by,
+        b.cache_aware_bound_by,
+        len(b.kernels),
+        time.perf_counter() - t0,
+        bound=b,
+    )
+
+
+def bound_definition(
+    definition: str | Path | dict | Definition,
+    workloads: str | Path | list | None = None,
+    hw="H100",
+    *,
+    sample: int | None = None,
+) -> DefinitionBound:
+    """Bounds of every workload of a definition (a ``definition.json`` path, its parsed dict or
+    a :class:`Definition`) on ``hw``. ``workloads``: a ``workload.jsonl`` path or a list of
+    workload dicts (default: the file next to the definition); ``sample=n``: every k-th
+    workload so that n are bounded (first and last included)."""
+    defn = definition if isinstance(definition, Definition) else load_definition(definition)
+    if workloads is None:
+        found = default_workloads_path(defn.path) if defn.path else None
+        if found is None:
+            raise DefinitionError(
+                f"{defn.where}: no workloads given and no workload file next to it; pass "
+                f"--workloads FILE"
+            )
+        workloads = found
+    wls = load_workloads(workloads, defn)
+    if sample and len(wls) > sample:
+        step = (len(wls) - 1) / max(sample - 1, 1)
+        wls = [wls[round(i * step)] for i in range(sample)]
+    spec = load_spec(hw)
+    module = reference_module(defn)
+    rows = [bound_workload(defn, wl, spec, module) for wl in wls]
+    first = next((r.bound for r in rows if r.bound is not None), None)
+    return DefinitionBound(
+        defn.name,
+        str(defn.path or ""),
+        spec.name,
+        rows,
+        list(first.assumptions) if first is not None else list(NOTES),
+    )
+
+
+def discover_definitions(paths: Iterable[str | Path]) -> list[Path]:
+    """Definition files: each ``.json`` file given, and every ``*.json`` below each folder
+    (sorted; ``*.workloads.jsonl`` are their workloads)."""
+    out: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            out += sorted(f for f in p.rglob("*.json") if not f.name.startswith(("_", ".")))
+        elif p.is_file():
+            out.append(p)
+        else:
+            raise FileNotFoundError(f"{p}: no such file or folder")
+    return out
+
+
+def bound_definitions(
+    paths: Sequence[str | Path], hw="H100", *, sample: int | None = None
+) -> list[DefinitionBound]:
+    """:func:`bound_definition` of every definition under ``paths`` (a bad file: one error
+    row)."""
+    out = []
+    for p in discover_definitions(paths):
+        try:
+            out.append(bound_definition(p, hw=hw, sample=sample))
+        except DefinitionError as e:
+            out.append(
+                DefinitionBound(
+                    p.stem, str(p), str(hw), [WorkloadBound("-", {}, "error", error=str(e))]
+                )
+            )
+    return out
+
+
+def is_definition_path(path: str | Path) -> bool:
+    """A ``.json`` file, or a folder holding definition files and no ``.py`` problem files."""
+    p = Path(path)
+    if p.is_dir():
+        return any(p.rglob("*.json")) and not any(p.rglob("*.py"))
+    return p.suffix == ".json"

@@ -1,0 +1,201 @@
+"""FlashInfer-Trace definitions: the loader's one-line errors, axes and constraints, references
+that read index values on the host (loops unrolled: the same fused and cache-aware bounds as the
+vectorised form), narrow formats charged at the FP8/FP4 rate, and the CLI."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from console import run_solar
+
+from solar.definition import DefinitionError, bound_definition, load_definition
+from solar.hw import load_spec
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT / "examples" / "definitions"
+
+
+def doc(name: str) -> dict:
+    return json.loads((CORPUS / f"{name}.json").read_text())
+
+
+def test_loader_errors_name_file_and_field(tmp_path):
+    d = doc("rmsnorm_h4096")
+    d["inputs"]["x"]["dtype"] = "float7"
+    p = tmp_path / "bad.json"
+    p.write_text(json.dumps(d))
+    with pytest.raises(DefinitionError, match=r"bad.json: input 'x' has dtype 'float7'"):
+        load_definition(p)
+    d = doc("rmsnorm_h4096")
+    d["outputs"]["y"]["shape"] = ["batch_size", "hiden"]
+    with pytest.raises(DefinitionError, match="output 'y' uses axis 'hiden'"):
+        load_definition(d)
+    d = doc("rmsnorm_h4096")
+    d["reference"] = "def forward(x):\n    return x\n"
+    with pytest.raises(DefinitionError, match=r"defines no top-level run"):
+        load_definition(d)
+
+
+def test_missing_var_axis_and_failed_constraint_are_one_line():
+    d = load_definition(doc("gemm_bf16_n4096_k4096"))
+    b = bound_definition(d, [{"uuid": "w", "axes": {}}])
+    assert b.workloads[0].status == "error"
+    assert "var axis 'M' has no value" in b.workloads[0].error
+    g = doc("grouped_gemm_g8_n4096_k4096")
+    b = bound_definition(g, [{"uuid": "w", "axes": {"total_m": 16}}])
+    assert b.ok  # make_inputs gives m_indptr[-1] == 16
+    g["constraints"] = ["m_indptr[-1].item() == total_m + 1"]
+    b = bound_definition(g, [{"uuid": "w", "axes": {"total_m": 16}}])
+    assert "constraint 'm_indptr[-1].item() == total_m + 1' does not hold" in b.workloads[0].error
+
+
+def test_expr_axes_and_hand_derived_gemm():
+    """bf16 GEMM, M=16: 2*M*N*K tensor flops; fused bytes = A + B + C (2 bytes each)."""
+    b = bound_definition(doc("gemm_bf16_n4096_k4096"), [{"uuid": "w", "axes": {"M": 16}}], "H100")
+    full = b.workloads[0].bound
+    m, n, k = 16, 4096, 4096
+    assert full.flops == {"tc_bf16": 2 * m * n * k}
+    assert full.bytes_fused == 2 * (m * k + n * k + m * n)
+
+
+def _paged_loop_and_vectorised() -> tuple[dict, dict]:
+    """The corpus's vectorised paged decode, and the same with the loop-written run of the
+    corpus's loop definition (same inputs: every sequence holds pages_per_seq pages)."""
+    vec = doc("gqa_paged_decode_vectorised_h32_kv8_d128_ps16")
+    loop_run = doc("gqa_paged_decode_h32_kv8_d128_ps16")["reference"].split("def run", 1)[1]
+    loop = copy.deepcopy(vec)
+    loop["reference"] = vec["reference"].split("def run", 1)[0] + "def run" + loop_run
+    return loop, vec
+
+
+@pytest.mark.parametrize("hw", ["H100", "B200"])
+def test_paged_decode_loop_equals_vectorised(hw):
+    loop, vec = _paged_loop_and_vectorised()
+    wl = [{"uuid": "w", "axes": {"batch_size": 3, "num_pages": 32, "pages_per_seq": 4},
+           "inputs": {"sm_scale": {"type": "scalar", "value": 0.125}}}]  # fmt: skip
+    a = bound_definition(loop, wl, hw).workloads[0]
+    b = bound_definition(vec, wl, hw).workloads[0]
+    assert a.status == b.status == "ok", (a.error, b.error)
+    assert a.bound.flops == b.bound.flops
+    assert a.bound.bytes_fused == b.bound.bytes_fused
+    assert a.fused == pytest.approx(b.fused, rel=1e-12)
+    assert a.cache_aware == pytest.approx(b.cache_aware, rel=1e-12)
+    assert a.kernels > b.kernels  # the loop's own launches: one set per batch entry
+    # the 3 x 4 distinct pages the indices name, K and V: page_size 16 x 8 heads x 128 x bf16
+    for wb in (a, b):
+        reads = wb.bound.graph.graph["fused_io"]["reads"]
+        assert reads["k_cache"] == reads["v_cache"] == 12 * 16 * 8 * 128 * 2
+    # unfused: each of the loop's gather kernels reads its own sequence's 4 pages
+    kernels = a.bound.graph.graph["kernels"]
+    gathers = [k["reads"]["k_cache"] for k in kernels if "k_cache" in k["reads"]]
+    assert gathers == [4 * 16 * 8 * 128 * 2] * 3
+    assert any(
+        "the unfused level is that reference's own launches" in s for s in a.bound.assumptions
+    )
+
+
+GROUPED_VECTORISED = """
+import torch
+
+def make_inputs(axes, device):
+    m, g = axes["total_m"], axes["num_groups"]
+    return {"m_indptr": torch.arange(0, m + 1, m // g, dtype=torch.int32)}
+
+def run(x, W, m_indptr):
+    G, N, K = W.shape
+    return torch.bmm(x.view(G, -1, K), W.transpose(1, 2)).reshape(-1, N)
+"""
+
+
+def test_grouped_gemm_loop_equals_vectorised():
+    loop = doc("grouped_gemm_g8_n4096_k4096")
+    vec = dict(loop, reference=GROUPED_VECTORISED)
+    wl = [{"uuid": "w", "axes": {"total_m": 64}}]
+    a = bound_definition(loop, wl, "B200").workloads[0]
+    b = bound_definition(vec, wl, "B200").workloads[0]
+    assert a.bound.flops == b.bound.flops == {"tc_bf16": 2 * 64 * 4096 * 4096}
+    # x, W, y in bf16; m_indptr is read on the host only (no kernel loads it)
+    assert (
+        a.bound.bytes_fused == b.bound.bytes_fused == 2 * (64 * 4096 + 8 * 4096 * 4096 + 64 * 4096)
+    )
+    assert (a.fused, a.cache_aware) == pytest.approx((b.fused, b.cache_aware), rel=1e-12)
+    assert a.kernels == 8 + 1 and a.unfused > b.unfused  # 8 matmuls and the cat
+
+
+@pytest.mark.parametrize(("name", "cls"), [
+    ("gemm_fp8_per_tensor_n4096_k4096", "tc_fp8"),
+    ("gemm_fp8_blockwise_n7168_k2048", "tc_fp8"),
+    ("gemm_nvfp4_block_scaled_n4096_k4096", "tc_fp4"),
+])  # fmt: skip
+def test_dequantised_contractions_run_at_the_narrow_rate(name, cls):
+    d = load_definition(doc(name))
+    m = 32
+    n, k = d.axes["N"].value, d.axes["K"].value
+    for hw, rate in (("B200", cls), ("H100", "tc_fp8")):
+        wb = bound_definition(d, [{"uuid": "w", "axes": {"M": m}}], hw).workloads[0]
+        b = wb.bound
+        assert b.flops.get(cls) == 2 * m * n * k, b.flops
+        # no dequantisation charged: CUDA-core work is at most an epilogue on the output
+        assert sum(v for c, v in b.flops.items() if c.startswith("cuda_")) <= m * n
+        spec = load_spec(hw)
+        assert b.compute_s["tensor"] == pytest.approx(2 * m * n * k / spec.peak(rate))
+        assert any(a.startswith("narrow formats:") for a in b.assumptions)
+
+
+def test_weight_only_int8_stays_bf16():
+    wb = bound_definition(doc("gemm_w8a16_int8_n4096_k4096"), [{"uuid": "w", "axes": {"M": 8}}])
+    b = wb.workloads[0].bound
+    assert b.flops["tc_bf16"] == 2 * 8 * 4096 * 4096
+    # bytes at the packed size: X bf16, W int8, scale bf16, Y bf16
+    assert b.bytes_fused == 2 * 8 * 4096 + 4096 * 4096 + 2 * 4096 + 2 * 8 * 4096
+
+
+def test_corpus_is_complete():
+    defs = sorted(CORPUS.glob("*.json"))
+    assert len(defs) >= 25
+    for p in defs:
+        wl = p.with_suffix(".workloads.jsonl")
+        assert len(wl.read_text().splitlines()) >= 8, p.name
+
+
+@pytest.mark.parametrize("hw", ["H100", "B200"])
+def test_corpus_bounds_on_h100_and_b200(hw):
+    """Every definition of the corpus, one workload each (all of them: python -m solar.bench
+    definitions)."""
+    from solar.definition import bound_definitions
+
+    results = bound_definitions([CORPUS], hw, sample=1)
+    bad = [(r.name, w.error) for r in results for w in r.workloads if w.status != "ok"]
+    assert not bad
+    assert all(w.cache_aware > 0 and w.fused <= w.unfused for r in results for w in r.workloads)
+
+
+def test_cli_bound_definition_json():
+    rc, out, err = run_solar("bound", CORPUS / "rmsnorm_h4096.json", "--sample", "2", "--json")
+    assert rc == 0, err
+    d = json.loads(out)
+    assert d["schema"] == "solar.definition-bounds/1" and len(d["workloads"]) == 2
+    assert d["workloads"][0]["axes"] == {"batch_size": 1, "hidden_size": 4096}
+
+
+def test_cli_bound_missing_definition_is_one_line(tmp_path):
+    rc, out, err = run_solar("bound", tmp_path / "nope.json")
+    assert rc != 0 and err.strip().count("\n") == 0 and "no such definition file" in err
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU error")
+def test_cli_score_without_cuda_is_one_line():
+    rc, out, err = run_solar("score", CORPUS / "rmsnorm_h4096.json", "--solution", __file__)
+    assert rc != 0 and err.strip().count("\n") == 0 and "needs a CUDA GPU" in err
+
+
+def test_score_rule():
+    from solar.cli.score import score
+
+    assert score(2.0, 2.0, 1.0) == pytest.approx(0.5)
+    assert score(1.0, 2.0, 1.0) == pytest.approx(1.0)
+    assert score(0.5, 0.8, 1.0) == 1.0 and score(1.5, 0.8, 1.0) == 0.0
