@@ -99,7 +99,7 @@ from dataclasses import dataclass, field, replace
 from math import prod
 
 from solar.ir.affine import Affine
-from solar.ir.dtypes import itemsize
+from solar.ir.dtypes import is_complex, itemsize
 from solar.ir.extern import extern_op
 from solar.ir.footprint import (
     LIMIT_DEPENDENT_CACHES,
@@ -109,9 +109,9 @@ from solar.ir.footprint import (
     injective_layout,
     union_footprint,
 )
-from solar.ir.ops import REDUCTION_COMBINE_COST, scalar_op
+from solar.ir.ops import COMPLEX_COST, REDUCTION_COMBINE_COST, scalar_op
 from solar.ir.program import Dim, Kernel, Program, Statement, with_loops
-from solar.ir.scalar import Call, Expr, Index, Load
+from solar.ir.scalar import Call, Const, Expr, Index, Load
 
 OP_CLASSES = (
     "tc_fp64",
@@ -145,6 +145,8 @@ _CUDA_CORE = {
     "bfloat16": "cuda_bf16",
     "float8_e4m3fn": "cuda_fp16",
     "float8_e5m2": "cuda_fp16",
+    "complex64": "cuda_fp32",  # complex arithmetic is real arithmetic on the parts
+    "complex128": "cuda_fp64",
 }
 
 
@@ -333,6 +335,49 @@ def _call_dtype(program: Program, st: Statement, node: Expr) -> str:
     return "bool"
 
 
+_REAL_RESULT = frozenset({"real", "imag", "abs", "angle"})
+
+
+def complex_value(program: Program, e: Expr) -> bool:
+    """Whether ``e`` is complex-valued: a load of a complex tensor, a complex constant, a
+    ``complex``/``polar`` (or a cast to a complex dtype), or an operator with a complex operand
+    (except ``real``, ``imag``, ``abs``, ``angle`` and comparisons, which are real)."""
+    if isinstance(e, Load):
+        return is_complex(program.tensors[e.tensor].dtype)
+    if isinstance(e, Const):
+        return isinstance(e.value, complex)
+    if not isinstance(e, Call):
+        return False
+    if e.op in ("complex", "polar"):
+        return True
+    if e.op == "cast":  # a real value cast to complex keeps a zero imaginary part
+        return is_complex(str(dict(e.attrs).get("dtype", ""))) and complex_value(program, e.args[0])
+    if e.op in _REAL_RESULT:
+        return False
+    return any(complex_value(program, a) for a in e.args)
+
+
+def call_cost(program: Program, node: Call) -> tuple[int, int]:
+    """(CUDA-core flops, MUFU ops) of one evaluation of ``node``: its row of
+    :data:`solar.ir.ops.SCALAR_OPS`, or of :data:`solar.ir.ops.COMPLEX_COST` when an operand
+    is complex."""
+    spec = scalar_op(node.op)
+    rows = COMPLEX_COST.get(node.op)
+    if rows is not None:
+        flags = tuple(complex_value(program, a) for a in node.args)
+        if any(flags):
+            return rows.get(flags, (spec.alu, spec.sfu))
+    return spec.alu, spec.sfu
+
+
+def contraction_multiplier(program: Program, pair: tuple[Load, Load]) -> int:
+    """Real multiply-adds per operand pair of a contraction: 1 for real operands, 2 for a real
+    times a complex one, 3 for two complex ones (the 3M algorithm, Gauss's three products
+    (a+b)(c+d), ac, bd per pair, which cuBLAS offers as cublasCgemm3m; the plain CGEMM does 4)."""
+    n = sum(is_complex(program.tensors[ld.tensor].dtype) for ld in pair)
+    return (1, 2, 3)[n]
+
+
 @dataclass(frozen=True)
 class OpCounts:
     """Operations of one statement by op class; ``exact=False`` when some count is a proven
@@ -385,22 +430,23 @@ def op_counts(program: Program, st: Statement, kernel: Kernel | None = None) -> 
     pair = contraction_operands(st)
     if pair is not None:
         forms = [f for ld in pair for f in (_load_form(program, ld), *tags.load(ld))]
-        ops[contraction_class(st, program)] += 2 * distinct(forms, list(pair))
+        k = contraction_multiplier(program, pair)
+        ops[contraction_class(st, program)] += 2 * k * distinct(forms, list(pair))
         return OpCounts({k: v for k, v in ops.items() if v}, exact)
     seen: set[str] = set()
     for node in st.expr.walk_values():
         if not isinstance(node, Call) or str(node) in seen:
             continue  # identical subtrees (same printed form) are evaluated once
         seen.add(str(node))
-        spec = scalar_op(node.op)
-        if not spec.alu and not spec.sfu:
+        alu, sfu = call_cost(program, node)
+        if not alu and not sfu:
             continue
         forms = _signature(program, node, tags)
         if not forms:
             continue  # constant: folded at compile time
         n = distinct(forms, [node])
-        ops[cuda_class(_call_dtype(program, st, node))] += spec.alu * n
-        ops["sfu"] += spec.sfu * n
+        ops[cuda_class(_call_dtype(program, st, node))] += alu * n
+        ops["sfu"] += sfu * n
     out = [_flat_form(program, st.out.tensor, st.out.index), *tags.out]
     cls = cuda_class(_call_dtype(program, st, st.expr))
     if st.extern is not None:
@@ -428,6 +474,8 @@ def op_counts(program: Program, st: Statement, kernel: Kernel | None = None) -> 
                 out = [Affine.of(d.name) for d in st.parallel_dims] + list(tags.out)
             n = distinct(terms, [st.expr]) - at_most(out)
         alu, sfu = REDUCTION_COMBINE_COST[st.reduce] if st.reduce else (1, 0)
+        if complex_value(program, st.expr):  # a complex combine: a sum's 2 adds, a product's 6
+            alu = {"sum": 2, "prod": 6}.get(st.reduce or "sum", alu)
         ops[cls] += alu * max(0, n)
         ops["sfu"] += sfu * max(0, n)
     return OpCounts({k: v for k, v in ops.items() if v}, exact)

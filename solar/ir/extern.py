@@ -99,3 +99,7 @@ def extern_op(name: str) -> ExternOp:
         raise ValueError(
             f"extern routine {name!r} is not in solar.ir.extern.EXTERN_OPS; add a row there"
         ) from None
+
+
+# The FFT and dense linear-algebra routines add their rows (imported last: they use ExternOp).
+from solar.ir import extern_linalg, extern_spectral  # noqa: E402, F401

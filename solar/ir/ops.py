@@ -141,6 +141,19 @@ _ROWS = [
     ScalarOp("cosh", 1, torch.cosh, alu=3, sfu=1),
 ]
 
+# Complex numbers (issue 24). real/imag/complex/conj select or assemble the two parts of a
+# complex value (register moves and a sign flip: free); polar(r, theta) = r cos theta +
+# i r sin theta (two MUFU ops and two multiplies). The arithmetic operators above take complex
+# operands too; what they cost then (in real operations) is :data:`COMPLEX_COST`.
+_ROWS += [
+    ScalarOp("real", 1, lambda x: torch.real(x) if x.is_complex() else x, alu=0),
+    ScalarOp("imag", 1, lambda x: torch.imag(x) if x.is_complex() else torch.zeros_like(x), alu=0),
+    ScalarOp("complex", 2, lambda re, im: torch.complex(*torch.broadcast_tensors(re, im)), alu=0),
+    ScalarOp("conj", 1, lambda x: torch.conj_physical(x) if x.is_complex() else x, alu=0),
+    ScalarOp("angle", 1, torch.angle, alu=5),
+    ScalarOp("polar", 2, lambda r, t: torch.polar(*torch.broadcast_tensors(r, t)), alu=2, sfu=2),
+]
+
 # A random value costs at least one instruction to produce (counter-based generators such as
 # Philox take tens per 4 values, but no fixed minimum is provable for every generator); its
 # argument is the element's flat position, so it counts once per value drawn.
@@ -152,6 +165,28 @@ SCALAR_OPS: dict[str, ScalarOp] = {op.name: op for op in _ROWS}
 SCALAR_OPS["gelu_tanh"] = ScalarOp(
     "gelu_tanh", 1, lambda x: F.gelu(x, approximate="tanh"), alu=5, sfu=1
 )
+
+# What an operator costs when some operand is complex, in real operations (CUDA-core flops,
+# an FMA counting 2; MUFU ops): ``op -> {(a complex, b complex): (alu, sfu)}``. The textbook
+# formulas, each the fewest real operations of the known algorithms:
+# (a+bi)(c+di) = (ac - bd) + (ad + bc)i: 4 multiplies and 2 adds (6; Gauss's 3-multiply form
+# needs 5 adds: 8); a real times a complex: 2 multiplies; a sum: 2 adds (1 with a real
+# operand); (a+bi)/(c+di) = ((ac + bd) + (bc - ad)i) / (c^2 + d^2): 4 multiplies and 2 adds
+# for the numerator, 2 multiplies and 1 add for c^2 + d^2, 2 divides (11); by a real: 2
+# divides; a real by a complex: c^2 + d^2 (3), a divide, 2 multiplies and a negation (6).
+# |a+bi| = sqrt(a^2 + b^2): a multiply and an FMA (3) and one MUFU.SQRT; exp(a+bi) = e^a
+# (cos b + i sin b): 3 MUFU ops and 2 multiplies; angle is atan2 (5, see above).
+# Operators without a row count their real cost (a lower bound: one part's work).
+COMPLEX_COST: dict[str, dict[tuple[bool, ...], tuple[int, int]]] = {
+    "add": {(True, True): (2, 0), (True, False): (1, 0), (False, True): (1, 0)},
+    "sub": {(True, True): (2, 0), (True, False): (1, 0), (False, True): (1, 0)},
+    "mul": {(True, True): (6, 0), (True, False): (2, 0), (False, True): (2, 0)},
+    "div": {(True, True): (11, 0), (True, False): (2, 0), (False, True): (6, 0)},
+    "square": {(True,): (3, 0)},  # (a^2 - b^2) + 2ab i: a multiply and an FMA, a multiply
+    "reciprocal": {(True,): (6, 0)},
+    "abs": {(True,): (3, 1)},
+    "exp": {(True,): (2, 3)},
+}
 
 # Identity values of the reduction operators, and their torch implementations.
 REDUCTIONS: dict[str, tuple[float, Callable[..., torch.Tensor]]] = {
