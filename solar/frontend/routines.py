@@ -88,20 +88,23 @@ class Operand:
 
     t: T
     vector: bool = False
+    transposed: bool = False  # read as its transpose (the right-hand side of X A = B)
 
     @property
     def rows(self) -> int:
-        return self.t.shape[-1] if self.vector else self.t.shape[-2]
+        return self.t.shape[-1] if self.vector or self.transposed else self.t.shape[-2]
 
     @property
     def cols(self) -> int:
-        return 1 if self.vector else self.t.shape[-1]
+        return 1 if self.vector else self.t.shape[-2] if self.transposed else self.t.shape[-1]
 
 
 def _matrix_index(op: Operand, batch: list[str], r: str, c: str) -> list:
     nb = op.t.ndim - (1 if op.vector else 2)
     lead = broadcast_index(op.t.shape[:nb], batch) if nb else []
-    return [*lead, r] if op.vector else [*lead, r, c]
+    if op.vector:
+        return [*lead, r]
+    return [*lead, c, r] if op.transposed else [*lead, r, c]
 
 
 def linalg(

@@ -91,6 +91,20 @@ _ROWS = [
 
 EXTERN_OPS: dict[str, ExternOp] = {op.name: op for op in _ROWS}
 
+# What the bound assumes when a program runs a routine (the Bound's assumptions): routine name
+# or prefix ("fft.") -> the sentence. Rows of the FFT and linear-algebra modules add theirs.
+ROUTINE_ASSUMPTIONS: dict[str, str] = {}
+
+
+def routine_assumptions(names: set[str]) -> list[str]:
+    """The assumptions of the routines ``names`` (by exact name or prefix), each once."""
+    out: list[str] = []
+    for key, text in ROUTINE_ASSUMPTIONS.items():
+        hit = key in names or (key.endswith(".") and any(n.startswith(key) for n in names))
+        if hit and text not in out:
+            out.append(text)
+    return out
+
 
 def extern_op(name: str) -> ExternOp:
     try:

@@ -44,7 +44,7 @@ import math
 
 import torch
 
-from solar.ir.extern import EXTERN_OPS, ExternOp
+from solar.ir.extern import EXTERN_OPS, ROUTINE_ASSUMPTIONS, ExternOp
 
 _CLASS = {"float32": "cuda_fp32", "float64": "cuda_fp64"}
 
@@ -114,6 +114,8 @@ def _parts(routine: str, a: torch.Tensor, b: torch.Tensor | None, attrs: dict) -
     if routine in ("lu", "solve", "det", "inv") or attrs.get("part") in ("factors", "pivots"):
         lu, piv = torch.linalg.lu_factor(a)
         parts = {"factors": lu, "pivots": piv, "info": torch.zeros(a.shape[:-2])}
+        parts["pivots0"] = piv - 1  # 0-based (JAX)
+        parts["permutation"] = pivots_to_permutation(piv - 1, a.shape[-2])
     else:
         parts = {"info": torch.zeros(a.shape[:-2])}
     if routine == "cholesky":
@@ -124,7 +126,8 @@ def _parts(routine: str, a: torch.Tensor, b: torch.Tensor | None, attrs: dict) -
         if attrs.get("transpose", False):
             a, upper = a.mT, not upper
         unit = bool(attrs.get("unit", False))
-        parts["x"] = torch.linalg.solve_triangular(a, b, upper=upper, unitriangular=unit)
+        x = torch.linalg.solve_triangular(a, b, upper=upper, unitriangular=unit)
+        parts["x"] = x if attrs.get("left", True) else x.mT  # X A = B read as A^T X^T = B^T
     elif routine == "solve":
         parts["x"] = torch.linalg.solve(a, b)
     elif routine == "inv":
@@ -141,6 +144,19 @@ def _parts(routine: str, a: torch.Tensor, b: torch.Tensor | None, attrs: dict) -
         full = bool(attrs.get("full_matrices", False))
         parts["u"], parts["s"], parts["vh"] = torch.linalg.svd(a, full_matrices=full)
     return parts
+
+
+def pivots_to_permutation(pivots: torch.Tensor, m: int) -> torch.Tensor:
+    """The row permutation of LAPACK's 0-based row swaps (row i swapped with pivots[i], in
+    order), as ``jax.lax.linalg.lu_pivots_to_permutation`` returns it."""
+    perm = torch.arange(m, dtype=torch.int64).expand(*pivots.shape[:-1], m).clone()
+    piv = pivots.to(torch.int64)
+    for i in range(piv.shape[-1]):
+        j = piv[..., i : i + 1]
+        pi = perm[..., i : i + 1].clone()
+        perm[..., i : i + 1] = torch.gather(perm, -1, j)
+        perm.scatter_(-1, j, pi)
+    return perm
 
 
 def _routine(routine: str):
@@ -165,4 +181,26 @@ ROWS = [
     ExternOp(f"linalg.{name}", _routine(name), _ops(name), f"{name} of a (batched) matrix")
     for name in _NAMES
 ]
+ROWS.append(
+    ExternOp(
+        "linalg.pivots_to_permutation",
+        lambda rows, m, n, **_: pivots_to_permutation(rows, int(m)),
+        lambda n, m, rows, attrs: {},
+        "the row permutation of 0-based LU pivots (data movement only)",
+    )
+)
 EXTERN_OPS.update({op.name: op for op in ROWS})
+ROUTINE_ASSUMPTIONS["linalg."] = (
+    "dense linear algebra: one cuSOLVER/cuBLAS kernel per routine in its operands' precision "
+    "(no TF32), matrices read and results written once; compute = the classical operation "
+    "counts (LU 2n^3/3, Cholesky n^3/3 multiply-adds, QR 2mn^2 - 2n^3/3, solve, inverse; "
+    "see docs/counting.md)"
+)
+ROUTINE_ASSUMPTIONS["linalg.eigh"] = (
+    "eigh: the tridiagonal reduction (4n^3/3) and the eigenvectors' back-transformation (2n^3) "
+    "counted; the iterations on the tridiagonal matrix (data-dependent in number) taken as free"
+)
+ROUTINE_ASSUMPTIONS["linalg.svd"] = (
+    "svd: the bidiagonal reduction (4mn^2 - 4n^3/3) counted; the bidiagonal iterations and "
+    "forming U and V taken as free"
+)

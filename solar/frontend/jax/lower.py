@@ -76,7 +76,7 @@ class V:
     def size(self) -> int:
         return prod(self.shape)
 
-    def scalar(self) -> float | int | bool | None:
+    def scalar(self) -> complex | float | int | bool | None:
         """The Python number this value is known to be everywhere (a known splat), or None."""
         a = self.known
         if a is None or a.size == 0:
@@ -84,12 +84,14 @@ class V:
         first = a.reshape(-1)[0]
         if a.size > 1 and not _is_splat(a):
             return None
+        if a.dtype.kind == "c":  # a complex splat: its real part when the imaginary is 0
+            return complex(first) if first.imag else float(first.real)
         return first.item() if a.dtype.kind in "biuf" else float(first)
 
 
 def _is_splat(a: np.ndarray) -> bool:
     flat = a.reshape(-1)
-    if a.dtype.kind in "biu":
+    if a.dtype.kind in "biuc":
         return bool(np.all(flat == flat[0]))
     f = flat.astype(np.float64)
     return bool(np.all((f == f[0]) | (np.isnan(f) & np.isnan(f[0]))))

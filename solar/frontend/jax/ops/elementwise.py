@@ -135,6 +135,7 @@ ROWS: dict[str, Row] = {
     "mul": Row(fn("mul")),
     "div": Row(fn("div")),
     "max": Row(fn("maximum")),
+    "atan2": Row(fn("atan2")),
     "min": Row(fn("minimum")),
     "pow": Row(pow_expr),
     "rem": Row(lambda a, b: call("sub", a, call("mul", b, trunc(call("div", a, b))))),
