@@ -115,6 +115,10 @@ def execute(
 
 
 def _upcast(dtype: torch.dtype) -> torch.dtype:
+    """The dtype loads of ``dtype`` are computed in: float32 for the half types, int64 for
+    uint32 (which has no torch arithmetic; writes wrap back to 32 bits)."""
+    if dtype == torch.uint32:
+        return torch.int64
     return torch.float32 if dtype in _HALF else dtype
 
 

@@ -36,6 +36,9 @@ def _gelu(x: torch.Tensor, approximate: str = "none") -> torch.Tensor:
 def _cast(x: torch.Tensor, dtype: str) -> torch.Tensor:
     from solar.ir.dtypes import torch_dtype
 
+    if dtype == "uint32":  # computed in int64 (torch's uint32 has no arithmetic), wrapped
+        return x.to(torch.int64) & 0xFFFFFFFF
+
     return x.to(torch_dtype(dtype))
 
 
@@ -153,6 +156,74 @@ _ROWS += [
     ScalarOp("angle", 1, torch.angle, alu=5),
     ScalarOp("polar", 2, lambda r, t: torch.polar(*torch.broadcast_tensors(r, t)), alu=2, sfu=2),
 ]
+
+# Bits (issue 24: JAX's PRNG). Integers are computed in int64 by the executor (uint32 has no
+# torch arithmetic), so the 32-bit operators mask to 32 bits. A shift is one SHF; a bitcast
+# reinterprets a register (free); erfinv has no MUFU instruction: a log (MUFU.LG2) and a
+# polynomial of at least two FMAs (4 flops) as CUDA's erfinvf computes it.
+_M32 = 0xFFFFFFFF
+
+
+def _shift_right_logical(a: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
+    s = torch.as_tensor(s, device=a.device)
+    out = torch.bitwise_right_shift(a.to(torch.int64) & _M32, torch.clamp(s, 0, 32))
+    return torch.where(s >= 32, 0, out)
+
+
+def _shift_left(a: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
+    s = torch.as_tensor(s, device=a.device)
+    out = torch.bitwise_left_shift(a.to(torch.int64), torch.clamp(s, 0, 32)) & _M32
+    return torch.where(s >= 32, 0, out)
+
+
+def _bitcast(x: torch.Tensor, dtype: str) -> torch.Tensor:
+    """The 32 bits of ``x`` (an integer computed in int64, or a float32) as ``dtype``."""
+    if dtype in ("float32",):
+        bits = x.to(torch.int64) & _M32
+        return torch.where(bits >= 2**31, bits - 2**32, bits).to(torch.int32).view(torch.float32)
+    if dtype in ("uint32", "int32"):
+        bits = x.to(torch.float32).contiguous().view(torch.int32).to(torch.int64)
+        return bits & _M32 if dtype == "uint32" else bits
+    raise ValueError(f"bitcast to {dtype} is not supported; 32-bit float/int only")
+
+
+_ROWS += [
+    ScalarOp("shift_right_logical", 2, _shift_right_logical),
+    ScalarOp("shift_left", 2, _shift_left),
+    ScalarOp("bitcast", 1, _bitcast, alu=0),
+    ScalarOp("erfinv", 1, torch.erfinv, alu=4, sfu=1),
+]
+
+
+_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
+
+
+def threefry2x32(k0, k1, x0, x1) -> tuple[torch.Tensor, torch.Tensor]:
+    """Threefry-2x32 with 20 rounds (Salmon et al., SC 2011), as JAX's PRNG computes it, on
+    integers held in int64: the two 32-bit output words."""
+    t = [torch.as_tensor(v).to(torch.int64) & _M32 for v in (k0, k1, x0, x1)]
+    k0, k1, x0, x1 = torch.broadcast_tensors(*t)
+    ks = (k0, k1, k0 ^ k1 ^ 0x1BD11BDA)
+    x = [(x0 + ks[0]) & _M32, (x1 + ks[1]) & _M32]
+    for i in range(5):
+        for r in _ROTATIONS[i % 2]:
+            x[0] = (x[0] + x[1]) & _M32
+            x[1] = ((x[1] << r) | (x[1] >> (32 - r))) & _M32
+            x[1] = x[1] ^ x[0]
+        x[0] = (x[0] + ks[(i + 1) % 3]) & _M32
+        x[1] = (x[1] + ks[(i + 2) % 3] + i + 1) & _M32
+    return x[0], x[1]
+
+
+def _threefry(k0, k1, x0, x1, word: int = 0) -> torch.Tensor:
+    return threefry2x32(k0, k1, x0, x1)[int(word)]
+
+
+# ``threefry(k0, k1, x0, x1, word=w)``: word w of the Threefry-2x32 hash of the counter (x0, x1)
+# under the key (k0, k1). The hash is 20 rounds of (add, rotate: one SHF, xor) = 60 integer ops
+# and 6 key injections of 2 adds (the key-only sums folded) = 12: 72 per counter, charged
+# half to each output word (a program using both words pays 72).
+_ROWS.append(ScalarOp("threefry", 4, _threefry, alu=36))
 
 # A random value costs at least one instruction to produce (counter-based generators such as
 # Philox take tens per 4 values, but no fixed minimum is provable for every generator); its

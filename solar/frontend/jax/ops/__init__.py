@@ -29,6 +29,7 @@ from solar.frontend.jax.ops import (  # noqa: F401  (registration side effects)
     control,
     elementwise,
     linalg,
+    random,
     reduction,
     shape,
     spectral,
