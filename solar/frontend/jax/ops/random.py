@@ -142,9 +142,6 @@ def _check_impl(ctx: LoweringContext, impl: object) -> None:
         ctx.fail(f"with the {name} PRNG is not lowered; the default threefry2x32 only")
 
 
-__all__ = ["is_key"]
-
-
 # Shape primitives on key arrays: the same rule on the key data (one more, trailing dim of 2).
 def _data_params(prim: str, params: dict, ndim: int) -> dict:
     p = dict(params)
@@ -163,6 +160,10 @@ def _data_params(prim: str, params: dict, ndim: int) -> dict:
     elif prim == "transpose":
         p["permutation"] = (*p["permutation"], ndim)
     return p
+
+
+def _as_data(key: V) -> V:
+    return replace(key, shape=(*key.shape, 2), dtype="uint32")
 
 
 def _on_key_data(prim: str, rule):
