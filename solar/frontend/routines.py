@@ -29,7 +29,7 @@ class Emitter:
     local: Callable[[str, tuple[int, ...], str], T]
     fail: Callable[[str], None]
     # the contiguous storage tensor behind a dense view, and the order of its axes in it
-    storage: Callable[[T], tuple[T, tuple[int, ...]]]
+    storage: Callable[[T, int], tuple[T, tuple[int, ...]]]
 
 
 def _contiguous(shape: Sequence[int]) -> tuple[int, ...]:
@@ -157,7 +157,7 @@ def linalg(
         perm: tuple[int, ...] = ()
         target = out
         if tail > 1:
-            storage, order = em.storage(out)
+            storage, order = em.storage(out, nb)
             if tuple(order[:nb]) != tuple(range(nb)):
                 em.fail(f"writes {out.name} with its batch axes inside its matrix axes")
             perm = tuple(d - nb for d in order[nb:])

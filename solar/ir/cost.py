@@ -461,6 +461,8 @@ def op_counts(program: Program, st: Statement, kernel: Kernel | None = None) -> 
         others = [Affine.of(d.name) for d in st.parallel_dims if d.name != st.scan]
         n = distinct(out) - at_most([*others, *tags.out])
         alu, sfu = REDUCTION_COMBINE_COST[st.reduce]
+        if complex_value(program, st.expr):
+            alu = {"sum": 2, "prod": 6}.get(st.reduce, alu)
         ops[cls] += alu * max(0, n)
         ops["sfu"] += sfu * max(0, n)
     elif st.reduce is not None or st.accumulate:

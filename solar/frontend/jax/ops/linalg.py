@@ -22,7 +22,7 @@ def emitter(ctx: LoweringContext) -> Emitter:
         view=lambda t, shape, strides: ctx.view(t, shape, strides, 0),
         local=ctx.local,
         fail=ctx.fail,
-        storage=lambda t: (t, tuple(range(t.ndim))),
+        storage=lambda t, nb: (t, tuple(range(t.ndim))),
     )
 
 

@@ -8,7 +8,7 @@ the operators whose operands and result differ in kind:
 - ``polar(abs, angle)``, ``complex(real, imag)``: real to complex;
 - ``abs``, ``angle`` of a complex tensor: complex to real (``abs`` of a real tensor stays
   the elementwise row);
-- ``conj_physical``: the conjugate, materialised (a sign flip: free).
+- ``_conj_physical`` (``torch.conj_physical``): the conjugate, materialised (a sign flip: free).
 
 ``view_as_real``/``view_as_complex`` and ``real``/``imag`` (views that reinterpret the
 storage's element type) are not expressible: the IR's views keep their base's dtype.
@@ -58,6 +58,6 @@ lowering(aten.abs.default)(_magnitude("abs", aten.abs.default))
 lowering(aten.angle.default)(_magnitude("angle", aten.angle.default))
 
 
-@lowering(aten.conj_physical.default)
+@lowering(aten._conj_physical.default)
 def conj_physical(ctx: LoweringContext, x: T) -> None:
     pointwise(ctx, lambda e: call("conj", e), [x], compute=x.dtype)

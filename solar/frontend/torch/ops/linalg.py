@@ -8,21 +8,31 @@ from __future__ import annotations
 import torch
 
 from solar.frontend.routines import Emitter, Operand, linalg
-from solar.frontend.torch.lower import LoweringContext, T
+from solar.frontend.torch.lower import LoweringContext, T, contiguous_strides
 from solar.frontend.torch.registry import lowering
 
 aten = torch.ops.aten
 
 
-def _storage(ctx: LoweringContext, t: T) -> tuple[T, tuple[int, ...]]:
+def _storage(ctx: LoweringContext, t: T, nb: int) -> tuple[T, tuple[int, ...]]:
+    """``t`` (batch dims ``:nb`` outermost, matrix dims after, as LAPACK-style outputs are laid
+    out: column-major matrices) as a contiguous view of its storage with the matrix dims in
+    storage order, and that order."""
     decl = ctx.builder.program.tensors[t.name]
+    ident = tuple(range(t.ndim))
     if decl.view is None:
-        return t, tuple(range(t.ndim))
-    order = tuple(sorted(range(t.ndim), key=lambda d: -decl.view.strides[d]))
-    base = ctx.builder.program.tensors[decl.view.base]
-    if decl.view.offset or tuple(t.shape[d] for d in order) != base.shape:
+        return t, ident
+    strides, shape = decl.view.strides, t.shape
+    tail = [d for d in range(nb, t.ndim)]
+    big = [d for d in tail if shape[d] > 1]
+    moved = iter(sorted(big, key=lambda d: -strides[d]))
+    order = (*range(nb), *(next(moved) if shape[d] > 1 else d for d in tail))
+    dense = contiguous_strides([shape[d] for d in order])
+    if any(shape[d] > 1 and strides[d] != dense[i] for i, d in enumerate(order)):
         ctx.fail(f"writes {t.name} with a layout that is not a dense permutation")
-    return T(base.name, base.shape, base.dtype), order
+    view_shape = tuple(shape[d] for d in order)
+    name = ctx.builder.view(f"{t.name}_storage", t.name, view_shape, dense, decl.view.offset)
+    return T(name, view_shape, t.dtype), order
 
 
 def emitter(ctx: LoweringContext) -> Emitter:
@@ -38,7 +48,7 @@ def emitter(ctx: LoweringContext) -> Emitter:
         view=view,
         local=ctx.local,
         fail=ctx.fail,
-        storage=lambda t: _storage(ctx, t),
+        storage=lambda t, nb: _storage(ctx, t, nb),
     )
 
 
