@@ -126,9 +126,10 @@ def _svd(draw):
 def _solve_triangular(draw):
     a, upper, unit = spd(draw), draw(st.booleans()), draw(st.booleans())
     b = rand((*a.shape[:-1], draw(st.integers(1, 3))))
-    return (
-        lambda a, b: torch.linalg.solve_triangular(a, b, upper=upper, unitriangular=unit)
-    ), (a, b)
+    return (lambda a, b: torch.linalg.solve_triangular(a, b, upper=upper, unitriangular=unit)), (
+        a,
+        b,
+    )
 
 
 @case(aten.triangular_solve.default)
@@ -161,8 +162,6 @@ def _abs(draw):
 @case(aten.angle.default)
 def _angle(draw):
     return (lambda x: torch.angle(x)), (cplx(shape(draw)),)
-
-
 
 
 @case(aten._conj_physical.default)

@@ -17,7 +17,7 @@ import numpy as np
 from hypothesis import strategies as st
 from jax import lax
 
-from solar.frontend.jax import UnsupportedDtypeError, UnsupportedPrimitiveError
+from solar.frontend.jax import UnsupportedPrimitiveError
 
 Draw = Callable[[st.SearchStrategy], object]
 Build = Callable[[Draw], tuple[Callable, tuple]]

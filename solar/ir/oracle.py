@@ -265,9 +265,13 @@ class _Counter:
             t.plus.add([new_out], inst.n)
             t.minus.add(_scan_rows(st, inst, new_out), inst.n)  # type: ignore[union-attr]
         elif st.accumulate:  # distinct (output, term) pairs
-            cost = combine[st.reduce] if st.reduce else combine["sum"] if complex_value(
-                self.p, st.expr
-            ) else (1, 0)
+            cost = (
+                combine[st.reduce]
+                if st.reduce
+                else combine["sum"]
+                if complex_value(self.p, st.expr)
+                else (1, 0)
+            )
             self.tally(key, "combines", cls, cost).plus.add([new_out, *terms], inst.n)
         elif st.reduce is not None:  # distinct terms less distinct outputs
             t = self.tally(key, "combines", cls, combine[st.reduce], minus=True)

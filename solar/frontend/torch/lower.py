@@ -396,8 +396,10 @@ def tensor_vals(val: object) -> list[torch.Tensor]:
 def lower_view(ctx: LoweringContext) -> None:
     """Declare each output of an aliasing operator as a view of the input it aliases."""
     if str(ctx.target) in ("aten._conj.default", "aten._neg_view.default"):
-        ctx.fail("is a lazy conjugate (or negative) view, which the IR cannot express; "
-                 "call torch.conj_physical(x) (or x.resolve_conj()) instead")
+        ctx.fail(
+            "is a lazy conjugate (or negative) view, which the IR cannot express; "
+            "call torch.conj_physical(x) (or x.resolve_conj()) instead"
+        )
     inputs = ctx.input_tensors()
     outs: list[T | None] = []
     for i, v in enumerate(tensor_vals(ctx.val)):
