@@ -23,7 +23,10 @@ ITEMSIZE: dict[str, int] = {
 FLOAT = frozenset({"float64", "float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2"})
 
 
-# complex dtypes and the real dtype of their parts
+# Complex tensors hold their real and imaginary parts in one element; arithmetic on them is
+# counted in real operations (solar.ir.ops.COMPLEX_COST). uint32 (JAX's PRNG keys and random
+# bits) is computed in int64 by the executor (torch's uint32 has no arithmetic), wrapped to 32
+# bits when written. The complex dtypes and the real dtype of their parts:
 COMPLEX_PARTS = {"complex64": "float32", "complex128": "float64"}
 
 

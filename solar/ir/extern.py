@@ -7,7 +7,13 @@ they read and the outputs they write are ordinary affine accesses, so their DRAM
 exact, and the routine itself is a row of this table: how to execute it (``fn`` maps a tensor
 of rows ``(*batch, n)`` to ``(*batch, m)``) and the operations it provably needs.
 
-Cost model (the compute lower bound): **zero operations** for every routine here. Reading
+The FFT and dense linear-algebra routines (:mod:`solar.ir.extern_spectral`,
+:mod:`solar.ir.extern_linalg`) add their rows at the end of this module: they carry their
+published operation counts (see those modules) and say what the bound assumes of them in
+:data:`ROUTINE_ASSUMPTIONS`.
+
+Cost model (the compute lower bound) of the rows below: **zero operations** for every
+selection routine. Reading
 every key once and writing every output once is necessary, and is counted as DRAM traffic by
 the accesses. No positive op count is provable for these routines on a GPU: a comparison
 count (``n - 1`` for a selection, ``log2 n!`` for a sort) only binds comparison-based
