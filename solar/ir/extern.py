@@ -8,7 +8,7 @@ exact, and the routine itself is a row of this table: how to execute it (``fn`` 
 of rows ``(*batch, n)`` to ``(*batch, m)``) and the operations it provably needs.
 
 The FFT and dense linear-algebra routines (:mod:`solar.ir.extern_spectral`,
-:mod:`solar.ir.extern_linalg`) add their rows at the end of this module: they carry their
+:mod:`solar.ir.extern_linalg`) add their rows to the table: they carry their
 published operation counts (see those modules) and say what the bound assumes of them in
 :data:`ROUTINE_ASSUMPTIONS`.
 
@@ -28,18 +28,11 @@ feeds it, counted as usual). Adding a routine is adding a row.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import torch
 
-
-@dataclass(frozen=True)
-class ExternOp:
-    name: str
-    fn: Callable[..., torch.Tensor]  # fn(rows (*batch, n), **attrs) -> (*batch, m)
-    # ops(n, m, rows, attrs) -> {op class: count}: the provable minimum (see module doc)
-    ops: Callable[[int, int, int, dict], dict[str, int]]
-    doc: str = ""
+from solar.ir import extern_linalg, extern_spectral
+from solar.ir.extern_base import ExternOp
 
 
 def _no_ops(n: int, m: int, rows: int, attrs: dict) -> dict[str, int]:
@@ -95,11 +88,13 @@ _ROWS = [
     ExternOp("randperm", _randperm, _random_keys, "a random permutation of the row (n keys)"),
 ]
 
+_ROWS += extern_spectral.ROWS + extern_linalg.ROWS
+
 EXTERN_OPS: dict[str, ExternOp] = {op.name: op for op in _ROWS}
 
 # What the bound assumes when a program runs a routine (the Bound's assumptions): routine name
-# or prefix ("fft.") -> the sentence. Rows of the FFT and linear-algebra modules add theirs.
-ROUTINE_ASSUMPTIONS: dict[str, str] = {}
+# or prefix ("fft.") -> the sentence, from the routine families.
+ROUTINE_ASSUMPTIONS: dict[str, str] = {**extern_spectral.ASSUMPTIONS, **extern_linalg.ASSUMPTIONS}
 
 
 def routine_assumptions(names: set[str]) -> list[str]:
@@ -119,7 +114,3 @@ def extern_op(name: str) -> ExternOp:
         raise ValueError(
             f"extern routine {name!r} is not in solar.ir.extern.EXTERN_OPS; add a row there"
         ) from None
-
-
-# The FFT and dense linear-algebra routines add their rows (imported last: they use ExternOp).
-from solar.ir import extern_linalg, extern_spectral  # noqa: E402, F401

@@ -44,7 +44,9 @@ import math
 
 import torch
 
-from solar.ir.extern import EXTERN_OPS, ROUTINE_ASSUMPTIONS, ExternOp
+from solar.ir.extern_base import ExternOp
+
+ASSUMPTIONS: dict[str, str] = {}  # merged into solar.ir.extern.ROUTINE_ASSUMPTIONS
 
 _CLASS = {"float32": "cuda_fp32", "float64": "cuda_fp64"}
 
@@ -189,18 +191,17 @@ ROWS.append(
         "the row permutation of 0-based LU pivots (data movement only)",
     )
 )
-EXTERN_OPS.update({op.name: op for op in ROWS})
-ROUTINE_ASSUMPTIONS["linalg."] = (
+ASSUMPTIONS["linalg."] = (
     "dense linear algebra: one cuSOLVER/cuBLAS kernel per routine in its operands' precision "
     "(no TF32), matrices read and results written once; compute = the classical operation "
     "counts (LU 2n^3/3, Cholesky n^3/3 multiply-adds, QR 2mn^2 - 2n^3/3, solve, inverse; "
     "see docs/counting.md)"
 )
-ROUTINE_ASSUMPTIONS["linalg.eigh"] = (
+ASSUMPTIONS["linalg.eigh"] = (
     "eigh: the tridiagonal reduction (4n^3/3) and the eigenvectors' back-transformation (2n^3) "
     "counted; the iterations on the tridiagonal matrix (data-dependent in number) taken as free"
 )
-ROUTINE_ASSUMPTIONS["linalg.svd"] = (
+ASSUMPTIONS["linalg.svd"] = (
     "svd: the bidiagonal reduction (4mn^2 - 4n^3/3) counted; the bidiagonal iterations and "
     "forming U and V taken as free"
 )

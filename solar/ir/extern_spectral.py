@@ -30,7 +30,9 @@ import math
 
 import torch
 
-from solar.ir.extern import EXTERN_OPS, ROUTINE_ASSUMPTIONS, ExternOp
+from solar.ir.extern_base import ExternOp
+
+ASSUMPTIONS: dict[str, str] = {}  # merged into solar.ir.extern.ROUTINE_ASSUMPTIONS
 
 _CLASS = {"float32": "cuda_fp32", "float64": "cuda_fp64"}
 
@@ -109,8 +111,7 @@ ROWS = [
     ExternOp("fft.r2c", _fft_fn("r2c"), _fft_ops("r2c"), "real-input n-d DFT, half spectrum"),
     ExternOp("fft.c2r", _fft_fn("c2r"), _fft_ops("c2r"), "half spectrum to real n-d signal"),
 ]
-EXTERN_OPS.update({op.name: op for op in ROWS})
-ROUTINE_ASSUMPTIONS["fft."] = (
+ASSUMPTIONS["fft."] = (
     "FFTs: one cuFFT kernel each, inputs and outputs once through DRAM; compute = the best "
     "known algorithm's operation count (split-radix 4n log2 n - 6n + 8 real flops per complex "
     "n-point transform, 2n log2 n - 4n + 6 per real one, row-column for n-d), not a proven "
