@@ -208,7 +208,7 @@ def test_eigh_vectors_are_eigenvectors_and_count_the_reduction():
     trace = trace_jax(fn, (a,), precision="ieee")
     got = execute(trace.program, trace.values(fn, (a,)))
     w, v = (got[n] for n in trace.output_names)
-    a_t = torch.from_numpy(np.asarray(a))
+    a_t = torch.from_numpy(np.array(a))
     torch.testing.assert_close(a_t @ v, v * w, rtol=1e-4, atol=1e-4)
     torch.testing.assert_close(w, torch.linalg.eigvalsh(a_t), rtol=1e-5, atol=1e-5)
     k = next(k for k in trace.program.kernels if k.op.startswith("eigh"))
