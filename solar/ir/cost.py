@@ -99,7 +99,8 @@ from dataclasses import dataclass, field, replace
 from math import prod
 
 from solar.ir.affine import Affine
-from solar.ir.dtypes import is_complex, itemsize
+from solar.ir.complex_cost import call_cost, complex_value, contraction_multiplier
+from solar.ir.dtypes import itemsize
 from solar.ir.extern import extern_op
 from solar.ir.footprint import (
     LIMIT_DEPENDENT_CACHES,
@@ -109,9 +110,9 @@ from solar.ir.footprint import (
     injective_layout,
     union_footprint,
 )
-from solar.ir.ops import COMPLEX_COST, REDUCTION_COMBINE_COST, scalar_op
+from solar.ir.ops import REDUCTION_COMBINE_COST
 from solar.ir.program import Dim, Kernel, Program, Statement, with_loops
-from solar.ir.scalar import Call, Const, Expr, Index, Load
+from solar.ir.scalar import Call, Expr, Index, Load
 
 OP_CLASSES = (
     "tc_fp64",
@@ -333,49 +334,6 @@ def _call_dtype(program: Program, st: Statement, node: Expr) -> str:
         if ldt != "bool":
             return ldt
     return "bool"
-
-
-_REAL_RESULT = frozenset({"real", "imag", "abs", "angle"})
-
-
-def complex_value(program: Program, e: Expr) -> bool:
-    """Whether ``e`` is complex-valued: a load of a complex tensor, a complex constant, a
-    ``complex``/``polar`` (or a cast to a complex dtype), or an operator with a complex operand
-    (except ``real``, ``imag``, ``abs``, ``angle`` and comparisons, which are real)."""
-    if isinstance(e, Load):
-        return is_complex(program.tensors[e.tensor].dtype)
-    if isinstance(e, Const):
-        return isinstance(e.value, complex)
-    if not isinstance(e, Call):
-        return False
-    if e.op in ("complex", "polar"):
-        return True
-    if e.op == "cast":  # a real value cast to complex keeps a zero imaginary part
-        return is_complex(str(dict(e.attrs).get("dtype", ""))) and complex_value(program, e.args[0])
-    if e.op in _REAL_RESULT:
-        return False
-    return any(complex_value(program, a) for a in e.args)
-
-
-def call_cost(program: Program, node: Call) -> tuple[int, int]:
-    """(CUDA-core flops, MUFU ops) of one evaluation of ``node``: its row of
-    :data:`solar.ir.ops.SCALAR_OPS`, or of :data:`solar.ir.ops.COMPLEX_COST` when an operand
-    is complex."""
-    spec = scalar_op(node.op)
-    rows = COMPLEX_COST.get(node.op)
-    if rows is not None:
-        flags = tuple(complex_value(program, a) for a in node.args)
-        if any(flags):
-            return rows.get(flags, (spec.alu, spec.sfu))
-    return spec.alu, spec.sfu
-
-
-def contraction_multiplier(program: Program, pair: tuple[Load, Load]) -> int:
-    """Real multiply-adds per operand pair of a contraction: 1 for real operands, 2 for a real
-    times a complex one, 3 for two complex ones (the 3M algorithm, Gauss's three products
-    (a+b)(c+d), ac, bd per pair, which cuBLAS offers as cublasCgemm3m; the plain CGEMM does 4)."""
-    n = sum(is_complex(program.tensors[ld.tensor].dtype) for ld in pair)
-    return (1, 2, 3)[n]
 
 
 @dataclass(frozen=True)

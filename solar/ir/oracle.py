@@ -52,13 +52,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import torch
 
-from solar.ir.cost import (
-    call_cost,
-    complex_value,
-    contraction_class,
-    contraction_multiplier,
-    cuda_class,
-)
+from solar.ir.complex_cost import call_cost, complex_value, contraction_multiplier
+from solar.ir.cost import contraction_class, cuda_class
 from solar.ir.extern import extern_op
 from solar.ir.ops import REDUCTION_COMBINE_COST, scalar_op
 from solar.ir.program import Kernel, Program, Statement
