@@ -100,7 +100,7 @@ from math import prod
 
 from solar.ir.affine import Affine
 from solar.ir.complex_cost import call_cost, complex_value, contraction_multiplier
-from solar.ir.dtypes import itemsize
+from solar.ir.dtypes import itemsize, real_part_dtype
 from solar.ir.extern import extern_op
 from solar.ir.footprint import (
     LIMIT_DEPENDENT_CACHES,
@@ -204,7 +204,9 @@ def contraction_class(st: Statement, program: Program) -> str:
     ops = contraction_operands(st)
     if ops is None:
         raise ValueError("not a contraction")
-    dts = [program.tensors[ld.tensor].dtype for ld in ops]
+    # complex operands run on the unit of their parts' dtype (ZGEMM on the FP64 tensor cores,
+    # CGEMM on TF32 ones when the math mode allows it)
+    dts = [real_part_dtype(program.tensors[ld.tensor].dtype) for ld in ops]
     dt = min(dts, key=itemsize)  # mixed dtypes: the narrower, faster unit (stable: first)
     if dt == "float32":
         return "tc_tf32" if st.precision == "tf32" else "cuda_fp32"
