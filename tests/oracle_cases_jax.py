@@ -17,7 +17,7 @@ import numpy as np
 from hypothesis import strategies as st
 from jax import lax
 
-from solar.frontend.jax import UnsupportedDtypeError, UnsupportedPrimitiveError
+from solar.frontend.jax import UnsupportedPrimitiveError
 
 Draw = Callable[[st.SearchStrategy], object]
 Build = Callable[[Draw], tuple[Callable, tuple]]
@@ -633,15 +633,10 @@ def _while(draw):  # a trip count known while tracing (a fori_loop becomes a sca
 
 
 # ----------------------------------------------------------------- refused primitives
-# random_bits and random_unwrap need a key, which random_seed (refused first, by the same rule)
-# creates; threefry2x32 works on uint32 words, a dtype the IR refuses before the rule is reached.
 
 for _n, _f, _err, _m in (
-    ("random_seed", lambda x: jax.random.key(0), UnsupportedPrimitiveError, ""),
-    ("random_bits", lambda x: jax.random.bits(jax.random.key(0), x.shape), UnsupportedPrimitiveError, "random_seed"),  # noqa: E501
-    ("random_wrap", lambda x: jax.random.wrap_key_data(jnp.zeros(2, jnp.uint32)), UnsupportedPrimitiveError, ""),  # noqa: E501
-    ("random_unwrap", lambda x: jax.random.key_data(jax.random.key(0)), UnsupportedPrimitiveError, "random_seed"),  # noqa: E501
-    ("threefry2x32", lambda x: jax.extend.random.threefry_2x32(*jnp.ones((2, 2), jnp.uint32)), UnsupportedDtypeError, "uint32"),  # noqa: E501
     ("approx_top_k", lambda x: lax.approx_max_k(x.astype(jnp.float32), 1), UnsupportedPrimitiveError, ""),  # noqa: E501
 ):  # fmt: skip
     case(_n, examples=1, error=_err, match=_m)(lambda draw, f=_f: (f, (rand((2, 4), jnp.int32),)))
+
+import oracle_cases_jax_science  # noqa: E402,F401  (FFT, linear algebra, complex, PRNG)

@@ -1314,5 +1314,6 @@ for _name in ("lstm", "gru", "rnn_tanh", "rnn_relu"):
         return m, (x,)
 
     case(getattr(solar_ops, _name).default, examples=4)(_rnn)
+import oracle_cases_complex  # noqa: E402,F401  (FFT, linear algebra, complex numbers)
 import oracle_cases_models  # noqa: E402,F401  (view copies, random, transformer, cells)
 import oracle_cases_training  # noqa: E402,F401  (registers the training-step cases)

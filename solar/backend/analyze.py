@@ -13,6 +13,8 @@ from solar.backend.result import Bound, KernelRow
 from solar.backend.roofline import fused_bytes, graph_ops, kernel_times
 from solar.backend.units import compute_time
 from solar.fmt import fmt_bytes
+from solar.ir.dtypes import is_complex
+from solar.ir.extern import routine_assumptions
 
 
 def _level(compute, nbytes: float, spec) -> tuple[float, str]:
@@ -82,6 +84,13 @@ def analyze(g: nx.MultiDiGraph, spec, *, notes: list[str] | None = None) -> Boun
     if not all(k.exact for k in kernels) or not g.graph["fused_io"]["exact"]:
         assumptions.append("some footprints are proven lower bounds, not exact counts (marked ≥)")
     assumptions.extend(narrow)
+    routines = {d["extern"] for _, d in g.nodes(data=True) if d.get("extern")}
+    assumptions.extend(routine_assumptions(routines))
+    if any(is_complex(t["dtype"]) for t in g.graph.get("tensors", {}).values()):
+        assumptions.append(
+            "complex arithmetic in real operations: a complex multiply 4 multiplies and 2 adds, "
+            "a complex contraction 3 real multiply-adds per product (the 3M algorithm)"
+        )
     assumptions.extend(lat.assumptions())
     assumptions.extend(notes or [])
     rows = [

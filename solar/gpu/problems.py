@@ -197,7 +197,8 @@ def _jax_problem_kind(module) -> str | None:
 
 class _RandomArrays:
     """Random JAX arrays from one seed, on one device: :meth:`real` for each
-    ``jax.ShapeDtypeStruct`` (normal floats, integers in [0, 8), fair bools), :meth:`fresh` in
+    ``jax.ShapeDtypeStruct`` (normal floats, integers in [0, 8), fair bools, PRNG keys folded
+    from the seed), :meth:`fresh` in
     place of a constant-filled float array (never validate on zeros)."""
 
     def __init__(self, path, seed: int, device) -> None:
@@ -226,6 +227,9 @@ class _RandomArrays:
 
         if not self.is_struct(x):
             return x
+        if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):  # a typed PRNG key array
+            k = self._next_key()
+            return jax.random.split(k, x.shape) if x.shape else k
         k, dt = self._next_key(), jnp.dtype(x.dtype)
         if jnp.issubdtype(dt, jnp.floating):
             v = jax.random.normal(k, x.shape, jnp.float32).astype(dt)

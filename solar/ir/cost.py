@@ -99,7 +99,8 @@ from dataclasses import dataclass, field, replace
 from math import prod
 
 from solar.ir.affine import Affine
-from solar.ir.dtypes import itemsize
+from solar.ir.complex_cost import call_cost, complex_value, contraction_multiplier
+from solar.ir.dtypes import itemsize, real_part_dtype
 from solar.ir.extern import extern_op
 from solar.ir.footprint import (
     LIMIT_DEPENDENT_CACHES,
@@ -109,7 +110,7 @@ from solar.ir.footprint import (
     injective_layout,
     union_footprint,
 )
-from solar.ir.ops import REDUCTION_COMBINE_COST, scalar_op
+from solar.ir.ops import REDUCTION_COMBINE_COST
 from solar.ir.program import Dim, Kernel, Program, Statement, with_loops
 from solar.ir.scalar import Call, Expr, Index, Load
 
@@ -145,6 +146,8 @@ _CUDA_CORE = {
     "bfloat16": "cuda_bf16",
     "float8_e4m3fn": "cuda_fp16",
     "float8_e5m2": "cuda_fp16",
+    "complex64": "cuda_fp32",  # complex arithmetic is real arithmetic on the parts
+    "complex128": "cuda_fp64",
 }
 
 
@@ -201,7 +204,9 @@ def contraction_class(st: Statement, program: Program) -> str:
     ops = contraction_operands(st)
     if ops is None:
         raise ValueError("not a contraction")
-    dts = [program.tensors[ld.tensor].dtype for ld in ops]
+    # complex operands run on the unit of their parts' dtype (ZGEMM on the FP64 tensor cores,
+    # CGEMM on TF32 ones when the math mode allows it)
+    dts = [real_part_dtype(program.tensors[ld.tensor].dtype) for ld in ops]
     dt = min(dts, key=itemsize)  # mixed dtypes: the narrower, faster unit (stable: first)
     if dt == "float32":
         return "tc_tf32" if st.precision == "tf32" else "cuda_fp32"
@@ -385,22 +390,23 @@ def op_counts(program: Program, st: Statement, kernel: Kernel | None = None) -> 
     pair = contraction_operands(st)
     if pair is not None:
         forms = [f for ld in pair for f in (_load_form(program, ld), *tags.load(ld))]
-        ops[contraction_class(st, program)] += 2 * distinct(forms, list(pair))
+        k = contraction_multiplier(program, pair)
+        ops[contraction_class(st, program)] += 2 * k * distinct(forms, list(pair))
         return OpCounts({k: v for k, v in ops.items() if v}, exact)
     seen: set[str] = set()
     for node in st.expr.walk_values():
         if not isinstance(node, Call) or str(node) in seen:
             continue  # identical subtrees (same printed form) are evaluated once
         seen.add(str(node))
-        spec = scalar_op(node.op)
-        if not spec.alu and not spec.sfu:
+        alu, sfu = call_cost(program, node)
+        if not alu and not sfu:
             continue
         forms = _signature(program, node, tags)
         if not forms:
             continue  # constant: folded at compile time
         n = distinct(forms, [node])
-        ops[cuda_class(_call_dtype(program, st, node))] += spec.alu * n
-        ops["sfu"] += spec.sfu * n
+        ops[cuda_class(_call_dtype(program, st, node))] += alu * n
+        ops["sfu"] += sfu * n
     out = [_flat_form(program, st.out.tensor, st.out.index), *tags.out]
     cls = cuda_class(_call_dtype(program, st, st.expr))
     if st.extern is not None:
@@ -415,6 +421,8 @@ def op_counts(program: Program, st: Statement, kernel: Kernel | None = None) -> 
         others = [Affine.of(d.name) for d in st.parallel_dims if d.name != st.scan]
         n = distinct(out) - at_most([*others, *tags.out])
         alu, sfu = REDUCTION_COMBINE_COST[st.reduce]
+        if complex_value(program, st.expr):
+            alu = {"sum": 2, "prod": 6}.get(st.reduce, alu)
         ops[cls] += alu * max(0, n)
         ops["sfu"] += sfu * max(0, n)
     elif st.reduce is not None or st.accumulate:
@@ -428,6 +436,8 @@ def op_counts(program: Program, st: Statement, kernel: Kernel | None = None) -> 
                 out = [Affine.of(d.name) for d in st.parallel_dims] + list(tags.out)
             n = distinct(terms, [st.expr]) - at_most(out)
         alu, sfu = REDUCTION_COMBINE_COST[st.reduce] if st.reduce else (1, 0)
+        if complex_value(program, st.expr):  # a complex combine: a sum's 2 adds, a product's 6
+            alu = {"sum": 2, "prod": 6}.get(st.reduce or "sum", alu)
         ops[cls] += alu * max(0, n)
         ops["sfu"] += sfu * max(0, n)
     return OpCounts({k: v for k, v in ops.items() if v}, exact)

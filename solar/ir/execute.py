@@ -115,11 +115,15 @@ def execute(
 
 
 def _upcast(dtype: torch.dtype) -> torch.dtype:
+    """The dtype loads of ``dtype`` are computed in: float32 for the half types, int64 for
+    uint32 (which has no torch arithmetic; writes wrap back to 32 bits)."""
+    if dtype == torch.uint32:
+        return torch.int64
     return torch.float32 if dtype in _HALF else dtype
 
 
 def _identity(reduce: str, dtype: torch.dtype) -> float | int | bool:
-    if dtype.is_floating_point:
+    if dtype.is_floating_point or dtype.is_complex:
         return REDUCTIONS[reduce][0]
     if dtype == torch.bool:
         return {"sum": False, "prod": True, "max": False, "min": True}[reduce]
@@ -803,7 +807,7 @@ class _StatementRun:
             return None
         assert dtype is not None
         ct = _upcast(self.explicit if self.explicit is not None else dtype)
-        if not ct.is_floating_point:
+        if not (ct.is_floating_point or ct.is_complex):
             return None
         groups: dict[tuple[str, ...], list[Guard]] = {}
         for g in self.guards:

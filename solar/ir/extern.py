@@ -7,7 +7,13 @@ they read and the outputs they write are ordinary affine accesses, so their DRAM
 exact, and the routine itself is a row of this table: how to execute it (``fn`` maps a tensor
 of rows ``(*batch, n)`` to ``(*batch, m)``) and the operations it provably needs.
 
-Cost model (the compute lower bound): **zero operations** for every routine here. Reading
+The FFT and dense linear-algebra routines (:mod:`solar.ir.extern_spectral`,
+:mod:`solar.ir.extern_linalg`) add their rows to the table: they carry their
+published operation counts (see those modules) and say what the bound assumes of them in
+:data:`ROUTINE_ASSUMPTIONS`.
+
+Cost model (the compute lower bound) of the rows below: **zero operations** for every
+selection routine. Reading
 every key once and writing every output once is necessary, and is counted as DRAM traffic by
 the accesses. No positive op count is provable for these routines on a GPU: a comparison
 count (``n - 1`` for a selection, ``log2 n!`` for a sort) only binds comparison-based
@@ -22,18 +28,11 @@ feeds it, counted as usual). Adding a routine is adding a row.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import torch
 
-
-@dataclass(frozen=True)
-class ExternOp:
-    name: str
-    fn: Callable[..., torch.Tensor]  # fn(rows (*batch, n), **attrs) -> (*batch, m)
-    # ops(n, m, rows, attrs) -> {op class: count}: the provable minimum (see module doc)
-    ops: Callable[[int, int, int, dict], dict[str, int]]
-    doc: str = ""
+from solar.ir import extern_linalg, extern_spectral
+from solar.ir.extern_base import ExternOp
 
 
 def _no_ops(n: int, m: int, rows: int, attrs: dict) -> dict[str, int]:
@@ -89,7 +88,23 @@ _ROWS = [
     ExternOp("randperm", _randperm, _random_keys, "a random permutation of the row (n keys)"),
 ]
 
+_ROWS += extern_spectral.ROWS + extern_linalg.ROWS
+
 EXTERN_OPS: dict[str, ExternOp] = {op.name: op for op in _ROWS}
+
+# What the bound assumes when a program runs a routine (the Bound's assumptions): routine name
+# or prefix ("fft.") -> the sentence, from the routine families.
+ROUTINE_ASSUMPTIONS: dict[str, str] = {**extern_spectral.ASSUMPTIONS, **extern_linalg.ASSUMPTIONS}
+
+
+def routine_assumptions(names: set[str]) -> list[str]:
+    """The assumptions of the routines ``names`` (by exact name or prefix), each once."""
+    out: list[str] = []
+    for key, text in ROUTINE_ASSUMPTIONS.items():
+        hit = key in names or (key.endswith(".") and any(n.startswith(key) for n in names))
+        if hit and text not in out:
+            out.append(text)
+    return out
 
 
 def extern_op(name: str) -> ExternOp:

@@ -36,6 +36,9 @@ def _gelu(x: torch.Tensor, approximate: str = "none") -> torch.Tensor:
 def _cast(x: torch.Tensor, dtype: str) -> torch.Tensor:
     from solar.ir.dtypes import torch_dtype
 
+    if dtype == "uint32":  # computed in int64 (torch's uint32 has no arithmetic), wrapped
+        return x.to(torch.int64) & 0xFFFFFFFF
+
     return x.to(torch_dtype(dtype))
 
 
@@ -141,6 +144,87 @@ _ROWS = [
     ScalarOp("cosh", 1, torch.cosh, alu=3, sfu=1),
 ]
 
+# Complex numbers (issue 24). real/imag/complex/conj select or assemble the two parts of a
+# complex value (register moves and a sign flip: free); polar(r, theta) = r cos theta +
+# i r sin theta (two MUFU ops and two multiplies). The arithmetic operators above take complex
+# operands too; what they cost then (in real operations) is :data:`COMPLEX_COST`.
+_ROWS += [
+    ScalarOp("real", 1, lambda x: torch.real(x) if x.is_complex() else x, alu=0),
+    ScalarOp("imag", 1, lambda x: torch.imag(x) if x.is_complex() else torch.zeros_like(x), alu=0),
+    ScalarOp("complex", 2, lambda re, im: torch.complex(*torch.broadcast_tensors(re, im)), alu=0),
+    ScalarOp("conj", 1, lambda x: torch.conj_physical(x) if x.is_complex() else x, alu=0),
+    ScalarOp("angle", 1, torch.angle, alu=5),
+    ScalarOp("polar", 2, lambda r, t: torch.polar(*torch.broadcast_tensors(r, t)), alu=2, sfu=2),
+]
+
+# Bits (issue 24: JAX's PRNG). Integers are computed in int64 by the executor (uint32 has no
+# torch arithmetic), so the 32-bit operators mask to 32 bits. A shift is one SHF; a bitcast
+# reinterprets a register (free); erfinv has no MUFU instruction: a log (MUFU.LG2) and a
+# polynomial of at least two FMAs (4 flops) as CUDA's erfinvf computes it.
+_M32 = 0xFFFFFFFF
+
+
+def _shift_right_logical(a: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
+    s = torch.as_tensor(s, device=a.device)
+    out = torch.bitwise_right_shift(a.to(torch.int64) & _M32, torch.clamp(s, 0, 32))
+    return torch.where(s >= 32, 0, out)
+
+
+def _shift_left(a: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
+    s = torch.as_tensor(s, device=a.device)
+    out = torch.bitwise_left_shift(a.to(torch.int64), torch.clamp(s, 0, 32)) & _M32
+    return torch.where(s >= 32, 0, out)
+
+
+def _bitcast(x: torch.Tensor, dtype: str) -> torch.Tensor:
+    """The 32 bits of ``x`` (an integer computed in int64, or a float32) as ``dtype``."""
+    if dtype in ("float32",):
+        bits = x.to(torch.int64) & _M32
+        return torch.where(bits >= 2**31, bits - 2**32, bits).to(torch.int32).view(torch.float32)
+    if dtype in ("uint32", "int32"):
+        bits = x.to(torch.float32).contiguous().view(torch.int32).to(torch.int64)
+        return bits & _M32 if dtype == "uint32" else bits
+    raise ValueError(f"bitcast to {dtype} is not supported; 32-bit float/int only")
+
+
+_ROWS += [
+    ScalarOp("shift_right_logical", 2, _shift_right_logical),
+    ScalarOp("shift_left", 2, _shift_left),
+    ScalarOp("bitcast", 1, _bitcast, alu=0),
+    ScalarOp("erfinv", 1, torch.erfinv, alu=4, sfu=1),
+]
+
+
+_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
+
+
+def threefry2x32(k0, k1, x0, x1) -> tuple[torch.Tensor, torch.Tensor]:
+    """Threefry-2x32 with 20 rounds (Salmon et al., SC 2011), as JAX's PRNG computes it, on
+    integers held in int64: the two 32-bit output words."""
+    t = [torch.as_tensor(v).to(torch.int64) & _M32 for v in (k0, k1, x0, x1)]
+    k0, k1, x0, x1 = torch.broadcast_tensors(*t)
+    ks = (k0, k1, k0 ^ k1 ^ 0x1BD11BDA)
+    x = [(x0 + ks[0]) & _M32, (x1 + ks[1]) & _M32]
+    for i in range(5):
+        for r in _ROTATIONS[i % 2]:
+            x[0] = (x[0] + x[1]) & _M32
+            x[1] = ((x[1] << r) | (x[1] >> (32 - r))) & _M32
+            x[1] = x[1] ^ x[0]
+        x[0] = (x[0] + ks[(i + 1) % 3]) & _M32
+        x[1] = (x[1] + ks[(i + 2) % 3] + i + 1) & _M32
+    return x[0], x[1]
+
+
+def _threefry(k0, k1, x0, x1, word: int = 0) -> torch.Tensor:
+    return threefry2x32(k0, k1, x0, x1)[int(word)]
+
+
+# ``threefry(k0, k1, x0, x1, word=w)``: word w of the Threefry-2x32 hash of the counter (x0, x1)
+# under the key (k0, k1). The hash is 20 rounds of (add, rotate: one SHF, xor) = 60 integer ops
+# and 6 key injections of 2 adds (the key-only sums folded) = 12: 72 per counter, charged
+# half to each output word (a program using both words pays 72).
+_ROWS.append(ScalarOp("threefry", 4, _threefry, alu=36))
+
 # A random value costs at least one instruction to produce (counter-based generators such as
 # Philox take tens per 4 values, but no fixed minimum is provable for every generator); its
 # argument is the element's flat position, so it counts once per value drawn.
@@ -152,6 +236,28 @@ SCALAR_OPS: dict[str, ScalarOp] = {op.name: op for op in _ROWS}
 SCALAR_OPS["gelu_tanh"] = ScalarOp(
     "gelu_tanh", 1, lambda x: F.gelu(x, approximate="tanh"), alu=5, sfu=1
 )
+
+# What an operator costs when some operand is complex, in real operations (CUDA-core flops,
+# an FMA counting 2; MUFU ops): ``op -> {(a complex, b complex): (alu, sfu)}``. The textbook
+# formulas, each the fewest real operations of the known algorithms:
+# (a+bi)(c+di) = (ac - bd) + (ad + bc)i: 4 multiplies and 2 adds (6; Gauss's 3-multiply form
+# needs 5 adds: 8); a real times a complex: 2 multiplies; a sum: 2 adds (1 with a real
+# operand); (a+bi)/(c+di) = ((ac + bd) + (bc - ad)i) / (c^2 + d^2): 4 multiplies and 2 adds
+# for the numerator, 2 multiplies and 1 add for c^2 + d^2, 2 divides (11); by a real: 2
+# divides; a real by a complex: c^2 + d^2 (3), a divide, 2 multiplies and a negation (6).
+# |a+bi| = sqrt(a^2 + b^2): a multiply and an FMA (3) and one MUFU.SQRT; exp(a+bi) = e^a
+# (cos b + i sin b): 3 MUFU ops and 2 multiplies; angle is atan2 (5, see above).
+# Operators without a row count their real cost (a lower bound: one part's work).
+COMPLEX_COST: dict[str, dict[tuple[bool, ...], tuple[int, int]]] = {
+    "add": {(True, True): (2, 0), (True, False): (1, 0), (False, True): (1, 0)},
+    "sub": {(True, True): (2, 0), (True, False): (1, 0), (False, True): (1, 0)},
+    "mul": {(True, True): (6, 0), (True, False): (2, 0), (False, True): (2, 0)},
+    "div": {(True, True): (11, 0), (True, False): (2, 0), (False, True): (6, 0)},
+    "square": {(True,): (3, 0)},  # (a^2 - b^2) + 2ab i: a multiply and an FMA, a multiply
+    "reciprocal": {(True,): (6, 0)},
+    "abs": {(True,): (3, 1)},
+    "exp": {(True,): (2, 3)},
+}
 
 # Identity values of the reduction operators, and their torch implementations.
 REDUCTIONS: dict[str, tuple[float, Callable[..., torch.Tensor]]] = {

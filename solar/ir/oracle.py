@@ -52,6 +52,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import torch
 
+from solar.ir.complex_cost import call_cost, complex_value, contraction_multiplier
 from solar.ir.cost import contraction_class, cuda_class
 from solar.ir.extern import extern_op
 from solar.ir.ops import REDUCTION_COMBINE_COST, scalar_op
@@ -231,7 +232,8 @@ class _Counter:
         key = (ki, si)
         pair = _contraction_pair(st)
         if pair is not None:
-            t = self.tally(key, "pairs", contraction_class(st, self.p), (2, 0))
+            k = contraction_multiplier(self.p, pair)  # real multiply-adds per complex pair
+            t = self.tally(key, "pairs", contraction_class(st, self.p), (2 * k, 0))
             t.plus.add([load_ids[id(ld)] for ld in pair], inst.n)
             return
         seen: set[str] = set()
@@ -239,26 +241,35 @@ class _Counter:
             if not isinstance(node, Call) or str(node) in seen:
                 continue
             seen.add(str(node))
-            spec = scalar_op(node.op)
+            alu, sfu = call_cost(self.p, node)  # complex operands: COMPLEX_COST's row
             cols = _signature(node, load_ids, inst)
-            if (spec.alu or spec.sfu) and cols:
+            if (alu or sfu) and cols:
                 cls = cuda_class(_call_dtype(self.p, st, node))
-                self.tally(key, str(node), cls, (spec.alu, spec.sfu)).plus.add(cols, inst.n)
+                self.tally(key, str(node), cls, (alu, sfu)).plus.add(cols, inst.n)
         cls = cuda_class(_call_dtype(self.p, st, st.expr))
+        combine = dict(REDUCTION_COMBINE_COST)
+        if complex_value(self.p, st.expr):  # a complex combine: a sum's 2 adds, a product's 6
+            combine.update(sum=(2, 0), prod=(6, 0))
         terms = _signature(st.expr, load_ids, inst)
         if st.extern is not None:
             batch = [inst.dim(d.name) for d in st.parallel_dims[:-1]]
             loop = [np.full(inst.n, v, np.int64) for v in env.values()]
             self.extern_rows[key].add([*loop, *batch], inst.n)
         elif st.scan is not None:  # distinct outputs less distinct rows
-            t = self.tally(key, "combines", cls, REDUCTION_COMBINE_COST[st.reduce], minus=True)
+            t = self.tally(key, "combines", cls, combine[st.reduce], minus=True)
             t.plus.add([new_out], inst.n)
             t.minus.add(_scan_rows(st, inst, new_out), inst.n)  # type: ignore[union-attr]
         elif st.accumulate:  # distinct (output, term) pairs
-            cost = REDUCTION_COMBINE_COST[st.reduce] if st.reduce else (1, 0)
+            cost = (
+                combine[st.reduce]
+                if st.reduce
+                else combine["sum"]
+                if complex_value(self.p, st.expr)
+                else (1, 0)
+            )
             self.tally(key, "combines", cls, cost).plus.add([new_out, *terms], inst.n)
         elif st.reduce is not None:  # distinct terms less distinct outputs
-            t = self.tally(key, "combines", cls, REDUCTION_COMBINE_COST[st.reduce], minus=True)
+            t = self.tally(key, "combines", cls, combine[st.reduce], minus=True)
             t.plus.add(terms, inst.n)
             t.minus.add([new_out], inst.n)  # type: ignore[union-attr]
 

@@ -21,7 +21,7 @@ Extensions beyond plain loop nests (each executed vectorised and costed soundly)
 - *scans* (``Statement.scan``): ``out[.., i] = ⊕_{i' <= i} expr[.., i']`` along one parallel
   dim, in increasing order of that dim (cumsum, cumprod, cummax, logcumsumexp).
 - *extern statements* (``Statement.extern``): an opaque library routine over rows (sort, topk,
-  kthvalue, median) from :data:`solar.ir.extern.EXTERN_OPS`.
+  kthvalue, median, FFTs, dense linear algebra) from :data:`solar.ir.extern.EXTERN_OPS`.
 """
 
 from __future__ import annotations

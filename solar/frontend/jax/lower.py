@@ -76,7 +76,7 @@ class V:
     def size(self) -> int:
         return prod(self.shape)
 
-    def scalar(self) -> float | int | bool | None:
+    def scalar(self) -> complex | float | int | bool | None:
         """The Python number this value is known to be everywhere (a known splat), or None."""
         a = self.known
         if a is None or a.size == 0:
@@ -84,12 +84,14 @@ class V:
         first = a.reshape(-1)[0]
         if a.size > 1 and not _is_splat(a):
             return None
+        if a.dtype.kind == "c":  # a complex splat: its real part when the imaginary is 0
+            return complex(first) if first.imag else float(first.real)
         return first.item() if a.dtype.kind in "biuf" else float(first)
 
 
 def _is_splat(a: np.ndarray) -> bool:
     flat = a.reshape(-1)
-    if a.dtype.kind in "biu":
+    if a.dtype.kind in "biuc":
         return bool(np.all(flat == flat[0]))
     f = flat.astype(np.float64)
     return bool(np.all((f == f[0]) | (np.isnan(f) & np.isnan(f[0]))))
@@ -110,6 +112,11 @@ def dtype_name(dtype: object) -> str:
         return np.dtype(dtype).name
     except TypeError:  # extended dtypes (PRNG keys): named, never expressible in the IR
         return str(dtype)
+
+
+def is_prng_key(dtype: object) -> bool:
+    """Whether ``dtype`` is a typed PRNG key dtype (``jax.random.key``'s ``key<fry>``)."""
+    return not isinstance(dtype, str) and dtype_name(dtype).startswith("key<")
 
 
 def ir_dtype(dtype: object, what: str) -> str:
@@ -272,6 +279,10 @@ class LoweringContext:
                 self.lowerer.base_refs[self.lowerer.program.base(value.t.name)] += 1
             self._outs[i] = replace(value, shape=shape, owned=False, contraction=None)
 
+    def out_value(self, i: int) -> V | None:
+        """Output ``i`` as bound so far (None before it is declared or bound)."""
+        return self._outs[i]
+
     def bind_out(self, i: int, v: V) -> None:
         """Bind output ``i`` to ``v`` as it is (an in-place update's operand, say)."""
         self._outs[i] = v
@@ -407,6 +418,9 @@ class Lowerer:
         return T(name, shape, dtype)
 
     def declare_input(self, stem: str, shape, dtype: object, role: str, what: str) -> V:
+        if is_prng_key(dtype):  # a typed key array: its uint32[*shape, 2] key data
+            t = self.fresh_tensor(stem, (*shape, 2), "uint32", role)
+            return V(tuple(int(s) for s in shape), dtype_name(dtype), t)
         dt = ir_dtype(dtype, what)
         t = self.fresh_tensor(stem, shape, dt, role)
         return V(t.shape, dt, t)
@@ -667,6 +681,10 @@ def to_torch(x: object):
     """A torch tensor with the same dtype and values as ``x`` (a JAX or numpy array)."""
     import torch
 
+    if is_prng_key(getattr(x, "dtype", None)):  # a typed key array: its key data
+        import jax
+
+        x = jax.random.key_data(x)
     a = np.array(np.asarray(x), order="C", copy=True)
     name = a.dtype.name
     if name in _BITS:

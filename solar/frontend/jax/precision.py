@@ -35,8 +35,9 @@ class PrecisionPolicy:
         return PrecisionPolicy(override)
 
     def mode(self, precision: object, dtype: str) -> str | None:
-        """``"tf32"``, ``"ieee"``, ``"bf16"`` for float32 operands of ``dtype``; None otherwise."""
-        if dtype != "float32":
+        """``"tf32"``, ``"ieee"``, ``"bf16"`` for float32 operands of ``dtype`` (and complex64 ones,
+        whose parts are float32); None otherwise."""
+        if dtype not in ("float32", "complex64"):
             return None
         if self.override is not None:
             return self.override

@@ -395,6 +395,11 @@ def tensor_vals(val: object) -> list[torch.Tensor]:
 
 def lower_view(ctx: LoweringContext) -> None:
     """Declare each output of an aliasing operator as a view of the input it aliases."""
+    if str(ctx.target) in ("aten._conj.default", "aten._neg_view.default"):
+        ctx.fail(
+            "is a lazy conjugate (or negative) view, which the IR cannot express; "
+            "call torch.conj_physical(x) (or x.resolve_conj()) instead"
+        )
     inputs = ctx.input_tensors()
     outs: list[T | None] = []
     for i, v in enumerate(tensor_vals(ctx.val)):
@@ -402,7 +407,15 @@ def lower_view(ctx: LoweringContext) -> None:
         if src is None:
             ctx.fail("returns both views and new tensors, which the frontend cannot split")
         if str(v.dtype).removeprefix("torch.") != src.dtype:
-            ctx.fail(f"views {src.name} ({src.dtype}) as {v.dtype}, which the IR cannot express")
+            hint = ""
+            if v.is_complex() or "complex" in src.dtype:
+                hint = (
+                    " (the IR's views keep their storage's dtype); compute on the complex "
+                    "tensor itself (complex arithmetic, .abs(), torch.polar, torch.complex)"
+                )
+            ctx.fail(
+                f"views {src.name} ({src.dtype}) as {v.dtype}, which the IR cannot express{hint}"
+            )
         multi = isinstance(ctx.val, (tuple, list))
         stem = output_stem(ctx.node, i) if multi else ctx.node.name
         shape = tuple(int(s) for s in v.shape)

@@ -33,7 +33,7 @@ class PrecisionPolicy:
 
     def matmul(self, dtype: str) -> str | None:
         """``Statement.precision`` of a matmul-family contraction computing in ``dtype``."""
-        return self.matmul_fp32 if dtype == "float32" else None
+        return self.matmul_fp32 if dtype in ("float32", "complex64") else None
 
     def conv(self, dtype: str) -> str | None:
         """``Statement.precision`` of a convolution computing in ``dtype``."""

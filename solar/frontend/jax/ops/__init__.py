@@ -15,14 +15,23 @@ equation's parameters, and emits statements with ``ctx.statement``.
   indices
 - ``control``: jit/pjit, closed_call, remat, custom_jvp_call, custom_vjp_call (inlined), scan,
   while, cond
+- ``complex``: complex, real, imag, conj, abs of complex arrays
+- ``spectral``: fft (jnp.fft), one cuFFT kernel
+- ``linalg``: lu, cholesky, triangular_solve, qr, eigh, svd, lu_pivots_to_permutation,
+  custom_linear_solve
+- ``random``: PRNG keys and random bits (threefry2x32, random_bits, random_wrap, ...)
 - ``unsupported``: primitives with a stated reason (sort, top_k, random bits, ...)
 """
 
 from solar.frontend.jax.ops import (  # noqa: F401  (registration side effects)
+    complex,  # imports elementwise first: its abs (complex operands) wins
     contraction,
     control,
     elementwise,
+    linalg,
+    random,
     reduction,
     shape,
+    spectral,
     unsupported,
 )

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from solar.frontend.jax.lower import LoweringContext, V
 from solar.frontend.jax.ops.common import pointwise
 from solar.frontend.jax.registry import lowering
+from solar.ir.dtypes import itemsize
 from solar.ir.scalar import Const, Expr, call
 
 
@@ -24,7 +25,8 @@ class Row:
     build: Callable[..., Expr]
     compare: bool = False  # bool output: compute in the operands' dtype
     raw: tuple[int, ...] = ()  # operand positions read without a cast (predicates)
-    bool_only: bool = False  # logical operators: bool operands only
+    bool_only: bool = False  # logical operators: bool operands only ...
+    bitwise: str | None = None  # ... or integers, with this scalar operator
 
 
 def fn(name: str) -> Callable[..., Expr]:
@@ -96,6 +98,7 @@ ROWS: dict[str, Row] = {
     # compositions
     "tan": Row(lambda x: call("div", call("sin", x), call("cos", x))),
     "erfc": Row(lambda x: call("sub", Const(1.0), call("erf", x))),
+    "erf_inv": Row(fn("erfinv")),
     # JAX >= 0.11: the derivative of tanh from its output, 1 - y^2
     "one_minus_square": Row(lambda x: call("sub", Const(1.0), call("square", x))),
     "cbrt": Row(
@@ -128,20 +131,25 @@ ROWS: dict[str, Row] = {
         )
     ),
     "is_finite": Row(lambda x: call("eq", call("sub", x, x), Const(0)), compare=True),
-    "not": Row(fn("logical_not"), compare=True, bool_only=True),
+    "not": Row(fn("logical_not"), compare=True, bool_only=True, bitwise="bitwise_not"),
     # binary
     "add_any": Row(fn("add")),
     "sub": Row(fn("sub")),
     "mul": Row(fn("mul")),
     "div": Row(fn("div")),
     "max": Row(fn("maximum")),
+    "atan2": Row(fn("atan2")),
     "min": Row(fn("minimum")),
     "pow": Row(pow_expr),
     "rem": Row(lambda a, b: call("sub", a, call("mul", b, trunc(call("div", a, b))))),
     **{p: Row(fn(p), compare=True) for p in ("eq", "ne", "lt", "le", "gt", "ge")},
-    "and": Row(fn("logical_and"), compare=True, bool_only=True),
-    "or": Row(fn("logical_or"), compare=True, bool_only=True),
-    "xor": Row(fn("ne"), compare=True, bool_only=True),
+    "and": Row(fn("logical_and"), compare=True, bool_only=True, bitwise="bitwise_and"),
+    "or": Row(fn("logical_or"), compare=True, bool_only=True, bitwise="bitwise_or"),
+    "xor": Row(fn("ne"), compare=True, bool_only=True, bitwise="bitwise_xor"),
+    # shifts of integers (JAX's semantics: a shift by the bit width or more gives 0, or the
+    # sign for an arithmetic right shift)
+    "shift_right_logical": Row(fn("shift_right_logical")),
+    "shift_left": Row(fn("shift_left")),
     # ternary
     "clamp": Row(lambda lo, x, hi: call("minimum", call("maximum", x, lo), hi)),
 }
@@ -149,6 +157,9 @@ ROWS: dict[str, Row] = {
 
 def _row_lowering(prim: str, row: Row) -> Callable[..., None]:
     def lower(ctx: LoweringContext, *args: V, **params: object) -> None:
+        if row.bool_only and row.bitwise and all(a.dtype != "bool" for a in args):
+            pointwise(ctx, fn(row.bitwise), args)
+            return
         if row.bool_only and any(a.dtype != "bool" for a in args):
             ctx.fail(
                 f"on {args[0].dtype} operands is bitwise, which the IR has no scalar operator "
@@ -260,3 +271,14 @@ def lower_add(ctx: LoweringContext, x: V, y: V, **_: object) -> None:
 
     if not fold_bias(ctx, x, y):
         pointwise(ctx, fn("add"), [x, y])
+
+
+@lowering("bitcast_convert_type")
+def bitcast_convert_type(ctx: LoweringContext, x: V, *, new_dtype: object) -> None:
+    """The same 32 (16, 64) bits read as another dtype of the same width (a free
+    reinterpretation inside a fused kernel: no arithmetic)."""
+    out = ctx.out()
+    if itemsize(out.dtype) != itemsize(x.dtype):
+        ctx.fail(f"from {x.dtype} to {out.dtype} changes the element width; same widths only")
+    build = lambda e: call("bitcast", e, dtype=out.dtype)  # noqa: E731
+    pointwise(ctx, build, [x], compute=x.dtype, result=out.dtype)

@@ -8,13 +8,6 @@ from solar.frontend.jax.registry import lowering
 
 REASONS = {
     "approx_top_k": "is an approximate partial sort, which has no extern routine in the IR",
-    "random_bits": "generates random bits (uint32), which the IR cannot express; pass the "
-    "random values in as inputs",
-    "threefry2x32": "generates random bits (uint32), which the IR cannot express; pass the "
-    "random values in as inputs",
-    "random_seed": "creates a PRNG key, which the IR cannot express; pass keys' random values in",
-    "random_wrap": "creates a PRNG key, which the IR cannot express; pass random values in",
-    "random_unwrap": "unwraps a PRNG key, which the IR cannot express; pass random values in",
 }
 
 

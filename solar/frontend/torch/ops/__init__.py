@@ -39,6 +39,9 @@ operator's schema arguments, and emits statements with ``ctx.statement``.
   norm backward, embedding/nll/max-pool gradient scatters, ``convolution_backward``)
 - ``fused_backward``: ``solar.sdpa_backward`` (FlashAttention-style) and
   ``solar.rms_norm_backward``, the backward of the intercepted fused calls
+- ``spectral``: ``_fft_r2c``/``_fft_c2r``/``_fft_c2c`` (``torch.fft``), one cuFFT kernel each
+- ``linalg``: ``torch.linalg`` factorizations and solves, one cuSOLVER/cuBLAS kernel each
+- ``complex``: complex construction and parts (``polar``, ``complex``, ``real``/``imag``...)
 - ``optim``: ``_foreach_*`` and fused optimizers, one kernel per ``multi_tensor_apply`` launch
 """
 
@@ -47,11 +50,13 @@ from solar.frontend.torch.ops import (  # noqa: F401  (registration side effects
     attention,
     backward,
     cells,
+    complex,  # imports elementwise first: its abs (complex operands) wins
     conv,
     creation,
     elementwise,
     fused_backward,
     indexing,
+    linalg,
     loss,
     matmul,
     nll,
@@ -66,6 +71,7 @@ from solar.frontend.torch.ops import (  # noqa: F401  (registration side effects
     shape,
     softmax,
     sort,
+    spectral,
     transformer,
     view_copies,
     views,

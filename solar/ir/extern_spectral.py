@@ -1,0 +1,119 @@
+"""FFT routines of the extern table (issue 24): one row per transform kind, as cuFFT runs them.
+
+An FFT statement is an extern statement (:class:`solar.ir.program.Statement`) whose row dims are
+the transformed axes, in axis order: the row is the ``(*shape)`` block of one transform,
+flattened row-major; the output position spans the transformed block of the output, also
+flattened. ``extern_attrs``: ``shape`` (the input sizes of the transformed axes), ``out_shape``
+(the output's), ``forward`` (the sign of the exponent), ``scale`` (the factor torch applies to
+every output: 1, 1/n or 1/sqrt(n)) and ``dtype`` (the real dtype of the arithmetic).
+
+Cost model (the compute term): the fewest real operations of the best *known* algorithm for
+that length, not a proven minimum (no nontrivial lower bound on the operation count of the DFT
+is known). A complex transform of length n = 2^k costs the split-radix count
+``4 n log2 n - 6 n + 8`` real flops (Yavne 1968; Duhamel & Hollmann, Electronics Letters 20(1),
+1984; the count of Johnson & Frigo's tangent FFT, 34/9 n log2 n, is smaller asymptotically
+but only from n = 64 on, and we do not use it: see docs/counting.md); a real-input (or
+real-output) transform of length n = 2^k the real-data split-radix count
+``2 n log2 n - 4 n + 6`` (Sorensen, Jones, Heideman & Burrus, IEEE Trans. ASSP 35(6), 1987).
+For other lengths the same formulas are evaluated at the real-valued log2 n (rounded down): below
+the published prime-factor, Winograd and Bluestein counts for those lengths (for n = 3 the
+formula gives 9, Winograd's 3-point DFT needs 16), so still a lower bound of every algorithm
+cuFFT runs. An n-dimensional transform is counted row-column: the 1-D count of each axis times
+the number of 1-D transforms along it (with the real transform on the last axis for
+``rfftn``/``irfftn``). The scaling by 1/n (``norm``) folds into the last stage's twiddles: 0.
+The DRAM term is the statement's accesses: every input and output element once.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from solar.ir.extern_base import ExternOp
+
+ASSUMPTIONS: dict[str, str] = {}  # merged into solar.ir.extern.ROUTINE_ASSUMPTIONS
+
+_CLASS = {"float32": "cuda_fp32", "float64": "cuda_fp64"}
+
+
+def complex_fft_flops(n: int) -> int:
+    """Real flops of one complex n-point DFT: split-radix ``4 n log2 n - 6 n + 8`` (exact for
+    powers of two; evaluated at the real log2 n otherwise, see the module doc)."""
+    if n <= 1:
+        return 0
+    return max(0, math.floor(4 * n * math.log2(n) - 6 * n + 8))
+
+
+def real_fft_flops(n: int) -> int:
+    """Real flops of one real-input n-point DFT (or its inverse, complex-to-real): the
+    real-data split-radix count ``2 n log2 n - 4 n + 6``."""
+    if n <= 1:
+        return 0
+    return max(0, math.floor(2 * n * math.log2(n) - 4 * n + 6))
+
+
+def fftn_flops(kind: str, shape: tuple[int, ...], out_shape: tuple[int, ...]) -> int:
+    """Real flops of one ``kind`` transform ("c2c", "r2c", "c2r") of the block ``shape``
+    (input sizes) to ``out_shape``, row-column."""
+    if kind == "c2c":
+        total = math.prod(shape)
+        return sum(total // n * complex_fft_flops(n) for n in shape)
+    # r2c: the real transform along the last axis, then complex ones over the half spectrum
+    # c2r: the complex inverse ones over the half spectrum first, then the real one
+    real_shape = shape if kind == "r2c" else out_shape
+    half_shape = out_shape if kind == "r2c" else shape
+    n = real_shape[-1]
+    count = math.prod(real_shape) // n * real_fft_flops(n)
+    half = math.prod(half_shape)
+    count += sum(half // m * complex_fft_flops(m) for m in half_shape[:-1])
+    return count
+
+
+def _fft_ops(kind: str):
+    def ops(n: int, m: int, rows: int, attrs: dict) -> dict[str, int]:
+        shape, out_shape = tuple(attrs["shape"]), tuple(attrs["out_shape"])
+        cls = _CLASS.get(str(attrs.get("dtype", "float32")), "cuda_fp32")
+        return {cls: rows * fftn_flops(kind, shape, out_shape)}
+
+    return ops
+
+
+def _fft_fn(kind: str):
+    def run(rows: torch.Tensor, shape, out_shape, forward=True, scale=1.0, dtype="float32"):
+        k = len(shape)
+        x = rows.reshape(*rows.shape[:-1], *shape)
+        dims = tuple(range(-k, 0))
+        if kind == "c2c":
+            x = x.to(torch.complex128 if dtype == "float64" else torch.complex64)
+            # unscaled both ways ("forward" norm puts no factor on the inverse)
+            if forward:
+                y = torch.fft.fftn(x, dim=dims, norm="backward")
+            else:
+                y = torch.fft.ifftn(x, dim=dims, norm="forward")
+        elif kind == "r2c":
+            x = x.real if x.is_complex() else x
+            if tuple(out_shape) == tuple(shape):  # onesided=False: the full spectrum
+                y = torch.fft.fftn(x, dim=dims, norm="backward")
+            else:
+                y = torch.fft.rfftn(x, dim=dims, norm="backward")
+        else:
+            y = torch.fft.irfftn(x, s=tuple(out_shape), dim=dims, norm="forward")
+        if scale != 1.0:
+            y = y * scale
+        return y.reshape(*rows.shape[:-1], -1)
+
+    return run
+
+
+ROWS = [
+    ExternOp("fft.c2c", _fft_fn("c2c"), _fft_ops("c2c"), "complex n-d DFT (forward, scale)"),
+    ExternOp("fft.r2c", _fft_fn("r2c"), _fft_ops("r2c"), "real-input n-d DFT, half spectrum"),
+    ExternOp("fft.c2r", _fft_fn("c2r"), _fft_ops("c2r"), "half spectrum to real n-d signal"),
+]
+ASSUMPTIONS["fft."] = (
+    "FFTs: one cuFFT kernel each, inputs and outputs once through DRAM; compute = the best "
+    "known algorithm's operation count (split-radix 4n log2 n - 6n + 8 real flops per complex "
+    "n-point transform, 2n log2 n - 4n + 6 per real one, row-column for n-d), not a proven "
+    "minimum"
+)

@@ -1,0 +1,34 @@
+"""bench/gpu_spectral.py (the issue-24 examples validated and timed on a GPU) runs on the CPU
+at tiny sizes (``--small``): every example validates against its framework, none is faster
+than its bounds, and the table is written."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "bench" / "gpu_spectral.py"
+
+
+def test_runs_small_on_cpu(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    r = subprocess.run(
+        [sys.executable, str(SCRIPT), str(tmp_path), "--small", "--budget-s", "0.2"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    rows = json.loads((tmp_path / "spectral.json").read_text())
+    assert [row["name"] for row in rows] == [
+        "op_spectral_conv_fno",
+        "jax_linear_solve_train",
+        "jax_diffusion_sampler",
+    ]
+    for row in rows:
+        assert row["validation"] == "passed" and row["violations"] == 0, row
+        assert not row["faster_than_a_bound"], row
+    assert "| op_spectral_conv_fno | passed |" in (tmp_path / "spectral.md").read_text()
