@@ -1,4 +1,5 @@
-"""GPU hardware specs: the catalogue in ``hw_specs/*.yaml`` and its validating loader.
+"""GPU hardware specs: the catalogue ``solar/hw/catalog/*.yaml`` (package data; ``hw_specs/``
+in a checkout links to it), its validating loader and what-if variants of a spec.
 
 Layer: the bottom, beside the IR; imports nothing of solar but :mod:`solar.fmt`.
 """

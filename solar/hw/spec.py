@@ -1,4 +1,5 @@
-"""Hardware specs: the GPU catalogue (``hw_specs/*.yaml``) and its loader.
+"""Hardware specs: the GPU catalogue (``solar/hw/catalog/*.yaml``, shipped in the package;
+``hw_specs/`` in a checkout links to it) and its loader.
 
 A :class:`HardwareSpec` holds upper bounds of what a GPU can do (DESIGN.md §6): every compute
 peak is a per-SM per-clock dense rate × the SM count × the *maximum* boost clock, so a bound
@@ -65,6 +66,8 @@ UNITS: tuple[str, ...] = tuple(UNIT_DESCRIPTIONS)
 
 #: Catalogue directories are looked up in this environment variable first (os.pathsep list).
 ENV_VAR = "SOLAR_HW_SPECS"
+#: The catalogue shipped in the package (the one source; ``hw_specs/`` in a checkout links here).
+CATALOGUE = Path(__file__).resolve().parent / "catalog"
 
 _DICT = "<dict>"
 _ORIGIN: contextvars.ContextVar[str] = contextvars.ContextVar("_ORIGIN", default="<HardwareSpec>")
@@ -569,11 +572,11 @@ def _read_file(path: Path) -> HardwareSpec:
 
 def catalogue_dirs() -> list[Path]:
     """Directories searched for ``*.yaml`` specs, first match wins: each entry of the
-    ``SOLAR_HW_SPECS`` environment variable (os.pathsep-separated), the repository's
-    ``hw_specs/``, then ``solar/hw/catalog/`` (the copy shipped in the package)."""
-    here = Path(__file__).resolve()
+    ``SOLAR_HW_SPECS`` environment variable (os.pathsep-separated), then the catalogue shipped
+    in the package, ``solar/hw/catalog/`` (package data of the wheel, so an installed solar
+    has it; in a checkout ``hw_specs/`` is a link to it, the place people edit)."""
     dirs = [Path(p).expanduser() for p in os.environ.get(ENV_VAR, "").split(os.pathsep) if p]
-    dirs += [here.parents[2] / "hw_specs", here.parent / "catalog"]
+    dirs.append(CATALOGUE)
     out: list[Path] = []
     for d in dirs:
         if d.is_dir() and d.resolve() not in {o.resolve() for o in out}:

@@ -205,7 +205,7 @@ def link_bandwidth(spec, gpus: int) -> float:
     if ic is None:
         raise NoInterconnectError(
             f"hw spec {spec.key}: no 'interconnect:' block, so no bound for {gpus} GPUs; add one "
-            "(see hw_specs/h100_sxm.yaml)"
+            "(see h100_sxm.yaml in solar/hw/catalog/)"
         )
     if gpus > ic.host_gpus:
         raise ValueError(
