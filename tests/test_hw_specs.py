@@ -22,7 +22,7 @@ from solar.hw import (
 )
 
 REPO = Path(__file__).resolve().parents[1]
-CATALOGUE = REPO / "hw_specs"
+CATALOGUE = REPO / "solar" / "hw" / "catalog"  # hw_specs/ links here
 KiB, MiB = 2**10, 2**20
 
 
