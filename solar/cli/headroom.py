@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from solar.cli.common import add_set_option, default_device
+from solar.cli.common import add_hw_option, add_set_option, default_device, hw_from_args
 from solar.gpu.headroom_batch import headroom_paths, headroom_problem
 from solar.gpu.problems import parse_sets
 from solar.gpu.validate import discover
@@ -18,7 +18,7 @@ def add_parser(sub):
         help="measure programs on the GPU, bound them, report headroom and violations",
     )
     p.add_argument("paths", nargs="+", help="problem files or folders of them")
-    p.add_argument("--hw", default="auto", help="GPU spec: auto (the visible GPU), name or YAML")
+    add_hw_option(p, default="auto", help="GPU spec: auto (the visible GPU), name or YAML")
     p.add_argument("--device", default=None, help="cuda (default when available) or cpu")
     p.add_argument("--out", help="write the JSON results here")
     p.add_argument("--plot", help="write the headroom plot (PNG) here (default: beside --out)")
@@ -43,6 +43,7 @@ def add_parser(sub):
 
 def run(args) -> int:
     device = args.device or ("cuda" if args.ray else default_device())
+    hw = hw_from_args(args, device)
     files = discover(args.paths)
     kw = dict(
         validate=not args.no_validate,
@@ -56,7 +57,7 @@ def run(args) -> int:
     if len(files) == 1 and not Path(args.paths[0]).is_dir() and not args.ray:
         entry = headroom_problem(
             files[0],
-            args.hw,
+            hw,
             device=device,
             seed=args.seed,
             precision=args.precision,
@@ -74,7 +75,7 @@ def run(args) -> int:
         return 0
     batch = headroom_paths(
         files,
-        args.hw,
+        hw,
         device=device,
         seed=args.seed,
         precision=args.precision,

@@ -397,7 +397,7 @@ class Calibration(Viewable):
         tmp = path.with_name(path.name + ".tmp.yaml")
         tmp.write_text(text)
         try:
-            load_spec(tmp)
+            load_spec(tmp, strict=True)  # a real GPU: its measurements must fit its peaks
         except SpecError as e:
             tmp.unlink(missing_ok=True)
             raise SpecError(f"the calibrated spec does not load: {e}") from e

@@ -127,10 +127,12 @@ class HardwareSpec:
     memory_type: str | None = None
     interconnect: Interconnect | None = None  # links to peer GPUs (solar.hw.interconnect)
     latency: Mapping[str, float] = field(default_factory=dict)  # solar.hw.latency (seconds)
+    # what a bound on this spec must state: a what-if GPU's changes, figures dropped
+    notes: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         s = object.__setattr__
-        for f in ("aliases", "sources"):
+        for f in ("aliases", "sources", "notes"):
             v = getattr(self, f)
             s(self, f, (v,) if isinstance(v, str) else tuple(v))
         s(self, "rates", _frozen_map(self.rates))
@@ -201,36 +203,53 @@ class HardwareSpec:
     # -- derived specs and export ---------------------------------------------------------------
 
     def scaled(
-        self, *, bandwidth: float = 1.0, compute: float = 1.0, capacity: float = 1.0
+        self,
+        *,
+        bandwidth: float = 1.0,
+        compute: float = 1.0,
+        capacity: float = 1.0,
+        **fields: float | str,
     ) -> HardwareSpec:
-        """A hypothetical GPU: DRAM and L2 bandwidth × ``bandwidth``, every compute rate ×
-        ``compute``, on-chip capacities (L2, L1/shared memory, registers) × ``capacity``
-        (rounded to whole bytes, at least 1). DRAM capacity, NVLink, SM count, clock and the
-        latency floors stay.
-        Datasheet figures and measurements do not carry over (the GPU is hypothetical)."""
+        """A what-if GPU (hypothetical hardware) derived from this one.
+
+        Factors: DRAM and L2 bandwidth × ``bandwidth``, every compute rate × ``compute``,
+        on-chip capacities (L2, L1/shared memory, registers) × ``capacity`` (rounded to whole
+        bytes, at least 1); DRAM capacity, NVLink, SM count, clock and the latency floors stay.
+
+        ``fields`` set single quantities (:func:`solar.hw.whatif.fields` lists them: the
+        spec's quantities, a compute unit's peak, a latency floor; short names ``l2``,
+        ``clock``), each a number in base units (bytes, bytes/s, Hz, ops/s, s, W) or a string
+        with its unit, or a factor: ``scaled(dram_bandwidth="2TB/s", l2="100MiB",
+        tc_bf16="x2")``, the same as ``--override`` on the command line. Fields apply after
+        the factors.
+
+        Datasheet figures and measurements carry over only where the peak they describe is
+        unchanged; the spec's ``notes`` (stated in every bound's assumptions) say what
+        changed and which were dropped. Raises :class:`SpecError` with a one-line reason."""
+        from solar.hw.whatif import derive, with_fields
+
         factors = {"bandwidth": bandwidth, "compute": compute, "capacity": capacity}
         for k, f in factors.items():
             if isinstance(f, bool) or not isinstance(f, (int, float)) or not 0 < f < math.inf:
                 raise SpecError(f"scaled(): {k} must be a positive finite number, got {f!r}")
-        if bandwidth == compute == capacity == 1:
-            return self
-        tag = ", ".join(f"{k} x{f:g}" for k, f in factors.items() if f != 1)
-        return dataclasses.replace(
-            self,
-            name=f"{self.name} ({tag})",
-            key=f"{self.key}[{tag.replace(' ', '')}]",
-            aliases=(),
-            rates={u: r * compute for u, r in self.rates.items()},
-            dram_bandwidth=self.dram_bandwidth * bandwidth,
-            l2_bandwidth=None if self.l2_bandwidth is None else self.l2_bandwidth * bandwidth,
-            l2_capacity=_scale_bytes(self.l2_capacity, capacity),
-            smem_per_sm=_scale_bytes(self.smem_per_sm, capacity),
-            l1_smem_per_sm=_scale_bytes(self.l1_smem_per_sm or self.smem_per_sm, capacity),
-            registers_per_sm=_scale_bytes(self.registers_per_sm, capacity),
-            datasheet_dense={},
-            measured={},
-            path=None,
-        )
+        spec = self
+        if not bandwidth == compute == capacity == 1:
+            tag = ", ".join(f"{k} x{f:g}" for k, f in factors.items() if f != 1)
+            kw = dict(
+                rates={u: r * compute for u, r in self.rates.items()},
+                dram_bandwidth=self.dram_bandwidth * bandwidth,
+                l2_bandwidth=None if self.l2_bandwidth is None else self.l2_bandwidth * bandwidth,
+                l2_capacity=_scale_bytes(self.l2_capacity, capacity),
+                smem_per_sm=_scale_bytes(self.smem_per_sm, capacity),
+                l1_smem_per_sm=_scale_bytes(self.l1_smem_per_sm or self.smem_per_sm, capacity),
+                registers_per_sm=_scale_bytes(self.registers_per_sm, capacity),
+            )
+            name, key = f"{self.name} ({tag})", f"{self.key}[{tag.replace(' ', '')}]"
+            spec = derive(self, kw, name=name, key=key, what=f"what-if GPU: {name}")
+        try:
+            return with_fields(spec, fields)
+        except ValueError as e:
+            raise SpecError(str(e)) from None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able dict in base units; ``load_spec`` of it gives back an equal spec."""
@@ -337,12 +356,12 @@ def _check_spec(spec: HardwareSpec, where: str) -> None:
         if u not in spec.rates:
             raise bad(f"datasheet_dense lists {u} but rates has no {u}: add its per-SM rate")
         pk = spec.peak(u)
-        if pk < ds - _slack(ds / 1e12) * 1e12:
+        if _below_datasheet(pk, ds):
             raise bad(
                 f"peak {u} = {_fmt(pk / 1e12)} TFLOP/s ({_fmt(spec.rates[u])}/clk/SM x "
                 f"{spec.sm_count} SMs x {_fmt(spec.max_clock_hz / 1e6)} MHz) is below the "
                 f"datasheet's {_fmt(ds / 1e12)}: max_clock_mhz is probably a base clock (use the "
-                f"maximum boost clock) or the rate of {u} is too low"
+                f"maximum boost clock) or the rate of {u} is too low{_WHATIF_HINT}"
             )
     for u, m in spec.measured.items():
         top = (
@@ -354,12 +373,50 @@ def _check_spec(spec: HardwareSpec, where: str) -> None:
         )
         if top is None:
             raise bad(f"measured lists {u} but rates has no {u}")
-        if m > top * (1 + _MIN_SLACK):
+        if _beats(m, top):
             raise bad(
                 f"measured {u} = {_fmt(m / 1e12)} T/s beats the peak {_fmt(top / 1e12)} "
                 "T/s: a peak must be an upper bound (check the clock, rate or bandwidth)"
+                + _WHATIF_HINT
             )
     check_latency(spec.latency, bad)
+
+
+_WHATIF_HINT = (
+    "; for a what-if GPU load the file by path or use HardwareSpec.scaled() (figures its "
+    "peaks no longer reach are then dropped)"
+)
+
+
+def _below_datasheet(peak: float, datasheet: float) -> bool:
+    return peak < datasheet - _slack(datasheet / 1e12) * 1e12
+
+
+def _beats(measured: float, peak: float) -> bool:
+    return measured > peak * (1 + _MIN_SLACK)
+
+
+def _drop_unreached(kw: dict[str, Any]) -> list[str]:
+    """Remove from a spec's keywords the datasheet figures and measurements its peaks no longer
+    reach (a copied file with edited numbers describes another, hypothetical GPU); the note
+    saying which, or none. Figures of units the spec lacks stay, for the check to reject."""
+    rates, per_clock = kw["rates"], kw["sm_count"] * kw["max_clock_hz"]
+    dropped = []
+    for u, ds in list(kw["datasheet_dense"].items()):
+        if u in rates and _below_datasheet(rates[u] * per_clock, ds):
+            dropped.append(f"datasheet {u} {_fmt(ds / 1e12)} T/s")
+            del kw["datasheet_dense"][u]
+    for u, m in list(kw["measured"].items()):
+        top = kw["dram_bandwidth"] if u == "dram_bandwidth" else rates.get(u, math.inf) * per_clock
+        if _beats(m, top):
+            dropped.append(f"measured {u} {_fmt(m / 1e12)} T/s")
+            del kw["measured"][u]
+    if not dropped:
+        return []
+    return [
+        f"figures above this spec's peaks dropped (an edited, what-if GPU; the rest are kept "
+        f"and checked): {', '.join(dropped)}"
+    ]
 
 
 def _did_you_mean(word: str, choices) -> str:
@@ -392,7 +449,7 @@ _MAPPINGS: dict[str, tuple[str, float]] = {
     "datasheet_dense": ("datasheet_dense_tflops", 1e12),
 }
 _STRINGS = ("name", "key", "arch", "compute_capability", "memory_type", "path")
-_LISTS = ("aliases", "sources")
+_LISTS = ("aliases", "sources", "notes")
 _KNOWN = (
     set(_QUANTITIES)
     | {h for h, _, _ in _QUANTITIES.values() if h}
@@ -423,8 +480,17 @@ def _pick(data: Mapping, base: str, readable: str | None, bad) -> tuple[str | No
 
 
 def _spec_from_mapping(
-    data: Mapping, where: str, default_key: str | None, path: str | None = None
+    data: Mapping,
+    where: str,
+    default_key: str | None,
+    path: str | None = None,
+    *,
+    strict: bool = False,
 ) -> HardwareSpec:
+    """A spec from a mapping. ``strict`` (the catalogue: real GPUs) rejects a datasheet figure
+    or measurement above the spec's peaks; otherwise (a file by path, a dict: maybe a what-if
+    GPU) such figures are dropped and the spec's notes say which."""
+
     def bad(msg: str) -> SpecError:
         return SpecError(f"hw spec {where}: {msg}")
 
@@ -503,6 +569,8 @@ def _spec_from_mapping(
     kw["latency"] = parse_latency(data.get("latency"), bad)
     if path is not None:
         kw["path"] = path
+    if not strict:
+        kw["notes"] = (*kw["notes"], *_drop_unreached(kw))
     token = _ORIGIN.set(where)
     try:
         return HardwareSpec(**kw)
@@ -546,7 +614,7 @@ def _measured(v: Any, bad) -> dict[str, float]:
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def _read_file(path: Path) -> HardwareSpec:
+def _read_file(path: Path, strict: bool) -> HardwareSpec:
     where = path.name
     try:
         text = path.read_text(encoding="utf-8")
@@ -563,7 +631,7 @@ def _read_file(path: Path) -> HardwareSpec:
         raise SpecError(f"hw spec {where}: the file is empty")
     if isinstance(data, Mapping) and "path" in data:
         data = {k: v for k, v in data.items() if k != "path"}
-    return _spec_from_mapping(data, where, default_key=path.stem, path=str(path))
+    return _spec_from_mapping(data, where, default_key=path.stem, path=str(path), strict=strict)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -584,18 +652,20 @@ def catalogue_dirs() -> list[Path]:
     return out
 
 
-_FILE_CACHE: dict[Path, tuple[tuple[int, int], HardwareSpec]] = {}
+_FILE_CACHE: dict[tuple[Path, bool], tuple[tuple[int, int], HardwareSpec]] = {}
 
 
-def _load_file_cached(path: Path) -> HardwareSpec:
+def _load_file_cached(path: Path, strict: bool = True) -> HardwareSpec:
+    """A spec file, parsed once per version; ``strict`` for catalogue entries (real GPUs),
+    not for a file named by path (see :func:`_spec_from_mapping`)."""
     path = path.resolve()
     st = path.stat()
     stamp = (st.st_mtime_ns, st.st_size)
-    hit = _FILE_CACHE.get(path)
+    hit = _FILE_CACHE.get((path, strict))
     if hit is not None and hit[0] == stamp:
         return hit[1]
-    spec = _read_file(path)
-    _FILE_CACHE[path] = (stamp, spec)
+    spec = _read_file(path, strict)
+    _FILE_CACHE[path, strict] = (stamp, spec)
     return spec
 
 
@@ -656,14 +726,22 @@ def resolve_name(name: str) -> Path:
     )
 
 
-def load_spec(hw: str | os.PathLike | Mapping | HardwareSpec) -> HardwareSpec:
+def load_spec(
+    hw: str | os.PathLike | Mapping | HardwareSpec, *, strict: bool = False
+) -> HardwareSpec:
     """A validated :class:`HardwareSpec` from a catalogue name or alias (``"H100"``), a path to
     a YAML/JSON spec file, a mapping in the same layout (base-unit or readable field names), or
-    a HardwareSpec (returned as is). Raises :class:`SpecError` with a one-line reason."""
+    a HardwareSpec (returned as is). Raises :class:`SpecError` with a one-line reason.
+
+    A catalogue entry describes a real GPU: its peaks must reach its datasheet figures and
+    measurements. A file given by path or a mapping may describe a what-if GPU (a copied file
+    with edited numbers): figures its peaks no longer reach are dropped, the others kept and
+    checked, and the spec's ``notes`` say which (see also :meth:`HardwareSpec.scaled`);
+    ``strict=True`` holds it to a real GPU's checks instead, as a catalogue entry."""
     if isinstance(hw, HardwareSpec):
         return hw
     if isinstance(hw, Mapping):
-        return _spec_from_mapping(hw, _DICT, default_key=None)
+        return _spec_from_mapping(hw, _DICT, default_key=None, strict=strict)
     if isinstance(hw, (str, os.PathLike)):
         p = Path(hw).expanduser()
         looks_like_path = (
@@ -673,7 +751,7 @@ def load_spec(hw: str | os.PathLike | Mapping | HardwareSpec) -> HardwareSpec:
             or "/" in str(hw)
         )
         if p.is_file():
-            return _load_file_cached(p)
+            return _load_file_cached(p, strict=strict)
         if looks_like_path:
             raise SpecError(f"hw spec {hw}: no such file")
         return _load_file_cached(resolve_name(str(hw)))

@@ -377,6 +377,7 @@ def _assumptions(spec, plan: Plan, link: float) -> list[str]:
         "plan wants them; graph outputs may stay sharded (partial ones are all-reduced)",
         "per GPU: compute of its share; DRAM bytes of its shards (the busiest GPU touches at "
         "least its share); communication may overlap compute, so each stage is the max",
+        *spec.notes,
         "a lower bound for this plan; another split of the same program may be faster "
         "(ideal: a perfect split with no communication)",
     ]
