@@ -40,7 +40,9 @@ def catalogued(tmp_path, monkeypatch):
 
     def put(data: dict) -> str:
         key = f"gpu_under_test_{next(count)}"
-        (tmp_path / f"{key}.yaml").write_text(yaml.safe_dump({**data, "aliases": []}, sort_keys=False))
+        (tmp_path / f"{key}.yaml").write_text(
+            yaml.safe_dump({**data, "aliases": []}, sort_keys=False)
+        )
         return key
 
     return put
