@@ -8,7 +8,8 @@ facts cheaply while make_fx traces (:func:`record_provenance`):
 
 - the source: the innermost frame outside torch, solar and the standard library, found by
   walking ``sys._getframe`` (a dict lookup per frame; no source text is read) and kept as
-  ``node.meta["solar_source"] = "file.py:LINE"``;
+  ``node.meta["solar_source"] = "file.py:LINE"`` (``In [3]:LINE`` for a notebook cell,
+  :mod:`solar.frontend.cells`);
 - the module path: the modules whose ``forward`` frames are on the same stack, named by
   ``root.named_modules()``, kept in ``node.meta["nn_module_stack"]`` in make_fx's own format
   (``{key: (path, type)}``, outermost first). Not module hooks: a global forward hook sends
@@ -29,6 +30,8 @@ from types import FrameType
 import torch
 import torch.fx as fx
 
+from solar.frontend.cells import cell_name, source_label
+
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _SOLAR_DIR = str(Path(__file__).resolve().parents[2]) + os.sep
 _STDLIB_DIRS = tuple(
@@ -40,9 +43,9 @@ _USER_FILE: dict[str, bool] = {}  # co_filename -> is_user_file, filled as frame
 
 def is_user_file(path: str) -> bool:
     """Whether ``path`` is the user's code: not torch, solar, the standard library or
-    generated code (``<string>``)."""
-    if path.startswith("<"):  # <string>, <frozen ...>: generated code
-        return False
+    generated code (``<string>``); an IPython cell (``<ipython-input-...>``) is the user's."""
+    if path.startswith("<"):  # <string>, <frozen ...>: generated code, unless a cell
+        return cell_name(path) is not None
     path = os.path.abspath(path)
     if path.startswith((_TORCH_DIR, _SOLAR_DIR)) or "site-packages" + os.sep + "torch" in path:
         return False
@@ -50,7 +53,8 @@ def is_user_file(path: str) -> bool:
 
 
 def caller_source(depth: int = 1) -> str:
-    """``file.py:LINE`` of the innermost user frame on the current Python stack."""
+    """``file.py:LINE`` (``In [3]:LINE`` in a notebook) of the innermost user frame on the
+    current Python stack."""
     frame = sys._getframe(depth)
     cache = _USER_FILE
     while frame is not None:
@@ -59,7 +63,7 @@ def caller_source(depth: int = 1) -> str:
         if user is None:
             user = cache[filename] = is_user_file(filename)
         if user:
-            return f"{os.path.basename(filename)}:{frame.f_lineno}"
+            return source_label(filename, frame.f_lineno)
         frame = frame.f_back
     return ""
 
@@ -69,7 +73,7 @@ def user_source(stack_trace: str | None) -> str:
     traced by make_fx with ``record_stack_traces``)."""
     for path, line in reversed(_FRAME.findall(stack_trace or "")):
         if is_user_file(path):
-            return f"{os.path.basename(path)}:{line}"
+            return source_label(path, int(line))
     return ""
 
 
