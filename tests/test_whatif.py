@@ -11,8 +11,8 @@ from console import run_solar
 
 import solar.cli
 from solar.hw import SpecError, load_spec
+from solar.hw.catalogue import CATALOGUE
 from solar.hw.quantity import Factor, parse_quantity
-from solar.hw.spec import CATALOGUE
 
 MiB, KiB = 2**20, 2**10
 
