@@ -2,7 +2,7 @@
 DRAM bandwidth and a 100 MiB L2 (``--hw H100 --override dram_bandwidth=2TB/s,l2=100MiB``, or
 ``load_spec("H100").scaled(dram_bandwidth="2TB/s", l2="100MiB")``).
 
-Each field of :data:`FIELDS` is a quantity of the spec with its dimension; values are read by
+Each field of :func:`fields` is a quantity of the spec with its dimension; values are read by
 :func:`solar.hw.quantity.parse_quantity` (a number in base units from Python, a string with
 its unit, or a factor ``x1.5``). A compute unit's field (``tc_bf16=1500TFLOP/s``) sets its peak,
 which becomes the per-SM per-clock rate at the spec's SM count and clock. Changing
