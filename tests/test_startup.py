@@ -82,3 +82,20 @@ def test_the_command_table_gives_each_command_its_own_help():
     sub = next(a for a in full._actions if a.dest == "command")
     helps = {a.dest: a.help for a in sub._choices_actions}
     assert helps == {c.name: c.help for c in solar.cli.COMMANDS}
+
+
+def test_the_startup_benchmark_measures_each_command_against_python():
+    from solar.bench.startup import markdown, measure
+
+    result = measure(repeat=1)
+    assert list(result) == [
+        "python -c pass",
+        'python -c "import solar"',
+        "solar --help",
+        "solar specs",
+    ]
+    for label, r in result.items():
+        assert r["median_s"] > 0 and len(r["runs_s"]) == 1
+        assert r["imports"] == [], label  # the probe saw neither torch nor jax
+    table = markdown(result, 1)
+    assert table.count("\n| `") == 4 and "| `solar specs` |" in table

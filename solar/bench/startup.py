@@ -2,7 +2,9 @@
 
 Each command runs in a fresh process, ``--repeat`` times, the commands taking turns (so a slow
 spell of a shared machine hits them alike); the median wall time is reported, and the same for
-``python -c pass`` (the interpreter alone), so ``over python`` is what solar adds. The commands:
+``python -c pass`` (the interpreter alone), so ``over python`` is what solar adds. The median
+CPU time (user + system, of the child) is reported too: on a shared machine it moves far less
+with the load than the wall time does. The commands:
 ``solar --help`` and ``solar specs`` (the console script beside the running interpreter, or
 ``python -m solar`` when there is none) and ``python -c "import solar"``. Each child also
 reports whether torch or jax ended up imported.
@@ -68,22 +70,36 @@ def _heavy_imports(argv: list[str], env: dict[str, str]) -> list[str]:
     return ["?"]
 
 
+def _children_cpu_s() -> float:
+    """CPU seconds (user + system) of the finished children of this process so far."""
+    try:
+        import resource
+    except ImportError:  # not on this platform (Windows): no CPU column
+        return float("nan")
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def measure(repeat: int = 7) -> dict:
-    """``{label: {"median_s", "runs_s", "imports"}}`` for every command of :func:`commands`."""
+    """``{label: {"median_s", "cpu_s", "runs_s", "imports"}}`` for every command of
+    :func:`commands`."""
     env = dict(os.environ)
     cmds = commands()
     runs: dict[str, list[float]] = {k: [] for k in cmds}
+    cpu: dict[str, list[float]] = {k: [] for k in cmds}
     for _ in range(repeat):
         for label, argv in cmds.items():
-            t0 = time.perf_counter()
+            c0, t0 = _children_cpu_s(), time.perf_counter()
             proc = subprocess.run(argv, capture_output=True, env=env)
             runs[label].append(time.perf_counter() - t0)
+            cpu[label].append(_children_cpu_s() - c0)
             if proc.returncode != 0:
                 err = proc.stderr.decode(errors="replace").strip().splitlines()
                 raise RuntimeError(f"{label} failed: {err[-1] if err else proc.returncode}")
     return {
         label: {
             "median_s": statistics.median(ts),
+            "cpu_s": statistics.median(cpu[label]),
             "runs_s": ts,
             "imports": _heavy_imports(cmds[label], env),
         }
@@ -97,13 +113,14 @@ def markdown(result: dict, repeat: int) -> str:
     lines = [
         f"median of {repeat} runs, {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}",
         "",
-        "| command | median | over python | imports torch/jax |",
-        "|---|---:|---:|---|",
+        "| command | median | over python | CPU | imports torch/jax |",
+        "|---|---:|---:|---:|---|",
     ]
     for label, r in result.items():
         over = "" if label == "python -c pass" else f"{r['median_s'] - base:.3f} s"
         lines.append(
-            f"| `{label}` | {r['median_s']:.3f} s | {over} | {', '.join(r['imports']) or 'no'} |"
+            f"| `{label}` | {r['median_s']:.3f} s | {over} | {r['cpu_s']:.3f} s | "
+            f"{', '.join(r['imports']) or 'no'} |"
         )
     return "\n".join(lines) + "\n"
 
