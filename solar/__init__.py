@@ -9,25 +9,59 @@ The package reads as the pipeline (docs/architecture.md): ``frontend`` (PyTorch,
 ``ir`` (Affine Loop IR) -> ``graph`` (einsum graph) -> ``backend`` (bounds, with ``hw`` specs)
 -> ``api`` -> ``questions`` (compare, provision, sweep, batches) and ``gpu`` (validation and
 measurement on a device) -> ``report`` (views) and ``cli``.
+
+The names below are imported on first use: ``import solar`` alone imports no framework.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
 
 from solar.frontend.torchvision_ops import install_import_hook
 
 install_import_hook()  # a torchvision whose extension cannot load still imports (its docstring)
 
-from solar import llm  # noqa: E402
-from solar.api import bound, bound_program, bound_training, trace  # noqa: E402
-from solar.backend.result import Bound  # noqa: E402
-from solar.definition import bound_definition  # noqa: E402
-from solar.gpu.calibrate import calibrate  # noqa: E402
-from solar.gpu.headroom import headroom  # noqa: E402
-from solar.gpu.score import sol_score  # noqa: E402
-from solar.gpu.validate import validate  # noqa: E402
-from solar.hub import bound_hub  # noqa: E402  (models by name: Hugging Face configs, no weights)
-from solar.hw import list_specs, load_spec  # noqa: E402
-from solar.questions.compare import compare  # noqa: E402
-from solar.questions.provision import provision  # noqa: E402
-from solar.questions.sweep import sweep  # noqa: E402
+if TYPE_CHECKING:  # what the names below are, for type checkers and IDEs
+    from solar import llm
+    from solar.api import bound, bound_program, bound_training, trace
+    from solar.backend.result import Bound
+    from solar.definition import bound_definition
+    from solar.gpu.calibrate import calibrate
+    from solar.gpu.headroom import headroom
+    from solar.gpu.score import sol_score
+    from solar.gpu.validate import validate
+    from solar.hub import bound_hub
+    from solar.hw import list_specs, load_spec
+    from solar.questions.compare import compare
+    from solar.questions.provision import provision
+    from solar.questions.sweep import sweep
+
+#: public name -> the module that defines it, imported on first use (PEP 562), so that
+#: ``import solar`` and the commands that need no framework never import torch or jax
+_EXPORTS: dict[str, str] = {
+    "Bound": "solar.backend.result",
+    "bound": "solar.api",
+    "bound_definition": "solar.definition",
+    "bound_hub": "solar.hub",
+    "bound_program": "solar.api",
+    "bound_training": "solar.api",
+    "calibrate": "solar.gpu.calibrate",
+    "compare": "solar.questions.compare",
+    "headroom": "solar.gpu.headroom",
+    "list_specs": "solar.hw",
+    "load_spec": "solar.hw",
+    "provision": "solar.questions.provision",
+    "sol_score": "solar.gpu.score",
+    "sweep": "solar.questions.sweep",
+    "trace": "solar.api",
+    "validate": "solar.gpu.validate",
+}
+#: subpackages and modules reachable as attributes (``solar.hw``, ``solar.llm``, ...)
+_SUBMODULES = frozenset(
+    {"api", "backend", "bench", "cli", "fmt", "frontend", "gpu", "graph", "hw", "ir", "llm"}
+    | {"definition", "hub", "problem", "questions", "report", "viewable"}
+)
 
 __version__ = "0.1.0"
 
@@ -50,3 +84,19 @@ __all__ = [
     "trace",
     "validate",
 ]
+
+
+def __getattr__(name: str):
+    """Import a public name's module on first use and cache the name in this module."""
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    elif name in _SUBMODULES:
+        value = importlib.import_module(f"solar.{name}")
+    else:
+        raise AttributeError(f"module 'solar' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS, *_SUBMODULES})

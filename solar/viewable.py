@@ -30,5 +30,6 @@ class Viewable:
         return _views().to_frame(self, *args, **kwargs)
 
     def plot(self, *args, **kwargs):
-        """matplotlib figure of this result (see :mod:`solar.report.plots` for the kinds)."""
+        """matplotlib figure of this result (see :mod:`solar.report.plots` for the kinds): shown
+        inline by Jupyter/VS Code as a cell's value, written by ``fig.savefig(path)``."""
         return _views().to_plot(self, *args, **kwargs)

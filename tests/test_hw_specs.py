@@ -31,6 +31,23 @@ def raw(key: str = "h100_sxm") -> dict:
     return yaml.safe_load((CATALOGUE / f"{key}.yaml").read_text())
 
 
+@pytest.fixture
+def catalogued(tmp_path, monkeypatch):
+    """``put(mapping)``: the mapping written into a catalogue folder (SOLAR_HW_SPECS) under a
+    fresh key, which it returns: loaded by name, it is held to a real GPU's checks."""
+    monkeypatch.setenv("SOLAR_HW_SPECS", str(tmp_path))
+    count = iter(range(1000))
+
+    def put(data: dict) -> str:
+        key = f"gpu_under_test_{next(count)}"
+        (tmp_path / f"{key}.yaml").write_text(
+            yaml.safe_dump({**data, "aliases": []}, sort_keys=False)
+        )
+        return key
+
+    return put
+
+
 def spec_error(data, *fragments: str) -> str:
     with pytest.raises(SpecError) as ei:
         load_spec(data)
@@ -350,39 +367,40 @@ def test_unknown_unit_and_unknown_field():
     spec_error(d, "tc_bf16_tflopz", "measured")
 
 
-def test_base_clock_fails_the_datasheet_check():
+def test_base_clock_fails_the_datasheet_check(catalogued):
     d = raw()
     d["max_clock_mhz"] = 1755  # not H100 SXM's max boost clock (1980)
-    spec_error(d, "peak tc_fp64 = 59.305 TFLOP/s", "66.9", "max_clock_mhz", "base clock")
+    msg = spec_error(catalogued(d), "peak tc_fp64 = 59.305 TFLOP/s", "66.9", "base clock")
+    assert "max_clock_mhz" in msg and "for a what-if GPU load the file by path" in msg
     d["datasheet_dense_tflops"] = {"tc_bf16": 989.4}
-    spec_error(d, "peak tc_bf16 = 948.879 TFLOP/s", "below the datasheet's 989.4", "base clock")
+    spec_error(catalogued(d), "peak tc_bf16 = 948.879 TFLOP/s", "below the datasheet's 989.4")
 
 
-def test_datasheet_check_tolerance():
+def test_datasheet_check_tolerance(catalogued):
     d = raw()
     peak_tf = 4096 * 132 * 1980 / 1e6
     d["datasheet_dense_tflops"] = {"tc_bf16": round(peak_tf * 1.0005, 2)}  # within 1e-3
-    load_spec(d)
+    load_spec(catalogued(d))
     d["datasheet_dense_tflops"] = {"tc_bf16": round(peak_tf * 1.03, 2)}
-    spec_error(d, "tc_bf16", "datasheet")
+    spec_error(catalogued(d), "tc_bf16", "datasheet")
     # a figure printed with few digits is allowed its rounding (H200's "67" for 66.9) ...
     d["datasheet_dense_tflops"] = {"tc_fp64": 67}
-    load_spec(d)
+    load_spec(catalogued(d))
     # ... but never more than 2 %
     d["datasheet_dense_tflops"] = {"tc_fp64": 70}
-    spec_error(d, "tc_fp64")
+    spec_error(catalogued(d), "tc_fp64")
 
 
-def test_inconsistent_fields():
+def test_inconsistent_fields(catalogued):
     d = raw()
     d["datasheet_dense_tflops"]["tc_fp4"] = 1000
     spec_error(d, "tc_fp4", "rates has no tc_fp4")
     d = raw()
     d["measured"]["tc_bf16_tflops"] = 2000  # beats the 1070 peak: the peak would be wrong
-    spec_error(d, "measured", "tc_bf16")
+    spec_error(catalogued(d), "measured", "tc_bf16")
     d = raw()
     d["measured"]["dram_bandwidth_gbs"] = 4000
-    spec_error(d, "dram_bandwidth")
+    spec_error(catalogued(d), "dram_bandwidth")
     d = raw()
     d["l1_smem_per_sm_kib"] = 100
     spec_error(d, "l1_smem_per_sm")

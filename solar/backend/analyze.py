@@ -54,7 +54,8 @@ def analyze(g: nx.MultiDiGraph, spec, *, notes: list[str] | None = None) -> Boun
         f"peaks: per-SM per-clock dense rates x {spec.sm_count} SMs x max boost clock "
         f"{spec.max_clock_hz / 1e6:.0f} MHz ({', '.join(f'{r} {spec.peak(r) / 1e12:.1f} T/s' for r in rates)}); "  # noqa: E501
         "an FMA counts 2 flops and CUDA-core ops are assumed to pair into FMAs",
-        f"DRAM bandwidth {spec.dram_bandwidth / 1e12:.3g} TB/s (datasheet peak)",
+        f"DRAM bandwidth {spec.dram_bandwidth / 1e12:.3g} TB/s "
+        + ("(the spec's peak; see its notes below)" if spec.notes else "(datasheet peak)"),
         "unfused: one kernel per source operator, each reading its inputs and writing its "
         "outputs once through DRAM, no cache reuse between kernels",
         "fused: one pass over graph inputs, weights and outputs; intermediates stay on chip",
@@ -92,6 +93,7 @@ def analyze(g: nx.MultiDiGraph, spec, *, notes: list[str] | None = None) -> Boun
             "a complex contraction 3 real multiply-adds per product (the 3M algorithm)"
         )
     assumptions.extend(lat.assumptions())
+    assumptions.extend(spec.notes)  # a what-if GPU: what changed, which figures were dropped
     assumptions.extend(notes or [])
     rows = [
         KernelRow(

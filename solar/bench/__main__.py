@@ -5,9 +5,10 @@ and ``.json`` (about 15 minutes on 2 cores): every model of :mod:`solar.bench.mo
 trace vs ``solar.bound``), the linear-scaling sweep (the LLaMA-7B configuration with 1 to 32
 layers, with and without the structure cache) and the examples corpus as a batch (serially and
 on a process pool). ``python -m solar.bench llama7b gpt2_small`` measures just those models and
-prints the table. Each stage runs in a fresh Python process (:mod:`solar.bench.stages`); wall
-time is the best of ``--repeat`` runs, the stages of a workload taking turns so that a slow
-spell of a shared machine hits them alike.
+prints the table; ``python -m solar.bench startup`` measures the start-up of the commands that
+need no framework (:mod:`solar.bench.startup`). Each stage runs in a fresh Python process
+(:mod:`solar.bench.stages`); wall time is the best of ``--repeat`` runs, the stages of a
+workload taking turns so that a slow spell of a shared machine hits them alike.
 """
 
 from __future__ import annotations
@@ -133,9 +134,17 @@ def run_all(args) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m solar.bench", description=__doc__.split("\n")[0])
-    p.add_argument("models", nargs="*", metavar="MODEL", help=f"of: {', '.join(MODELS)}")
+    p.add_argument(
+        "models", nargs="*", metavar="MODEL", help=f"of: {', '.join(MODELS)}; or startup"
+    )
     p.add_argument("--child", nargs=2, metavar=("WORKLOAD", "STAGE"), help=argparse.SUPPRESS)
-    p.add_argument("--repeat", type=int, default=3, help="runs per stage (best wall time kept)")
+    p.add_argument(
+        "--repeat",
+        type=int,
+        default=None,
+        help="runs per stage (best wall time kept; default 3) or, for startup, per command "
+        "(median kept; default 9)",
+    )
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="corpus pool workers")
     p.add_argument("--layers", type=int, nargs="*", default=list(SCALING_LAYERS))
     p.add_argument("--quick", action="store_true", help="two small models, one run each")
@@ -146,6 +155,11 @@ def main(argv: list[str] | None = None) -> int:
 
         print(json.dumps(run_stage(*args.child, args.jobs)))
         return 0
+    if args.models == ["startup"]:
+        from solar.bench.startup import main as startup
+
+        return startup(args.repeat or 9)
+    args.repeat = args.repeat or 3
     unknown = [m for m in args.models if m not in MODELS]
     if unknown:
         p.error(f"unknown model {unknown[0]!r}; one of: {', '.join(MODELS)}")

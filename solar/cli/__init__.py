@@ -2,6 +2,8 @@
 
 Each module of :data:`COMMANDS` defines ``add_parser(subparsers)`` (returns its parser) and
 ``run(args) -> int`` (the exit status). Adding a command is one module and one entry here.
+A command's module is imported only when that command runs, so ``solar --help`` and
+``solar specs`` import no framework.
 
 Layer: the top. Commands use the analysis API, the questions, the device-side modules and the
 views; nothing imports the CLI.
@@ -10,45 +12,87 @@ views; nothing imports the CLI.
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import sys
+from dataclasses import dataclass
+from types import ModuleType
 
-from solar.cli import (
-    bound,
-    calibrate,
-    common,
-    compare,
-    graph,
-    headroom,
-    ir,
-    plot,
-    provision,
-    score,
-    specs,
-    validate,
+
+@dataclass(frozen=True)
+class Command:
+    """One command: its module ``solar.cli.<name>``, imported only when the command runs (or
+    when the whole parser is built), and its one-line help for ``solar --help``."""
+
+    name: str
+    help: str
+
+    @property
+    def __name__(self) -> str:
+        return f"solar.cli.{self.name}"
+
+    @property
+    def module(self) -> ModuleType:
+        return importlib.import_module(self.__name__)
+
+    def add_parser(self, sub) -> argparse.ArgumentParser:
+        return self.module.add_parser(sub)
+
+    def run(self, args) -> int:
+        return self.module.run(args)
+
+
+#: every command, in the order ``solar --help`` lists them (each help as its module gives it)
+COMMANDS = (
+    Command("bound", "print the unfused, fused and cache-aware bounds"),
+    Command("ir", "print the Affine Loop IR as loops"),
+    Command("graph", "print the einsum graph"),
+    Command("specs", "list the GPU spec catalogue"),
+    Command("compare", "bounds of one program on several GPUs, one table"),
+    Command(
+        "provision", "inverse roofline: bandwidth, capacity and peaks a GPU needs for a target time"
+    ),
+    Command("plot", "write the roofline, capacity, kernel, region, compare PNGs"),
+    Command(
+        "validate", "execute the IR at full size and compare with the source program's outputs"
+    ),
+    Command("headroom", "measure programs on the GPU, bound them, report headroom and violations"),
+    Command(
+        "calibrate", "measure the GPU's ceilings and write a spec with them beside the datasheet's"
+    ),
+    Command("score", "SOL score of a solution to a definition (needs a CUDA GPU)"),
 )
-
-#: every command, in the order ``solar --help`` lists them
-COMMANDS = (bound, ir, graph, specs, compare, provision, plot, validate, headroom, calibrate, score)
 
 EXPECTED_ERRORS: tuple[type[BaseException], ...] = (ValueError, TypeError, OSError, KeyError)
 
-__all__ = ["COMMANDS", "build_parser", "common", "main"]
+__all__ = ["COMMANDS", "Command", "build_parser", "main"]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser; with ``only``, the full parser of that command alone, the others named
+    with their help (so ``solar --help`` and one command import no other command's module)."""
     p = argparse.ArgumentParser(
         prog="solar", description="Speed-of-light bounds of PyTorch and JAX programs on GPUs."
     )
     p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     sub = p.add_subparsers(dest="command", required=True)
     for command in COMMANDS:
-        command.add_parser(sub).set_defaults(run=command.run)
+        if only is None or command.name == only:
+            command.add_parser(sub).set_defaults(run=command.module.run)
+        else:
+            sub.add_parser(command.name, help=command.help)
     return p
 
 
+def _command_named(argv: list[str]) -> str:
+    """The command word of ``argv``: its first argument that is not an option of ``solar``
+    itself ("" when there is none: ``solar --help``)."""
+    return next((a for a in argv if not a.startswith("-")), "")
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(only=_command_named(argv)).parse_args(argv)
     # torch logs a failing fake-tensor kernel's traceback; the one-line error says it
     fake_log = logging.getLogger("torch._subclasses.fake_tensor")
     level = fake_log.level

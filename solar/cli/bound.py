@@ -12,11 +12,13 @@ from solar.api import bound_graph, bound_parallel, gc_paused
 from solar.cli.common import (
     Progress,
     add_gpus_args,
+    add_hw_option,
     add_output_args,
     add_problem_args,
     add_timeout_option,
     check_out,
     emit,
+    hw_from_args,
     lifted,
     plan_kwargs,
 )
@@ -34,7 +36,7 @@ from solar.report.table import bound_batch_text
 def add_parser(sub):
     sp = sub.add_parser("bound", help="print the unfused, fused and cache-aware bounds")
     add_problem_args(sp, many=True)
-    sp.add_argument("--hw", default="H100", help="GPU name, alias or spec YAML (default H100)")
+    add_hw_option(sp)
     add_gpus_args(sp)
     add_output_args(sp)
     sp.add_argument(
@@ -72,7 +74,7 @@ def run(args) -> int:
             raise ValueError("--gpus and plan options bound one problem file, not a batch")
         return _run_batch(args)
     check_out(args.out)
-    spec = load_spec(args.hw)
+    spec = load_spec(hw_from_args(args))
     with gc_paused():
         program, g = lifted(args.paths[0], args.precision)
         if multi:
@@ -85,12 +87,13 @@ def run(args) -> int:
 
 def _run_batch(args) -> int:
     check_out(args.out)
+    hw = hw_from_args(args)
     files = discover(args.paths)
     bar = Progress.maybe(len(files), "bound")
     try:
         results = bound_paths(
             files,
-            args.hw,
+            hw,
             precision=args.precision,
             jobs=args.jobs,
             ray=args.ray,
@@ -100,7 +103,12 @@ def _run_batch(args) -> int:
     finally:
         if bar:
             bar.close()
-    emit(batch_json(results, args.hw) if args.json else bound_batch_text(results), args.out)
+    emit(
+        batch_json(results, hw if isinstance(hw, str) else hw.key)
+        if args.json
+        else bound_batch_text(results),
+        args.out,
+    )
     return 0 if all(r.status in ("ok", "skipped") for r in results) else 1
 
 

@@ -30,6 +30,45 @@ def add_problem_args(sp, *, many: bool = False) -> None:
     )
 
 
+def add_hw_option(
+    sp, *, default: str = "H100", help: str = "GPU name, alias or spec YAML (default H100)"
+) -> None:
+    """``--hw`` and ``--override FIELD=VALUE,...`` (what-if hardware), the same in every
+    command that takes a GPU."""
+    sp.add_argument("--hw", default=default, help=help)
+    sp.add_argument(
+        "--override",
+        action="append",
+        metavar="FIELD=VALUE,...",
+        help="what-if hardware: change quantities of the --hw spec, e.g. "
+        "dram_bandwidth=2TB/s,l2=100MiB (the spec's fields, a unit's peak as tc_bf16=1500TFLOP/s, "
+        "kernel_launch=2us; a factor as x1.5); repeatable",
+    )
+
+
+def hw_from_args(args, device: str | None = None):
+    """``--hw`` with ``--override`` applied: the ``--hw`` text as given when nothing is
+    overridden (names, ``all``, ``auto`` are resolved where they are used); else the what-if
+    spec, a list of them for ``all`` or a comma-separated list, and for ``auto`` the visible
+    GPU's spec (on ``device``) changed."""
+    from solar.hw import list_specs, load_spec
+    from solar.hw.whatif import parse_overrides
+
+    changes = parse_overrides(getattr(args, "override", None))
+    if not changes:
+        return args.hw
+    hw = str(args.hw).strip()
+    if hw.lower() == "auto":
+        from solar.gpu.measure import resolve_hw
+
+        return resolve_hw(hw, device).scaled(**changes)
+    if hw.lower() == "all":
+        return [s.scaled(**changes) for s in list_specs()]
+    if "," in hw:
+        return [load_spec(h.strip()).scaled(**changes) for h in hw.split(",") if h.strip()]
+    return load_spec(hw).scaled(**changes)
+
+
 def add_output_args(sp) -> None:
     sp.add_argument("--json", action="store_true", help="machine-readable output")
     sp.add_argument("--out", help="write the report to this file instead of stdout")

@@ -3,15 +3,23 @@
 
 from __future__ import annotations
 
-from solar.cli.common import add_gpus_args, add_output_args, add_problem_args, emit, lifted
+from solar.cli.common import (
+    add_gpus_args,
+    add_hw_option,
+    add_output_args,
+    add_problem_args,
+    emit,
+    hw_from_args,
+    lifted,
+)
 from solar.questions.compare import compare_graph
 
 
 def add_parser(sub):
     sp = sub.add_parser("compare", help="bounds of one program on several GPUs, one table")
     add_problem_args(sp)
-    sp.add_argument(
-        "--hw", default="all", help="comma-separated GPU names or 'all' (the catalog; default)"
+    add_hw_option(
+        sp, default="all", help="comma-separated GPU names or 'all' (the catalog; default)"
     )
     add_gpus_args(sp, plan=False)
     add_output_args(sp)
@@ -19,7 +27,8 @@ def add_parser(sub):
 
 
 def run(args) -> int:
+    hw = hw_from_args(args)
     program, g = lifted(args.file, args.precision)
-    c = compare_graph(program, g, args.hw, args.gpus)
+    c = compare_graph(program, g, hw, args.gpus)
     emit(c.to_json() if args.json else str(c), args.out)
     return 0

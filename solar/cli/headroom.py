@@ -9,8 +9,10 @@ from pathlib import Path
 from solar.cli.common import (
     Progress,
     add_device_option,
+    add_hw_option,
     add_set_option,
     add_timeout_option,
+    hw_from_args,
     problem_sets,
     resolve_device,
 )
@@ -25,7 +27,7 @@ def add_parser(sub):
         help="measure programs on the GPU, bound them, report headroom and violations",
     )
     p.add_argument("paths", nargs="+", help="problem files or folders of them")
-    p.add_argument("--hw", default="auto", help="GPU spec: auto (the visible GPU), name or YAML")
+    add_hw_option(p, default="auto", help="GPU spec: auto (the visible GPU), name or YAML")
     add_device_option(p)
     p.add_argument("--out", help="write the JSON results here")
     p.add_argument(
@@ -58,6 +60,7 @@ def run(args) -> int:
             "--hw auto measures the visible CUDA GPU and there is none: pass --hw NAME (solar "
             "specs lists them) or --hw SPEC.yaml, the GPU whose bounds to compare with"
         )
+    hw = hw_from_args(args, device)
     files = discover(args.paths)
     plot = args.plot or (str(Path(args.out).with_suffix(".png")) if args.out else None)
     kw = dict(
@@ -72,7 +75,7 @@ def run(args) -> int:
     if len(files) == 1 and not Path(args.paths[0]).is_dir() and not args.ray:
         entry = headroom_problem(
             files[0],
-            args.hw,
+            hw,
             device=device,
             seed=args.seed,
             precision=args.precision,
@@ -92,7 +95,7 @@ def run(args) -> int:
     try:
         batch = headroom_paths(
             files,
-            args.hw,
+            hw,
             device=device,
             seed=args.seed,
             precision=args.precision,

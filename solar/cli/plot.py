@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from solar.api import bound_graph
-from solar.cli.common import add_problem_args, lifted
+from solar.cli.common import add_hw_option, add_problem_args, hw_from_args, lifted
 from solar.hw import load_spec
 from solar.questions.compare import compare_graph
 from solar.questions.provision import provision_graph
@@ -23,7 +23,7 @@ def save_all(
     file,
     out,
     *,
-    hw: str = "H100",
+    hw="H100",
     kinds=KINDS,
     target_ms: float | None = None,
     compare_hw="all",
@@ -64,7 +64,7 @@ def add_parser(sub):
     sp = sub.add_parser("plot", help="write the roofline, capacity, kernel, region, compare PNGs")
     add_problem_args(sp)
     sp.add_argument("--out", default=".", help="directory for the PNGs (created if missing)")
-    sp.add_argument("--hw", default="H100", help="GPU for the per-program plots")
+    add_hw_option(sp, help="GPU for the per-program plots (default H100)")
     sp.add_argument(
         "--kind", action="append", choices=KINDS, help="which plot (repeatable); default: all"
     )
@@ -79,7 +79,7 @@ def run(args) -> int:
     paths = save_all(
         args.file,
         args.out,
-        hw=args.hw,
+        hw=hw_from_args(args),
         kinds=tuple(args.kind) if args.kind and not args.all else KINDS,
         target_ms=args.target_ms,
         compare_hw=args.compare_hw,

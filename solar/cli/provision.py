@@ -6,7 +6,14 @@ from __future__ import annotations
 
 import json
 
-from solar.cli.common import add_output_args, add_problem_args, emit, lifted
+from solar.cli.common import (
+    add_hw_option,
+    add_output_args,
+    add_problem_args,
+    emit,
+    hw_from_args,
+    lifted,
+)
 from solar.fmt import jsonable
 from solar.questions.provision import provision_graph
 from solar.questions.sweep import parse_sweep, sweep_problem
@@ -25,7 +32,7 @@ def add_parser(sub):
         choices=["cache_aware", "cache-aware", "fused", "unfused"],
         help="which bound must meet the target (default cache_aware)",
     )
-    sp.add_argument("--hw", default="H100", help="reference GPU for peaks and the capacity grid")
+    add_hw_option(sp, help="reference GPU for peaks and the capacity grid (default H100)")
     sp.add_argument(
         "--max-gpus",
         type=int,
@@ -56,13 +63,14 @@ def add_parser(sub):
 
 
 def run(args) -> int:
+    hw = hw_from_args(args)
     program, g = lifted(args.file, args.precision)
     p = provision_graph(
         program,
         g,
         target_s=args.target_ms * 1e-3,
         level=args.level,
-        hw=args.hw,
+        hw=hw,
         max_gpus=args.max_gpus,
         jobs=args.jobs,
         ray=args.ray,
@@ -71,7 +79,7 @@ def run(args) -> int:
     if args.sweep:
         param, sizes = parse_sweep(args.sweep)
         sw = sweep_problem(
-            args.file, param, sizes, args.hw, target_ms=args.target_ms, precision=args.precision
+            args.file, param, sizes, hw, target_ms=args.target_ms, precision=args.precision
         )
     if args.json:
         d = p.to_dict()

@@ -379,7 +379,7 @@ class Calibration(Viewable):
                     lines.append(
                         f"WARNING: {r.key} measured {r.value * 1e6:.3g} us, below the spec's "
                         f"{default * 1e6:.3g} us: the catalogue's default is not a lower bound "
-                        "for this GPU; lower it in hw_specs."
+                        "for this GPU; lower it in the catalogue (solar/hw/catalog/)."
                     )
             elif r.clamped:
                 lines.append(
@@ -397,7 +397,7 @@ class Calibration(Viewable):
         tmp = path.with_name(path.name + ".tmp.yaml")
         tmp.write_text(text)
         try:
-            load_spec(tmp)
+            load_spec(tmp, strict=True)  # a real GPU: its measurements must fit its peaks
         except SpecError as e:
             tmp.unlink(missing_ok=True)
             raise SpecError(f"the calibrated spec does not load: {e}") from e

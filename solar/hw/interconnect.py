@@ -7,8 +7,8 @@ send (and, at the same time, receive). Vendor figures such as the H100's "NVLink
 its per-direction bandwidth, so a bidirectional figure would halve every communication bound.
 
 ``link_bandwidth`` is what the communication bounds use: NVLink plus PCIe. Every byte a GPU
-sends leaves through one of the two, so their sum is an upper bound of the hardware
-(docs/hardware.md) even where a library sends only over NVLink.
+sends leaves through one of the two, so their sum is an upper bound of the hardware even
+where a library sends only over NVLink.
 
 YAML (readable units, each number with its source in a comment)::
 

@@ -1,4 +1,5 @@
-"""Hardware specs: the GPU catalogue (``hw_specs/*.yaml``) and its loader.
+"""A GPU spec (:class:`HardwareSpec`), its validation and how a mapping becomes one (the
+catalogue and ``load_spec`` are :mod:`solar.hw.catalogue`).
 
 A :class:`HardwareSpec` holds upper bounds of what a GPU can do (docs/hardware.md): every compute
 peak is a per-SM per-clock dense rate × the SM count × the *maximum* boost clock, so a bound
@@ -18,16 +19,12 @@ import contextvars
 import dataclasses
 import difflib
 import math
-import os
 import re
 import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
-
-import yaml
 
 from solar.hw.interconnect import Interconnect, parse_interconnect
 from solar.hw.latency import check_latency, parse_latency
@@ -39,10 +36,6 @@ __all__ = [
     "Interconnect",
     "SpecError",
     "UnknownUnitError",
-    "catalogue_dirs",
-    "list_specs",
-    "load_spec",
-    "resolve_name",
 ]
 
 UNIT_DESCRIPTIONS: dict[str, str] = {
@@ -63,10 +56,6 @@ UNIT_DESCRIPTIONS: dict[str, str] = {
 #: Every unit name a spec may give a rate for, in display order.
 UNITS: tuple[str, ...] = tuple(UNIT_DESCRIPTIONS)
 
-#: Catalogue directories are looked up in this environment variable first (os.pathsep list).
-ENV_VAR = "SOLAR_HW_SPECS"
-
-_DICT = "<dict>"
 _ORIGIN: contextvars.ContextVar[str] = contextvars.ContextVar("_ORIGIN", default="<HardwareSpec>")
 
 # A check against a datasheet figure allows this relative slack at least, and at most the
@@ -124,10 +113,12 @@ class HardwareSpec:
     memory_type: str | None = None
     interconnect: Interconnect | None = None  # links to peer GPUs (solar.hw.interconnect)
     latency: Mapping[str, float] = field(default_factory=dict)  # solar.hw.latency (seconds)
+    # what a bound on this spec must state: a what-if GPU's changes, figures dropped
+    notes: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         s = object.__setattr__
-        for f in ("aliases", "sources"):
+        for f in ("aliases", "sources", "notes"):
             v = getattr(self, f)
             s(self, f, (v,) if isinstance(v, str) else tuple(v))
         s(self, "rates", _frozen_map(self.rates))
@@ -198,36 +189,53 @@ class HardwareSpec:
     # -- derived specs and export ---------------------------------------------------------------
 
     def scaled(
-        self, *, bandwidth: float = 1.0, compute: float = 1.0, capacity: float = 1.0
+        self,
+        *,
+        bandwidth: float = 1.0,
+        compute: float = 1.0,
+        capacity: float = 1.0,
+        **fields: float | str,
     ) -> HardwareSpec:
-        """A hypothetical GPU: DRAM and L2 bandwidth × ``bandwidth``, every compute rate ×
-        ``compute``, on-chip capacities (L2, L1/shared memory, registers) × ``capacity``
-        (rounded to whole bytes, at least 1). DRAM capacity, NVLink, SM count, clock and the
-        latency floors stay.
-        Datasheet figures and measurements do not carry over (the GPU is hypothetical)."""
+        """A what-if GPU (hypothetical hardware) derived from this one.
+
+        Factors: DRAM and L2 bandwidth × ``bandwidth``, every compute rate × ``compute``,
+        on-chip capacities (L2, L1/shared memory, registers) × ``capacity`` (rounded to whole
+        bytes, at least 1); DRAM capacity, NVLink, SM count, clock and the latency floors stay.
+
+        ``fields`` set single quantities (:func:`solar.hw.whatif.fields` lists them: the
+        spec's quantities, a compute unit's peak, a latency floor; short names ``l2``,
+        ``clock``), each a number in base units (bytes, bytes/s, Hz, ops/s, s, W) or a string
+        with its unit, or a factor: ``scaled(dram_bandwidth="2TB/s", l2="100MiB",
+        tc_bf16="x2")``, the same as ``--override`` on the command line. Fields apply after
+        the factors.
+
+        Datasheet figures and measurements carry over only where the peak they describe is
+        unchanged; the spec's ``notes`` (stated in every bound's assumptions) say what
+        changed and which were dropped. Raises :class:`SpecError` with a one-line reason."""
+        from solar.hw.whatif import derive, with_fields
+
         factors = {"bandwidth": bandwidth, "compute": compute, "capacity": capacity}
         for k, f in factors.items():
             if isinstance(f, bool) or not isinstance(f, (int, float)) or not 0 < f < math.inf:
                 raise SpecError(f"scaled(): {k} must be a positive finite number, got {f!r}")
-        if bandwidth == compute == capacity == 1:
-            return self
-        tag = ", ".join(f"{k} x{f:g}" for k, f in factors.items() if f != 1)
-        return dataclasses.replace(
-            self,
-            name=f"{self.name} ({tag})",
-            key=f"{self.key}[{tag.replace(' ', '')}]",
-            aliases=(),
-            rates={u: r * compute for u, r in self.rates.items()},
-            dram_bandwidth=self.dram_bandwidth * bandwidth,
-            l2_bandwidth=None if self.l2_bandwidth is None else self.l2_bandwidth * bandwidth,
-            l2_capacity=_scale_bytes(self.l2_capacity, capacity),
-            smem_per_sm=_scale_bytes(self.smem_per_sm, capacity),
-            l1_smem_per_sm=_scale_bytes(self.l1_smem_per_sm or self.smem_per_sm, capacity),
-            registers_per_sm=_scale_bytes(self.registers_per_sm, capacity),
-            datasheet_dense={},
-            measured={},
-            path=None,
-        )
+        spec = self
+        if not bandwidth == compute == capacity == 1:
+            tag = ", ".join(f"{k} x{f:g}" for k, f in factors.items() if f != 1)
+            kw = dict(
+                rates={u: r * compute for u, r in self.rates.items()},
+                dram_bandwidth=self.dram_bandwidth * bandwidth,
+                l2_bandwidth=None if self.l2_bandwidth is None else self.l2_bandwidth * bandwidth,
+                l2_capacity=_scale_bytes(self.l2_capacity, capacity),
+                smem_per_sm=_scale_bytes(self.smem_per_sm, capacity),
+                l1_smem_per_sm=_scale_bytes(self.l1_smem_per_sm or self.smem_per_sm, capacity),
+                registers_per_sm=_scale_bytes(self.registers_per_sm, capacity),
+            )
+            name, key = f"{self.name} ({tag})", f"{self.key}[{tag.replace(' ', '')}]"
+            spec = derive(self, kw, name=name, key=key, what=f"what-if GPU: {name}")
+        try:
+            return with_fields(spec, fields)
+        except ValueError as e:
+            raise SpecError(str(e)) from None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able dict in base units; ``load_spec`` of it gives back an equal spec."""
@@ -334,12 +342,12 @@ def _check_spec(spec: HardwareSpec, where: str) -> None:
         if u not in spec.rates:
             raise bad(f"datasheet_dense lists {u} but rates has no {u}: add its per-SM rate")
         pk = spec.peak(u)
-        if pk < ds - _slack(ds / 1e12) * 1e12:
+        if _below_datasheet(pk, ds):
             raise bad(
                 f"peak {u} = {_fmt(pk / 1e12)} TFLOP/s ({_fmt(spec.rates[u])}/clk/SM x "
                 f"{spec.sm_count} SMs x {_fmt(spec.max_clock_hz / 1e6)} MHz) is below the "
                 f"datasheet's {_fmt(ds / 1e12)}: max_clock_mhz is probably a base clock (use the "
-                f"maximum boost clock) or the rate of {u} is too low"
+                f"maximum boost clock) or the rate of {u} is too low{_WHATIF_HINT}"
             )
     for u, m in spec.measured.items():
         top = (
@@ -351,12 +359,50 @@ def _check_spec(spec: HardwareSpec, where: str) -> None:
         )
         if top is None:
             raise bad(f"measured lists {u} but rates has no {u}")
-        if m > top * (1 + _MIN_SLACK):
+        if _beats(m, top):
             raise bad(
                 f"measured {u} = {_fmt(m / 1e12)} T/s beats the peak {_fmt(top / 1e12)} "
                 "T/s: a peak must be an upper bound (check the clock, rate or bandwidth)"
+                + _WHATIF_HINT
             )
     check_latency(spec.latency, bad)
+
+
+_WHATIF_HINT = (
+    "; for a what-if GPU load the file by path or use HardwareSpec.scaled() (figures its "
+    "peaks no longer reach are then dropped)"
+)
+
+
+def _below_datasheet(peak: float, datasheet: float) -> bool:
+    return peak < datasheet - _slack(datasheet / 1e12) * 1e12
+
+
+def _beats(measured: float, peak: float) -> bool:
+    return measured > peak * (1 + _MIN_SLACK)
+
+
+def _drop_unreached(kw: dict[str, Any]) -> list[str]:
+    """Remove from a spec's keywords the datasheet figures and measurements its peaks no longer
+    reach (a copied file with edited numbers describes another, hypothetical GPU); the note
+    saying which, or none. Figures of units the spec lacks stay, for the check to reject."""
+    rates, per_clock = kw["rates"], kw["sm_count"] * kw["max_clock_hz"]
+    dropped = []
+    for u, ds in list(kw["datasheet_dense"].items()):
+        if u in rates and _below_datasheet(rates[u] * per_clock, ds):
+            dropped.append(f"datasheet {u} {_fmt(ds / 1e12)} T/s")
+            del kw["datasheet_dense"][u]
+    for u, m in list(kw["measured"].items()):
+        top = kw["dram_bandwidth"] if u == "dram_bandwidth" else rates.get(u, math.inf) * per_clock
+        if _beats(m, top):
+            dropped.append(f"measured {u} {_fmt(m / 1e12)} T/s")
+            del kw["measured"][u]
+    if not dropped:
+        return []
+    return [
+        f"figures above this spec's peaks dropped (an edited, what-if GPU; the rest are kept "
+        f"and checked): {', '.join(dropped)}"
+    ]
 
 
 def _did_you_mean(word: str, choices) -> str:
@@ -389,7 +435,7 @@ _MAPPINGS: dict[str, tuple[str, float]] = {
     "datasheet_dense": ("datasheet_dense_tflops", 1e12),
 }
 _STRINGS = ("name", "key", "arch", "compute_capability", "memory_type", "path")
-_LISTS = ("aliases", "sources")
+_LISTS = ("aliases", "sources", "notes")
 _KNOWN = (
     set(_QUANTITIES)
     | {h for h, _, _ in _QUANTITIES.values() if h}
@@ -420,8 +466,17 @@ def _pick(data: Mapping, base: str, readable: str | None, bad) -> tuple[str | No
 
 
 def _spec_from_mapping(
-    data: Mapping, where: str, default_key: str | None, path: str | None = None
+    data: Mapping,
+    where: str,
+    default_key: str | None,
+    path: str | None = None,
+    *,
+    strict: bool = False,
 ) -> HardwareSpec:
+    """A spec from a mapping. ``strict`` (the catalogue: real GPUs) rejects a datasheet figure
+    or measurement above the spec's peaks; otherwise (a file by path, a dict: maybe a what-if
+    GPU) such figures are dropped and the spec's notes say which."""
+
     def bad(msg: str) -> SpecError:
         return SpecError(f"hw spec {where}: {msg}")
 
@@ -500,6 +555,8 @@ def _spec_from_mapping(
     kw["latency"] = parse_latency(data.get("latency"), bad)
     if path is not None:
         kw["path"] = path
+    if not strict:
+        kw["notes"] = (*kw["notes"], *_drop_unreached(kw))
     token = _ORIGIN.set(where)
     try:
         return HardwareSpec(**kw)
@@ -539,143 +596,5 @@ def _measured(v: Any, bad) -> dict[str, float]:
     return out
 
 
-# libyaml's loader when PyYAML has it (about 10x faster; the same safe subset of YAML)
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-def _read_file(path: Path) -> HardwareSpec:
-    where = path.name
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise SpecError(f"hw spec {path}: cannot read it ({e.strerror or e})") from None
-    try:
-        data = yaml.load(text, Loader=_YAML_LOADER)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        at = f" at line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise SpecError(f"hw spec {where}: not valid YAML{at}: {problem}") from None
-    if data is None:
-        raise SpecError(f"hw spec {where}: the file is empty")
-    if isinstance(data, Mapping) and "path" in data:
-        data = {k: v for k, v in data.items() if k != "path"}
-    return _spec_from_mapping(data, where, default_key=path.stem, path=str(path))
-
-
-# ---------------------------------------------------------------------------------------------
-# The catalogue
-
-
-def catalogue_dirs() -> list[Path]:
-    """Directories searched for ``*.yaml`` specs, first match wins: each entry of the
-    ``SOLAR_HW_SPECS`` environment variable (os.pathsep-separated), then the package's
-    catalogue ``solar/hw/catalog/`` (shipped in the wheel; a checkout's ``hw_specs/`` is a link
-    to it)."""
-    here = Path(__file__).resolve()
-    dirs = [Path(p).expanduser() for p in os.environ.get(ENV_VAR, "").split(os.pathsep) if p]
-    dirs.append(here.parent / "catalog")
-    out: list[Path] = []
-    for d in dirs:
-        if d.is_dir() and d.resolve() not in {o.resolve() for o in out}:
-            out.append(d)
-    return out
-
-
-_FILE_CACHE: dict[Path, tuple[tuple[int, int], HardwareSpec]] = {}
-
-
-def _load_file_cached(path: Path) -> HardwareSpec:
-    path = path.resolve()
-    st = path.stat()
-    stamp = (st.st_mtime_ns, st.st_size)
-    hit = _FILE_CACHE.get(path)
-    if hit is not None and hit[0] == stamp:
-        return hit[1]
-    spec = _read_file(path)
-    _FILE_CACHE[path] = (stamp, spec)
-    return spec
-
-
-def _catalogue_files() -> dict[str, Path]:
-    """key (file stem) -> file, the first directory holding a key winning."""
-    files: dict[str, Path] = {}
-    for d in catalogue_dirs():
-        for p in sorted([*d.glob("*.yaml"), *d.glob("*.yml")]):
-            files.setdefault(p.stem, p)
-    return files
-
-
 def _slug(name: str) -> str:
     return re.sub(r"[^0-9a-z]+", "_", name.lower()).strip("_") or "spec"
-
-
-def _normalize(name: str) -> str:
-    return re.sub(r"[-_\s]+", "", str(name)).lower()
-
-
-def _names_of(spec: HardwareSpec) -> set[str]:
-    return {_normalize(n) for n in (spec.key, spec.name, *spec.aliases)}
-
-
-def list_specs() -> list[HardwareSpec]:
-    """Every spec in the catalogue, sorted by key."""
-    return [_load_file_cached(p) for _, p in sorted(_catalogue_files().items())]
-
-
-def resolve_name(name: str) -> Path:
-    """The catalogue file of a GPU name, key or alias (case-insensitive; '-', '_' and spaces
-    ignored; a leading 'NVIDIA' optional, so ``torch.cuda.get_device_name()`` works)."""
-    want = _normalize(name)
-    stripped = want.removeprefix("nvidia")
-    wants = {want, stripped, stripped.removeprefix("geforce")}
-    files = _catalogue_files()
-    for k, p in files.items():
-        if _normalize(k) == want:
-            return p
-    hits: list[Path] = []
-    for _, p in sorted(files.items()):
-        if wants & _names_of(_load_file_cached(p)):
-            hits.append(p)
-    if len(hits) == 1:
-        return hits[0]
-    if len(hits) > 1:
-        raise SpecError(
-            f"hw name {name!r} is ambiguous: it names {', '.join(str(p) for p in hits)}"
-        )
-    avail = []
-    for k, p in sorted(files.items()):
-        spec = _load_file_cached(p)
-        avail.append(f"{k} ({', '.join(spec.aliases)})" if spec.aliases else k)
-    where = ", ".join(str(d) for d in catalogue_dirs()) or "no catalogue directory found"
-    raise SpecError(
-        f"unknown hardware {name!r}; available: {'; '.join(avail) or 'none'} [in {where}]; "
-        "a path to a YAML spec file, a dict or a HardwareSpec is also accepted"
-    )
-
-
-def load_spec(hw: str | os.PathLike | Mapping | HardwareSpec) -> HardwareSpec:
-    """A validated :class:`HardwareSpec` from a catalogue name or alias (``"H100"``), a path to
-    a YAML/JSON spec file, a mapping in the same layout (base-unit or readable field names), or
-    a HardwareSpec (returned as is). Raises :class:`SpecError` with a one-line reason."""
-    if isinstance(hw, HardwareSpec):
-        return hw
-    if isinstance(hw, Mapping):
-        return _spec_from_mapping(hw, _DICT, default_key=None)
-    if isinstance(hw, (str, os.PathLike)):
-        p = Path(hw).expanduser()
-        looks_like_path = (
-            isinstance(hw, os.PathLike)
-            or p.suffix.lower() in (".yaml", ".yml", ".json")
-            or os.sep in str(hw)
-            or "/" in str(hw)
-        )
-        if p.is_file():
-            return _load_file_cached(p)
-        if looks_like_path:
-            raise SpecError(f"hw spec {hw}: no such file")
-        return _load_file_cached(resolve_name(str(hw)))
-    raise SpecError(
-        f"hw must be a GPU name or alias, a YAML path, a dict or a HardwareSpec; got "
-        f"{type(hw).__name__}"
-    )

@@ -14,11 +14,19 @@
 
 Each takes an optional matplotlib ``ax`` and returns the Figure. ``solar plot --all
 examples/mlp_bf16.py --out docs/img`` writes them all as PNGs.
+
+Figures are plain ``matplotlib.figure.Figure`` s, not pyplot's: a script that makes many keeps
+no figure alive, and ``fig.savefig(path)`` writes one. Inside IPython (Jupyter, VS Code, the
+terminal's rich front ends) a figure shows as a PNG wherever IPython displays a value (a cell's
+last expression, ``display(fig)``): :func:`_figure` registers the PNG formatter that
+matplotlib's inline backend would register only once pyplot is imported.
 """
 
 from __future__ import annotations
 
+import io
 import math
+import sys
 from collections.abc import Sequence
 
 from solar.backend.attribution import kernel_attribution, spec_of
@@ -32,13 +40,43 @@ from solar.report.style import COLORS
 KINDS = ("roofline", "capacity", "kernels", "region", "compare")
 
 
+def _figure(size, layout: str | None = "constrained"):
+    """A new Figure (no pyplot), shown as a PNG by IPython when one is running."""
+    try:
+        from matplotlib.figure import Figure
+    except ImportError as e:
+        raise ImportError("plotting needs matplotlib: pip install matplotlib") from e
+    _show_figures_in_ipython(Figure)
+    return Figure(figsize=size, layout=layout)
+
+
+def _show_figures_in_ipython(figure_class) -> None:
+    """Register a PNG display formatter for Figures with the running IPython shell (Jupyter,
+    VS Code's kernel), as ``matplotlib_inline`` does once pyplot is imported; without IPython,
+    nothing (IPython is not imported)."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    formatters = getattr(getattr(shell, "display_formatter", None), "formatters", None)
+    if not formatters or "image/png" not in formatters:
+        return
+    png = formatters["image/png"]
+    try:
+        png.lookup_by_type(figure_class)  # one already (the inline backend's, or ours)
+    except KeyError:
+        png.for_type(figure_class, _png)
+
+
+def _png(fig) -> bytes:
+    """The PNG bytes of ``fig`` (what a notebook displays)."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
+    return buf.getvalue()
+
+
 def _ax(ax, size=(7.0, 4.5)):
     if ax is not None:
         return ax
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=size, layout="constrained")
-    return fig.subplots()
+    return _figure(size).subplots()
 
 
 def _color(by: str) -> str:
@@ -431,13 +469,6 @@ def plot_headroom(reports: Sequence, path=None, *, per_kernel: bool = False):
     below 1 (violations) are drawn red. ``reports``: :class:`HeadroomReport` s or their
     ``to_dict()`` s. With ``per_kernel`` (one report), per-kernel headroom too. Returns the
     matplotlib figure; saves a PNG to ``path`` when given."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg", force=False)
-        import matplotlib.pyplot as plt
-    except ImportError as e:
-        raise ImportError("plotting needs matplotlib: pip install matplotlib") from e
     reports = [r for r in reports if r is not None and _get(r, "measured") is not None]
     if per_kernel and len(reports) == 1 and not isinstance(reports[0], dict):
         r = reports[0]
@@ -454,7 +485,8 @@ def plot_headroom(reports: Sequence, path=None, *, per_kernel: bool = False):
         series = {lv: [_levels(r).get(lv) for r in reports] for lv in LEVELS}
         hw = _get(reports[0], "hw") if reports else "?"
         title = f"headroom (measured / bound) per program on {hw}"
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.28 * len(labels) + 2), 4.8))
+    fig = _figure((max(6.0, 0.28 * len(labels) + 2), 4.8), layout=None)
+    ax = fig.subplots()
     for n, (lv, ys) in enumerate(series.items()):
         xs = [i for i, y in enumerate(ys) if y]
         if not xs:
@@ -480,7 +512,6 @@ def plot_headroom(reports: Sequence, path=None, *, per_kernel: bool = False):
     fig.tight_layout()
     if path is not None:
         fig.savefig(path, dpi=120)
-        plt.close(fig)
     return fig
 
 

@@ -205,7 +205,7 @@ def link_bandwidth(spec, gpus: int) -> float:
     if ic is None:
         raise NoInterconnectError(
             f"hw spec {spec.key}: no 'interconnect:' block, so no bound for {gpus} GPUs; add one "
-            "(see hw_specs/h100_sxm.yaml)"
+            "(see h100_sxm.yaml in solar/hw/catalog/)"
         )
     if gpus > ic.host_gpus:
         raise ValueError(
@@ -377,6 +377,7 @@ def _assumptions(spec, plan: Plan, link: float) -> list[str]:
         "plan wants them; graph outputs may stay sharded (partial ones are all-reduced)",
         "per GPU: compute of its share; DRAM bytes of its shards (the busiest GPU touches at "
         "least its share); communication may overlap compute, so each stage is the max",
+        *spec.notes,
         "a lower bound for this plan; another split of the same program may be faster "
         "(ideal: a perfect split with no communication)",
     ]

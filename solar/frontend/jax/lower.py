@@ -25,6 +25,7 @@ from typing import NoReturn
 
 import numpy as np
 
+from solar.frontend.cells import source_label
 from solar.frontend.common import T, broadcast_index, cast
 from solar.frontend.jax.precision import PrecisionPolicy
 from solar.frontend.jax.registry import (
@@ -154,7 +155,7 @@ def user_source(source_info: object) -> str:
     try:  # the frames (innermost first) are converted lazily: stop at the first user frame
         for fr in siu.user_frames(tb):
             if _is_user_path(fr.file_name):
-                return f"{os.path.basename(fr.file_name)}:{fr.start_line}"
+                return source_label(fr.file_name, fr.start_line)
     except Exception:  # a JAX without this helper: no location rather than a failure
         return ""
     return ""

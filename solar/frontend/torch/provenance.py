@@ -9,7 +9,8 @@ facts cheaply while make_fx traces (:func:`record_provenance`):
 - the source: the innermost frame of the model's own code (:func:`source_frame`: the user's
   code, or a library that defines one of the modules running, such as torchvision for its
   segmentation models), found by walking ``sys._getframe`` (a dict lookup per frame; no
-  source text is read) and kept as ``node.meta["solar_source"] = "file.py:LINE"``;
+  source text is read) and kept as ``node.meta["solar_source"] = "file.py:LINE"``
+  (``In [3]:LINE`` for a notebook cell, :mod:`solar.frontend.cells`);
 - the module path: the modules whose ``forward`` frames are on the same stack, named by
   ``root.named_modules()``, kept in ``node.meta["nn_module_stack"]`` in make_fx's own format
   (``{key: (path, type)}``, outermost first). Not module hooks: a global forward hook sends
@@ -30,6 +31,8 @@ from types import FrameType
 import torch
 import torch.fx as fx
 
+from solar.frontend.cells import cell_name, source_label
+
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _SOLAR_DIR = str(Path(__file__).resolve().parents[2]) + os.sep
 _STDLIB_DIRS = tuple(
@@ -44,9 +47,10 @@ _OWNER: dict[str, str | None] = {}
 
 def is_user_file(path: str) -> bool:
     """Whether ``path`` may be named as a source: not torch, solar, the standard library or
-    generated code (``<string>``). Libraries' files may (see :func:`source_frame`)."""
-    if path.startswith("<"):  # <string>, <frozen ...>: generated code
-        return False
+    generated code (``<string>``); an IPython cell (``<ipython-input-...>``) is the user's.
+    Libraries' files may be named (see :func:`source_frame`)."""
+    if path.startswith("<"):  # <string>, <frozen ...>: generated code, unless a cell
+        return cell_name(path) is not None
     path = os.path.abspath(path)
     in_torch = any(f"{site}torch{os.sep}" in path for site in _SITE_DIRS)
     if path.startswith((_TORCH_DIR, _SOLAR_DIR)) or in_torch:
@@ -101,7 +105,7 @@ def frame_label(frame: FrameType | None) -> str:
     """``file.py:LINE`` of ``frame``; empty for None."""
     if frame is None:
         return ""
-    return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
+    return source_label(frame.f_code.co_filename, frame.f_lineno)
 
 
 def module_packages(modules) -> set[str]:
@@ -110,7 +114,8 @@ def module_packages(modules) -> set[str]:
 
 
 def caller_source(depth: int = 1) -> str:
-    """``file.py:LINE`` of the current Python stack's source frame (:func:`source_frame`)."""
+    """``file.py:LINE`` (``In [3]:LINE`` in a notebook) of the current Python stack's source
+    frame (:func:`source_frame`)."""
     frame = sys._getframe(depth)
     return frame_label(source_frame(frame, module_packages(forward_modules(frame))))
 
@@ -121,7 +126,7 @@ def user_source(stack_trace: str | None) -> str:
     innermost library frame (the modules running are not known here)."""
     frames = [(p, line) for p, line in _FRAME.findall(stack_trace or "") if is_user_file(p)]
     for path, line in sorted(reversed(frames), key=lambda f: is_library_file(f[0])):
-        return f"{os.path.basename(path)}:{line}"
+        return source_label(path, int(line))
     return ""
 
 
