@@ -39,6 +39,9 @@ operator's schema arguments, and emits statements with ``ctx.statement``.
   norm backward, embedding/nll/max-pool gradient scatters, ``convolution_backward``)
 - ``fused_backward``: ``solar.sdpa_backward`` (FlashAttention-style) and
   ``solar.rms_norm_backward``, the backward of the intercepted fused calls
+- ``upsample``: ``upsample_nearest{1,2,3}d``, ``_upsample_nearest_exact{1,2,3}d``,
+  ``upsample_linear1d``/``bilinear2d``/``trilinear3d``/``bicubic2d`` and their backward
+  (``resample``: PyTorch's source-index arithmetic per dim, split into affine classes)
 - ``optim``: ``_foreach_*`` and fused optimizers, one kernel per ``multi_tensor_apply`` launch
 """
 
@@ -67,6 +70,7 @@ from solar.frontend.torch.ops import (  # noqa: F401  (registration side effects
     softmax,
     sort,
     transformer,
+    upsample,
     view_copies,
     views,
 )
