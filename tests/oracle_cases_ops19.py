@@ -52,3 +52,85 @@ for _op, (_mode, _nsp, _align) in BACKWARD.items():
         )
 
     case(_op, examples=6)(_backward)
+
+
+# -------------------------------------------------------------------- im2col / col2im
+
+
+def _fold_params(draw: Draw):
+    k = [draw(st.integers(1, 3)) for _ in range(2)]
+    d = [draw(st.integers(1, 2)) for _ in range(2)]
+    p = [draw(st.integers(0, 1)) for _ in range(2)]
+    s = [draw(st.integers(1, 2)) for _ in range(2)]
+    size = [draw(st.integers(max(1, d[i] * (k[i] - 1) + 1 - 2 * p[i]), 6)) for i in range(2)]
+    return size, k, d, p, s
+
+
+@case(aten.im2col.default, examples=6)
+def _im2col(draw):
+    size, k, d, p, s = _fold_params(draw)
+    lead = (2, 3) if draw(st.booleans()) else (3,)
+    return (lambda x: aten.im2col(x, k, d, p, s)), (rand((*lead, *size)),)
+
+
+@case(aten.col2im.default, examples=6)
+def _col2im(draw):
+    size, k, d, p, s = _fold_params(draw)
+    blocks = [(size[i] + 2 * p[i] - d[i] * (k[i] - 1) - 1) // s[i] + 1 for i in range(2)]
+    lead = (2,) if draw(st.booleans()) else ()
+    cols = rand((*lead, 3 * k[0] * k[1], blocks[0] * blocks[1]))
+    return (lambda c: aten.col2im(c, size, k, d, p, s)), (cols,)
+
+
+# ------------------------------------------------------------ creation and elementwise
+
+
+@case(aten.linspace.default)
+def _linspace(draw):
+    steps = draw(st.integers(1, 9))
+    lo, hi = draw(st.sampled_from([(0.0, 1.0), (-1.3, 2.7), (5.0, -2.0)]))
+    return (lambda x: aten.linspace(lo, hi, steps) + x), (rand((steps,)),)
+
+
+@case(aten.logspace.default)
+def _logspace(draw):
+    steps = draw(st.integers(1, 9))
+    base = draw(st.sampled_from([10.0, 2.0, 3.5]))
+    return (lambda x: aten.logspace(-1.0, 1.5, steps, base) + x), (rand((steps,)),)
+
+
+@case(aten.eye.default)
+def _eye(draw):
+    n = draw(st.integers(1, 5))
+    return (lambda x: aten.eye(n) + x), (rand((n, n)),)
+
+
+@case(aten.eye.m)
+def _eye_m(draw):
+    n, m = draw(st.integers(1, 5)), draw(st.integers(1, 5))
+    return (lambda x: aten.eye(n, m) + x), (rand((n, m)),)
+
+
+@case(aten.erfinv.default)
+def _erfinv(draw):
+    shp = (draw(st.integers(1, 4)), draw(st.integers(1, 4)))
+    return (lambda x: aten.erfinv(x * 1.6 - 0.9)), (rand(shp),)
+
+
+@case(aten.nan_to_num.default)
+def _nan_to_num(draw):
+    shp = (draw(st.integers(1, 4)), draw(st.integers(1, 4)))
+    args = draw(st.sampled_from([(), (1.0,), (0.0, 5.0, -5.0)]))
+    x = rand(shp)
+    x.view(-1)[0] = float("nan")
+    return (lambda x: aten.nan_to_num(x, *args)), (x,)
+
+
+@case(aten.native_dropout_backward.default)
+def _dropout_backward(draw):
+    shp = (draw(st.integers(1, 4)), draw(st.integers(1, 4)))
+    p = draw(st.sampled_from([0.1, 0.5]))
+    return (lambda g, m: aten.native_dropout_backward(g, m, 1 / (1 - p))), (
+        rand(shp),
+        rand(shp, torch.bool),
+    )

@@ -110,6 +110,9 @@ _ROWS = [
     # erf has no MUFU instruction: a polynomial of at least a few FMAs; 0.5 x (1 + erf(x/√2)).
     ScalarOp("erf", 1, torch.erf, alu=2),
     ScalarOp("gelu", 1, _gelu, alu=4, sfu=0),
+    # erfinv has no MUFU instruction: CUDA's erfinvf takes a log (one MUFU.LG2) of 1 - x·x
+    # (one FMA) before its polynomial, so at least 2 flops and 1 SFU op.
+    ScalarOp("erfinv", 1, torch.erfinv, alu=2, sfu=1),
     ScalarOp("floor", 1, torch.floor),
     ScalarOp("ceil", 1, torch.ceil),
     ScalarOp("round", 1, torch.round),

@@ -21,6 +21,7 @@ operator's schema arguments, and emits statements with ``ctx.statement``.
 - ``views``: views (generic, free), clone/_to_copy/copy_, cat, stack
 - ``view_copies``: the ``<view>_copy`` forms (one copy kernel each), ``as_strided_`` (free),
   ``as_strided_scatter``
+- ``im2col``: ``im2col`` (``F.unfold``) and ``col2im`` (``F.fold``)
 - ``attention``: ``solar.sdpa`` (intercepted ``scaled_dot_product_attention``, one kernel)
 - ``recurrent``: ``solar.lstm``/``gru``/``rnn_tanh``/``rnn_relu`` (intercepted cuDNN RNNs)
 - ``indexing``: gathers and scatters (embedding, embedding_bag, index_select, gather, take,
@@ -54,6 +55,7 @@ from solar.frontend.torch.ops import (  # noqa: F401  (registration side effects
     creation,
     elementwise,
     fused_backward,
+    im2col,
     indexing,
     loss,
     matmul,

@@ -69,10 +69,8 @@ def nearest_rule(size: int, out: int, scale: float | None, exact: bool) -> DimRu
     when a scale factor other than 2 gives that size."""
     s = scales_value(scale, size, out)
     p = np.arange(out)
-    if exact:
-        src = np.floor(f32(np.float64(s) * (p + 0.5)))
-    else:  # CUDA's arithmetic (ATen's CPU 2-D kernel takes p >> 1 when out = 2·in)
-        src = np.floor(p.astype(f32) * s)
+    # CUDA's arithmetic (ATen's CPU 2-D kernel takes p >> 1 when out = 2·in)
+    src = np.floor(f32(np.float64(s) * (p + 0.5))) if exact else np.floor(p.astype(f32) * s)
     src = np.minimum(src.astype(np.int64), size - 1)
     return DimRule([(int(i), int(i)) for i in src], None)
 
@@ -154,14 +152,17 @@ def cubic_rule(size: int, out: int, align_corners: bool, scale: float | None) ->
     real = _source_real(s, out, align_corners, cubic=True)
     base, frac = _guarded(real, size)
     lam = _lambda(s, align_corners, True, False, frac)
-    keys = [
-        (int(b), *(int(min(max(b - 1 + k, 0), size - 1)) for k in range(4))) for b in base
-    ]
+    keys = [(int(b), *(int(min(max(b - 1 + k, 0), size - 1)) for k in range(4))) for b in base]
 
     def weights(p: Affine, b: Affine) -> list[Expr]:
         t = lam(p, b)
         x2 = call("sub", Const(1.0), t)
-        return [_conv2(call("add", t, Const(1.0))), _conv1(t), _conv1(x2), _conv2(call("add", x2, Const(1.0)))]
+        return [
+            _conv2(call("add", t, Const(1.0))),
+            _conv1(t),
+            _conv1(x2),
+            _conv2(call("add", x2, Const(1.0))),
+        ]
 
     return DimRule(keys, weights)
 
@@ -206,7 +207,9 @@ def affine_classes(keys: Sequence[tuple[int, ...]]) -> list[OutputClass]:
     for period in range(1, min(len(keys), MAX_PERIOD) + 1):
         if best is not None and len(best) <= period:
             break  # a period P needs at least P classes
-        classes = [c for v in range(period) for c in _runs(keys, list(range(v, len(keys), period)), period)]
+        classes = [
+            c for v in range(period) for c in _runs(keys, list(range(v, len(keys), period)), period)
+        ]
         if best is None or len(classes) < len(best):
             best = classes
     return best or []

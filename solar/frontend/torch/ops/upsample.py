@@ -125,9 +125,7 @@ def upsample_forward(ctx: LoweringContext, x: T, mode: str, align: bool, scales:
         ctx.statement(dims, out, index, cast(value, acc, out.dtype), dtype=acc)
 
 
-def upsample_backward(
-    ctx: LoweringContext, g: T, mode: str, align: bool, scales: Sequence
-) -> None:
+def upsample_backward(ctx: LoweringContext, g: T, mode: str, align: bool, scales: Sequence) -> None:
     out = ctx.out()  # grad_input
     nsp = len(scales)
     sizes, outs = out.shape[-nsp:], g.shape[-nsp:]
