@@ -14,7 +14,7 @@ import torch
 from hypothesis import strategies as st
 from oracle_cases_torch import Draw, case, rand
 
-from solar.frontend.torch.ops.upsample import BACKWARD, FORWARD
+from solar.frontend.torch.ops.upsample import BACKWARD, FORWARD, VEC
 
 aten = torch.ops.aten
 
@@ -134,3 +134,32 @@ def _dropout_backward(draw):
         rand(shp),
         rand(shp, torch.bool),
     )
+
+
+for _name in ("asinh", "acosh", "atanh", "log10"):
+    _uop = getattr(aten, _name).default
+
+    @case(_uop)
+    def _unary(draw, op=_uop, name=_name):
+        shp = (draw(st.integers(1, 4)), draw(st.integers(1, 4)))
+        shift = {"acosh": 1.0, "atanh": -0.55}.get(name, 0.0)
+        return (lambda x: op(x + shift)), (rand(shp),)
+
+
+@case(aten.logical_xor.default)
+def _logical_xor(draw):
+    shp = (draw(st.integers(1, 4)), draw(st.integers(1, 4)))
+    return (lambda a, b: aten.logical_xor(a, b)), (rand(shp, torch.bool), rand(shp))
+
+
+for _vec, _default in VEC.items():
+
+    @case(_vec)
+    def _upsample_vec(draw, op=_vec, default=_default):
+        _mode, nsp, has_align = FORWARD[default]
+        sizes, outs, align, _ = _upsample_args(draw, nsp, has_align)
+        use_size = draw(st.booleans())
+        factors = None if use_size else [draw(st.sampled_from([0.5, 1.5, 2.0])) for _ in sizes]
+        return (lambda x: op(x, outs if use_size else None, *align, factors)), (
+            rand((1, 2, *sizes)),
+        )

@@ -138,6 +138,10 @@ ROWS = [
             "silu",
             "erf",
             "erfinv",
+            "asinh",
+            "acosh",
+            "atanh",
+            "log10",
             "sin",
             "cos",
             "reciprocal",
@@ -201,6 +205,7 @@ ROWS = [
     ),
     Row([aten.logical_and.default], 2, fn("logical_and"), compare=True),
     Row([aten.logical_or.default], 2, fn("logical_or"), compare=True),
+    Row([aten.logical_xor.default], 2, fn("logical_xor"), compare=True),
     *(
         Row([op.Tensor, op.Scalar, op.Scalar_Tensor], 2, fn(op.__name__))
         for op in (aten.bitwise_and, aten.bitwise_or, aten.bitwise_xor)

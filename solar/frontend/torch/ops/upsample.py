@@ -207,3 +207,25 @@ def upsample_grad(ctx: LoweringContext, g: T, output_size, input_size, *rest) ->
     mode, nsp, has_align = BACKWARD[ctx.op]
     align = bool(rest[0]) if has_align else False
     upsample_backward(ctx, g, mode, align, _scales(nsp, rest[1:] if has_align else rest))
+
+
+VEC = {  # the ``.vec`` overloads (output size or scale factors as lists) -> the ``.default``
+    aten.upsample_nearest1d.vec: aten.upsample_nearest1d.default,
+    aten.upsample_nearest2d.vec: aten.upsample_nearest2d.default,
+    aten.upsample_nearest3d.vec: aten.upsample_nearest3d.default,
+    aten._upsample_nearest_exact1d.vec: aten._upsample_nearest_exact1d.default,
+    aten._upsample_nearest_exact2d.vec: aten._upsample_nearest_exact2d.default,
+    aten._upsample_nearest_exact3d.vec: aten._upsample_nearest_exact3d.default,
+    aten.upsample_linear1d.vec: aten.upsample_linear1d.default,
+    aten.upsample_bilinear2d.vec: aten.upsample_bilinear2d.default,
+    aten.upsample_trilinear3d.vec: aten.upsample_trilinear3d.default,
+    aten.upsample_bicubic2d.vec: aten.upsample_bicubic2d.default,
+}
+
+
+@lowering(*VEC)
+def upsample_vec(ctx: LoweringContext, x: T, output_size, *rest) -> None:
+    mode, nsp, has_align = FORWARD[VEC[ctx.op]]
+    align = bool(rest[0]) if has_align else False
+    factors = rest[1] if has_align else rest[0]
+    upsample_forward(ctx, x, mode, align, list(factors) if factors else [None] * nsp)
