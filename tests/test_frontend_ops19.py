@@ -1,0 +1,193 @@
+"""Operators of real models (issue 19): upsampling in every mode against ``F.interpolate`` and
+autograd, ``F.unfold``/``F.fold``, creation and elementwise additions; the one report of every
+missing operator; compiled and wrapped modules; the core ATen coverage."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from eager_oracle import check
+
+import solar
+from solar.frontend.torch import UnsupportedOperatorError, trace_torch
+from solar.frontend.torch.coverage import core_coverage
+from solar.ir.cost import kernel_io, statement_ops
+
+aten = torch.ops.aten
+HERE = "test_frontend_ops19.py"
+
+
+def rand(*shape, seed=0):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+
+
+SIZES = [
+    dict(scale_factor=2),
+    dict(scale_factor=1.5),
+    dict(scale_factor=0.5),
+    dict(size=(9, 11, 13)),
+]
+MODES = {
+    1: ["nearest", "nearest-exact", "linear"],
+    2: ["nearest", "nearest-exact", "bilinear", "bicubic"],
+    3: ["nearest", "nearest-exact", "trilinear"],
+}
+
+
+@pytest.mark.parametrize("nsp", [1, 2, 3])
+def test_interpolate_every_mode_equals_pytorch(nsp):
+    x = rand(2, 3, *[5, 7, 4][:nsp])
+    for mode in MODES[nsp]:
+        for kw in SIZES:
+            kw = dict(kw, size=kw["size"][:nsp]) if "size" in kw else kw
+            for align in [None] if "nearest" in mode else [False, True]:
+                extra = {} if align is None else {"align_corners": align}
+                check(lambda x: F.interpolate(x, mode=mode, **kw, **extra), x)
+
+
+def test_area_mode_is_adaptive_average_pooling():
+    t = check(lambda x: F.interpolate(x, size=(3, 4), mode="area"), rand(1, 2, 6, 8))
+    assert [k.op for k in t.program.kernels] == ["aten._adaptive_avg_pool2d.default"]
+
+
+@pytest.mark.parametrize("mode", ["nearest", "nearest-exact", "bilinear", "bicubic"])
+def test_interpolate_backward_is_what_autograd_launches(mode):
+    """The backward operator autograd records for ``F.interpolate``, executed as IR, equals
+    eager's result for the same arguments."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    x, g = rand(2, 3, 5, 6).requires_grad_(), rand(2, 3, 7, 9, seed=1)
+
+    def grad(x, g):
+        return torch.autograd.grad(F.interpolate(x, size=(7, 9), mode=mode), x, g)
+
+    gm = make_fx(grad)(x, g)
+    (node,) = [n for n in gm.graph.nodes if "backward" in str(n.target)]
+    t = check(lambda g: node.target(g, *node.args[1:]), g)
+    assert [k.op for k in t.program.kernels] == [str(node.target)]
+
+
+def test_counts_by_hand():
+    """Nearest 2x of 1x2x4x4 (fp32): a copy, no flops, reads 32 elements, writes 128; one
+    statement per residue class pair (even, odd) of the two dims. Bilinear 2x adds the blend:
+    per output one multiply per tap and one add per pair of taps of each dim."""
+    x = torch.empty(1, 2, 4, 4, device="meta")
+    t = trace_torch(lambda x: F.interpolate(x, scale_factor=2), x)
+    (k,) = t.program.kernels
+    assert len(k.statements) == 4
+    assert all(statement_ops(t.program, st) == {} for st in k.statements)
+    io = kernel_io(t.program, k)
+    assert (io.read_bytes, io.write_bytes) == (32 * 4, 128 * 4)
+
+
+def test_nn_upsample_in_a_model_is_bounded():
+    model = nn.Sequential(
+        nn.Conv2d(3, 8, 3, padding=1), nn.Upsample(scale_factor=2, mode="bilinear")
+    )
+    b = solar.bound(model.eval(), (torch.empty(1, 3, 16, 16, device="meta"),), "H100")
+    assert b.fused > 0
+
+
+def test_fold_and_unfold_equal_pytorch():
+    x = rand(2, 3, 6, 7)
+    for kw in [dict(kernel_size=2), dict(kernel_size=(3, 2), padding=1, stride=2, dilation=(1, 2))]:
+        check(lambda x: F.unfold(x, **kw), x)
+        cols = F.unfold(x, **kw)
+        check(lambda c: F.fold(c, (6, 7), **kw), cols)
+    check(lambda x: x.unfold(2, 3, 1) * 2, x)  # Tensor.unfold: a view
+
+
+def test_creation_and_elementwise_additions_equal_pytorch():
+    x = rand(3, 4)
+    x[0, 0], x[0, 1], x[1, 1] = float("nan"), float("inf"), -float("inf")
+    check(torch.nan_to_num, x)
+    check(lambda x: torch.erfinv(x.clamp(-0.9, 0.9)), x.nan_to_num())
+    for n in [1, 2, 7]:
+        check(lambda z: torch.linspace(-1.3, 2.7, n) + z, torch.zeros(n))
+        check(lambda z: torch.logspace(-1.0, 2.0, n, base=3.0) + z, torch.zeros(n))
+    check(lambda z: torch.eye(3, 5) + z, torch.zeros(3, 5))
+    mask = torch.rand(3, 4, generator=torch.Generator().manual_seed(2)) > 0.3
+    check(lambda g, m: aten.native_dropout_backward(g, m, 1 / 0.7), rand(3, 4), mask)
+
+
+# ------------------------------------------------------------------- the missing report
+
+
+def test_every_missing_operator_is_reported_once(monkeypatch):
+    """Three gaps: each listed once with its count and first source line, in one error."""
+    from solar.frontend.torch import registry
+
+    lowerings = dict(registry.LOWERINGS)
+    for op in (aten.sin.default, aten.cos.default, aten.tanh.default):
+        lowerings.pop(op)
+    monkeypatch.setattr(registry, "LOWERINGS", lowerings)
+
+    def f(x):
+        a = torch.sin(x)  # SIN
+        b = torch.cos(a) + torch.sin(a)  # COS
+        return torch.tanh(b)  # TANH
+
+    with pytest.raises(UnsupportedOperatorError) as e:
+        trace_torch(f, rand(3, 4))
+    missing = {m.op: m for m in e.value.missing}
+    assert list(missing) == ["aten.sin.default", "aten.cos.default", "aten.tanh.default"]
+    lines = open(__file__).read().splitlines()
+    line = {
+        tag: next(i + 1 for i, s in enumerate(lines) if s.endswith(f"# {tag}"))
+        for tag in ("SIN", "COS", "TANH")
+    }
+    assert missing["aten.sin.default"].count == 2
+    assert missing["aten.sin.default"].sources == [f"{HERE}:{line['SIN']}", f"{HERE}:{line['COS']}"]
+    assert missing["aten.tanh.default"].sources == [f"{HERE}:{line['TANH']}"]
+    msg = str(e.value)
+    assert msg.startswith("3 operators cannot be lowered")
+    assert f"aten.sin.default (2x, at {HERE}:{line['SIN']} and 1 more: --debug lists them)" in msg
+    assert f"{HERE}:{line['COS']}" in e.value.report(all_sources=True)
+
+
+def test_one_missing_operator_keeps_the_one_line_error():
+    with pytest.raises(UnsupportedOperatorError) as e:
+        trace_torch(lambda x: torch.special.zeta(x, 2.0), rand(3))
+    assert "\n" not in str(e.value) and len(e.value.missing) == 1
+
+
+# ------------------------------------------------------------------ wrapped modules
+
+
+def test_compiled_and_data_parallel_modules_are_bounded_as_their_module():
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU()).eval()
+    x = torch.empty(4, 8, device="meta")
+    plain = solar.bound(model, (x,), "H100")
+    compiled = torch.compile(model)  # nothing compiles until it is called
+    for wrapped, says in [
+        (compiled, "torch.compile'd module"),
+        (nn.DataParallel(model), "nn.DataParallel"),
+        (nn.DataParallel(compiled), "torch.compile'd module"),
+    ]:
+        b = solar.bound(wrapped, (x,), "H100")
+        assert (b.fused, b.unfused) == (plain.fused, plain.unfused)
+        assert any(says in a for a in b.assumptions)
+
+
+def test_wrapped_module_executes_with_its_weights():
+    model = nn.Linear(4, 3)
+    check(nn.DataParallel(model), rand(2, 4))
+
+
+# ------------------------------------------------------------------ core ATen coverage
+
+
+def test_core_aten_coverage(capsys):
+    c = core_coverage()
+    with capsys.disabled():
+        print("\n" + c.report())
+    assert c.total > 150 and len(c.lowered) >= 160
+    assert all(c.refused.values())  # every refusal has a reason
+    for op in (
+        "aten.upsample_nearest2d.vec",
+        "aten.upsample_bilinear2d.vec",
+        "aten.col2im.default",
+    ):
+        assert op in c.lowered
