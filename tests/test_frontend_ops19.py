@@ -4,6 +4,8 @@ missing operator; compiled and wrapped modules; the core ATen coverage."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 import torch.nn as nn
@@ -44,7 +46,7 @@ def test_interpolate_every_mode_equals_pytorch(nsp):
             kw = dict(kw, size=kw["size"][:nsp]) if "size" in kw else kw
             for align in [None] if "nearest" in mode else [False, True]:
                 extra = {} if align is None else {"align_corners": align}
-                check(lambda x: F.interpolate(x, mode=mode, **kw, **extra), x)
+                check(lambda x, m=mode, k=kw, e=extra: F.interpolate(x, mode=m, **k, **e), x)
 
 
 def test_area_mode_is_adaptive_average_pooling():
@@ -93,9 +95,9 @@ def test_nn_upsample_in_a_model_is_bounded():
 def test_fold_and_unfold_equal_pytorch():
     x = rand(2, 3, 6, 7)
     for kw in [dict(kernel_size=2), dict(kernel_size=(3, 2), padding=1, stride=2, dilation=(1, 2))]:
-        check(lambda x: F.unfold(x, **kw), x)
+        check(lambda x, k=kw: F.unfold(x, **k), x)
         cols = F.unfold(x, **kw)
-        check(lambda c: F.fold(c, (6, 7), **kw), cols)
+        check(lambda c, k=kw: F.fold(c, (6, 7), **k), cols)
     check(lambda x: x.unfold(2, 3, 1) * 2, x)  # Tensor.unfold: a view
 
 
@@ -105,8 +107,8 @@ def test_creation_and_elementwise_additions_equal_pytorch():
     check(torch.nan_to_num, x)
     check(lambda x: torch.erfinv(x.clamp(-0.9, 0.9)), x.nan_to_num())
     for n in [1, 2, 7]:
-        check(lambda z: torch.linspace(-1.3, 2.7, n) + z, torch.zeros(n))
-        check(lambda z: torch.logspace(-1.0, 2.0, n, base=3.0) + z, torch.zeros(n))
+        check(lambda z, n=n: torch.linspace(-1.3, 2.7, n) + z, torch.zeros(n))
+        check(lambda z, n=n: torch.logspace(-1.0, 2.0, n, base=3.0) + z, torch.zeros(n))
     check(lambda z: torch.eye(3, 5) + z, torch.zeros(3, 5))
     mask = torch.rand(3, 4, generator=torch.Generator().manual_seed(2)) > 0.3
     check(lambda g, m: aten.native_dropout_backward(g, m, 1 / 0.7), rand(3, 4), mask)
@@ -133,7 +135,7 @@ def test_every_missing_operator_is_reported_once(monkeypatch):
         trace_torch(f, rand(3, 4))
     missing = {m.op: m for m in e.value.missing}
     assert list(missing) == ["aten.sin.default", "aten.cos.default", "aten.tanh.default"]
-    lines = open(__file__).read().splitlines()
+    lines = Path(__file__).read_text().splitlines()
     line = {
         tag: next(i + 1 for i, s in enumerate(lines) if s.endswith(f"# {tag}"))
         for tag in ("SIN", "COS", "TANH")
