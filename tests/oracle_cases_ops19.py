@@ -163,3 +163,18 @@ for _vec, _default in VEC.items():
         return (lambda x: op(x, outs if use_size else None, *align, factors)), (
             rand((1, 2, *sizes)),
         )
+
+
+@case(torch.ops.solar.sdpa_backward.default, examples=6)
+def _sdpa_backward_dropout(draw):
+    """Training-mode attention's backward: the keep mask regenerated in the kernel."""
+    b, h, lq, lk, e, ev = (draw(st.integers(1, 3)) for _ in range(6))
+    causal = draw(st.booleans())
+    p = draw(st.sampled_from([0.1, 0.5]))
+    q, k, v = rand((b, h, lq, e)), rand((b, h, lk, e)), rand((b, h, lk, ev))
+    g, o = rand((b, h, lq, ev)), rand((b, h, lq, ev))
+
+    def fn(g, q, k, v, o):
+        return torch.ops.solar.sdpa_backward.default(g, q, k, v, o, None, p, causal, None, False)
+
+    return fn, (g, q, k, v, o)

@@ -193,3 +193,35 @@ def test_core_aten_coverage(capsys):
         "aten.col2im.default",
     ):
         assert op in c.lowered
+
+
+# ------------------------------------------------------------------ train-mode dropout
+
+
+class DropoutAttention(nn.Module):
+    """GPT-2's dropouts in miniature: residual dropout and attention dropout in train mode."""
+
+    def __init__(self, d: int = 16, heads: int = 2) -> None:
+        super().__init__()
+        self.qkv, self.heads, self.drop = nn.Linear(d, 3 * d), heads, nn.Dropout(0.1)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = self.qkv(x).view(b, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        a = F.scaled_dot_product_attention(q, k, v, dropout_p=0.1 if self.training else 0.0)
+        return self.drop(a.transpose(1, 2).reshape(b, t, d))
+
+
+def test_training_step_with_default_dropout_is_bounded():
+    """``native_dropout_backward`` and attention backward with dropout (the keep mask
+    regenerated in the kernel: one draw per score, as in the forward)."""
+    from solar.api import trace
+    from solar.frontend.torch.training import make_train_step
+
+    model = DropoutAttention().train()
+    x = torch.empty(2, 8, 16, device="meta")
+    step, args = make_train_step(model, (x,), loss=lambda out: out.float().square().mean())
+    ops = [k.op for k in trace(step, args).program.kernels]
+    assert "aten.native_dropout_backward.default" in ops
+    assert "solar.sdpa_backward.default" in ops
+    assert solar.bound_training(model, (x,), "H100", loss=lambda o: o.float().mean()).fused > 0
