@@ -15,9 +15,10 @@ never read from DRAM), over the loops of the forward (:func:`.attention.layout`)
 five contractions (2.5x the forward's two), DRAM traffic Q, K, V, O, dO, the mask, dQ, dK, dV
 once each. With dropout (training-mode attention) the forward's keep mask ``Z/(1−p)`` is
 regenerated from its seed (one draw per score, kernel-local, as FlashAttention's Philox):
-``dV = Σ_l (P·Z/(1−p))·dO``, ``dS = P·(dP·Z/(1−p) − D)``. FlashAttention reads the forward's row log-sum-exp instead of recomputing the row
-max and sum: this kernel does two more CUDA-core operations per score and reads less, both on
-the side of a lower bound's tensor-core-bound time. Under GQA the key/value gradients sum over
+``dV = Σ_l (P·Z/(1−p))·dO``, ``dS = P·(dP·Z/(1−p) − D)``. FlashAttention reads the forward's
+row log-sum-exp instead of recomputing the row max and sum: this kernel does two more
+CUDA-core operations per score and reads less, both on the side of a lower bound's
+tensor-core-bound time. Under GQA the key/value gradients sum over
 the query-head group. Broadcast key/value batch dims (not GQA) are refused.
 
 RMSNorm backward, with ``x̂ = x·rstd`` (``rstd`` recomputed) and ``gw = g·weight``::
