@@ -178,3 +178,26 @@ def _sdpa_backward_dropout(draw):
         return torch.ops.solar.sdpa_backward.default(g, q, k, v, o, None, p, causal, None, False)
 
     return fn, (g, q, k, v, o)
+
+
+# ------------------------------------------------------------------------ grid sampling
+
+
+for _op, _nsp in ((aten.grid_sampler_2d.default, 2), (aten.grid_sampler_3d.default, 3)):
+
+    @case(_op, examples=8)
+    def _grid_sampler(draw, op=_op, nsp=_nsp):
+        sizes = [draw(st.integers(1, 4)) for _ in range(nsp)]
+        outs = [draw(st.integers(1, 3)) for _ in range(nsp)]
+        mode, pad, align = draw(st.integers(0, 1)), draw(st.integers(0, 2)), draw(st.booleans())
+        grid = rand((2, *outs, nsp)) * 2.6 - 1.4  # some points outside [-1, 1]
+        return (lambda x, g: op(x, g, mode, pad, align)), (rand((2, 2, *sizes)), grid)
+
+
+@case(aten.affine_grid_generator.default)
+def _affine_grid(draw):
+    nsp = draw(st.integers(2, 3))
+    size = [2, 3, *(draw(st.integers(1, 4)) for _ in range(nsp))]
+    align = draw(st.booleans())
+    theta = rand((2, nsp, nsp + 1))
+    return (lambda t: aten.affine_grid_generator(t, size, align)), (theta,)

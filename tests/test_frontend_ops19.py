@@ -225,3 +225,18 @@ def test_training_step_with_default_dropout_is_bounded():
     assert "aten.native_dropout_backward.default" in ops
     assert "solar.sdpa_backward.default" in ops
     assert solar.bound_training(model, (x,), "H100", loss=lambda o: o.float().mean()).fused > 0
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+@pytest.mark.parametrize("padding", ["zeros", "border", "reflection"])
+def test_grid_sample_and_affine_grid_equal_pytorch(mode, padding):
+    x, grid = rand(2, 3, 5, 6), rand(2, 4, 7, 2, seed=3).clamp(-1.3, 1.3)
+    for align in (False, True):
+        check(
+            lambda x, g, a=align: F.grid_sample(
+                x, g, mode=mode, padding_mode=padding, align_corners=a
+            ),
+            x,
+            grid,
+        )
+        check(lambda t, a=align: F.affine_grid(t, (2, 3, 5, 6), align_corners=a), rand(2, 2, 3))

@@ -21,6 +21,8 @@ operator's schema arguments, and emits statements with ``ctx.statement``.
 - ``views``: views (generic, free), clone/_to_copy/copy_, cat, stack
 - ``view_copies``: the ``<view>_copy`` forms (one copy kernel each), ``as_strided_`` (free),
   ``as_strided_scatter``
+- ``grid_sample``: ``grid_sampler_2d``/``3d`` (bilinear, nearest; zeros, border, reflection)
+  and ``affine_grid_generator``
 - ``im2col``: ``im2col`` (``F.unfold``) and ``col2im`` (``F.fold``)
 - ``attention``: ``solar.sdpa`` (intercepted ``scaled_dot_product_attention``, one kernel)
 - ``recurrent``: ``solar.lstm``/``gru``/``rnn_tanh``/``rnn_relu`` (intercepted cuDNN RNNs)
@@ -55,6 +57,7 @@ from solar.frontend.torch.ops import (  # noqa: F401  (registration side effects
     creation,
     elementwise,
     fused_backward,
+    grid_sample,
     im2col,
     indexing,
     loss,
