@@ -201,3 +201,24 @@ def _affine_grid(draw):
     align = draw(st.booleans())
     theta = rand((2, nsp, nsp + 1))
     return (lambda t: aten.affine_grid_generator(t, size, align)), (theta,)
+
+
+@case(aten.native_group_norm_backward.default, examples=8)
+def _group_norm_backward(draw):
+    n, groups, per = draw(st.integers(1, 2)), draw(st.integers(1, 3)), draw(st.integers(1, 2))
+    c = groups * per
+    spatial = tuple(draw(st.integers(1, 3)) for _ in range(draw(st.integers(0, 2))))
+    shp = (n, c, *spatial)
+    hxw = 1
+    for s in spatial:
+        hxw *= s
+    affine = draw(st.booleans())
+    mask = [draw(st.booleans()), affine and draw(st.booleans()), affine and draw(st.booleans())]
+    x, w = rand(shp), rand((c,))
+    _, mean, rstd = aten.native_group_norm(x, w if affine else None, None, n, c, hxw, groups, 1e-5)
+
+    def fn(dy, x, mean, rstd, w):
+        weight = w if affine else None
+        return aten.native_group_norm_backward(dy, x, mean, rstd, weight, n, c, hxw, groups, mask)
+
+    return fn, (rand(shp), x, mean, rstd, w)

@@ -240,3 +240,27 @@ def test_grid_sample_and_affine_grid_equal_pytorch(mode, padding):
             grid,
         )
         check(lambda t, a=align: F.affine_grid(t, (2, 3, 5, 6), align_corners=a), rand(2, 2, 3))
+
+
+def test_group_norm_backward_equals_pytorch():
+    x, dy, w = rand(2, 6, 4, 5), rand(2, 6, 4, 5, seed=1), rand(6, seed=2)
+    _, mean, rstd = aten.native_group_norm(x, w, None, 2, 6, 20, 3, 1e-5)
+
+    def grads(dy, x, mean, rstd, w):
+        return aten.native_group_norm_backward(dy, x, mean, rstd, w, 2, 6, 20, 3, [True] * 3)
+
+    check(grads, dy, x, mean, rstd, w)
+
+
+def test_unet_style_training_step_is_bounded():
+    """GroupNorm, SiLU, convolutions and nearest 2x upsampling (a diffusers up block in
+    miniature): forward, backward and AdamW."""
+    block = nn.Sequential(
+        nn.GroupNorm(4, 8),
+        nn.SiLU(),
+        nn.Upsample(scale_factor=2, mode="nearest"),
+        nn.Conv2d(8, 8, 3, padding=1),
+    )
+    x = torch.empty(1, 8, 8, 8, device="meta")
+    bound = solar.bound_training(block, (x,), "H100", loss=lambda o: o.float().square().mean())
+    assert bound.fused > 0

@@ -40,6 +40,7 @@ operator's schema arguments, and emits statements with ``ctx.statement``.
   ``_addmm_activation``, ``_transform_bias_rescale_qkv``
 - ``backward``: the backward operators of a training step (``*_backward``, softmax/layer/batch
   norm backward, embedding/nll/max-pool gradient scatters, ``convolution_backward``)
+- ``group_norm_backward``: ``native_group_norm_backward`` (one kernel)
 - ``fused_backward``: ``solar.sdpa_backward`` (FlashAttention-style) and
   ``solar.rms_norm_backward``, the backward of the intercepted fused calls
 - ``upsample``: ``upsample_nearest{1,2,3}d``, ``_upsample_nearest_exact{1,2,3}d``,
@@ -58,6 +59,7 @@ from solar.frontend.torch.ops import (  # noqa: F401  (registration side effects
     elementwise,
     fused_backward,
     grid_sample,
+    group_norm_backward,
     im2col,
     indexing,
     loss,
