@@ -264,3 +264,22 @@ def test_unet_style_training_step_is_bounded():
     x = torch.empty(1, 8, 8, 8, device="meta")
     bound = solar.bound_training(block, (x,), "H100", loss=lambda o: o.float().square().mean())
     assert bound.fused > 0
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+def test_antialias_equals_pytorch_forward_and_backward(mode):
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    x = rand(2, 3, 9, 11)
+    for kw in [dict(size=(4, 5)), dict(scale_factor=0.3), dict(size=(12, 20))]:
+        for align in (False, True):
+            kw = dict(kw, mode=mode, antialias=True, align_corners=align)
+            check(lambda x, kw=kw: F.interpolate(x, **kw), x)
+            y = F.interpolate(x, **kw)
+
+            def grad(x, g, kw=kw):
+                return torch.autograd.grad(F.interpolate(x, **kw), x, g)
+
+            gm = make_fx(grad)(x.clone().requires_grad_(), torch.zeros(y.shape))
+            (node,) = [n for n in gm.graph.nodes if "backward" in str(n.target)]
+            check(lambda g, node=node: node.target(g, *node.args[1:]), rand(*y.shape, seed=4))

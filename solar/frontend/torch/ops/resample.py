@@ -48,14 +48,16 @@ def area_scale(size: int, out: int, align_corners: bool, scale: float | None) ->
 class DimRule:
     """One spatial dim of an upsampling: per output position the key (source indices: the
     base index first, then one per tap) and how to build the tap weights as IR expressions
-    of ``p`` (an affine index) and the base index (None: nearest, one tap of weight 1)."""
+    of ``p`` (an affine index) and the ``lead`` key entries (None: nearest, one tap of
+    weight 1)."""
 
     keys: list[tuple[int, ...]]
-    weights: Callable[[Affine, Affine], list[Expr]] | None
+    weights: Callable[..., list[Expr]] | None
+    lead: int = 1  # key entries before the taps (the base index; antialias: and the span)
 
     @property
     def taps(self) -> int:
-        return len(self.keys[0]) - 1
+        return len(self.keys[0]) - self.lead
 
 
 def _float(a: Affine) -> Expr:
@@ -213,3 +215,74 @@ def affine_classes(keys: Sequence[tuple[int, ...]]) -> list[OutputClass]:
         if best is None or len(classes) < len(best):
             best = classes
     return best or []
+
+
+def _aa_filter(x: Expr, cubic: bool) -> Expr:
+    """ATen's antialias filters of ``|x|``: the triangle ``1 − x`` on ``[0, 1)``, or Keys'
+    cubic with ``a = −0.5`` on ``[0, 2)``; 0 beyond."""
+    x = call("abs", x)
+    if not cubic:
+        return call("where", call("lt", x, Const(1.0)), call("sub", Const(1.0), x), Const(0.0))
+    a = -0.5
+    near = call(
+        "add",
+        call("mul", call("mul", call("sub", call("mul", Const(a + 2), x), Const(a + 3)), x), x),
+        Const(1.0),
+    )
+    mid = call(
+        "mul",
+        call(
+            "sub",
+            call("mul", call("add", call("mul", call("sub", x, Const(5.0)), x), Const(8.0)), x),
+            Const(4.0),
+        ),
+        Const(a),
+    )
+    return call(
+        "where",
+        call("lt", x, Const(1.0)),
+        near,
+        call("where", call("lt", x, Const(2.0)), mid, Const(0.0)),
+    )
+
+
+def antialias_rule(
+    size: int, out: int, align_corners: bool, scale: float | None, cubic: bool
+) -> DimRule:
+    """``antialias=True``: output ``p`` averages the inputs ``[xmin, xmin + xsize)`` around
+    ``center = s·(p + ½)`` with the filter stretched by ``s`` when downsampling, the weights
+    normalized to sum 1 (ATen's ``_compute_weights_aa``). Key: ``(xmin, xsize, taps...)``."""
+    s = area_scale(size, out, align_corners, scale)
+    interp = 4 if cubic else 2
+    support = f32(interp * 0.5) * s if s >= 1.0 else f32(interp * 0.5)
+    invscale = f32(1.0) / s if s >= 1.0 else f32(1.0)
+    center = s * (np.arange(out).astype(f32) + f32(0.5))
+    xmin = np.maximum(np.trunc(center - support + f32(0.5)).astype(np.int64), 0)
+    xsize = np.minimum(np.trunc(center + support + f32(0.5)).astype(np.int64), size) - xmin
+    taps = int(xsize.max())
+    keys = [
+        (int(m), int(n), *(min(int(m) + k, size - 1) for k in range(taps)))
+        for m, n in zip(xmin, xsize, strict=True)
+    ]
+
+    def weights(p: Affine, lead: list[Affine]) -> list[Expr]:
+        start, span = lead
+        mid = call("mul", Const(float(s)), call("add", _float(p), Const(0.5)))
+        raw: list[Expr] = []
+        for k in range(taps):
+            arg = call("add", call("sub", _float(start + k), mid), Const(0.5))
+            w = _aa_filter(
+                call("mul", arg, Const(float(invscale))) if invscale != 1 else arg, cubic
+            )
+            if span.is_const:
+                w = w if k < span.const else Const(0.0)
+            else:
+                w = call("where", call("lt", Const(k), Index(span)), w, Const(0.0))
+            raw.append(w)
+        total = raw[0]
+        for w in raw[1:]:
+            if w != Const(0.0):
+                total = call("add", total, w)
+        return [w if w == Const(0.0) else call("div", w, total) for w in raw]
+
+    return DimRule(keys, weights, lead=2)

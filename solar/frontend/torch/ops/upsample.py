@@ -12,13 +12,16 @@ alone (the hoisting rule counts them once per position). ``area`` reaches
 
 Backward (what autograd launches): ``grad_input = 0``, then for every class combination and
 tap, ``grad_input[src(j)] += w(p) · grad_output[p]`` (class dims whose source index does not
-move are reduced). Half-precision inputs interpolate in float32, as PyTorch does.
+move are reduced). Antialiasing (``antialias=True``: ``_upsample_bilinear2d_aa``,
+``_upsample_bicubic2d_aa``) averages a window around each output, normalized weights in a
+kernel-local table. Half-precision inputs interpolate in float32, as PyTorch does.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from dataclasses import replace
 from math import prod
 
 import torch
@@ -29,6 +32,7 @@ from solar.frontend.torch.ops.resample import (
     DimRule,
     OutputClass,
     affine_classes,
+    antialias_rule,
     cubic_rule,
     linear_rule,
     nearest_rule,
@@ -55,6 +59,8 @@ def _rules(
             rules.append(nearest_rule(n, o, s, exact=mode == "nearest_exact"))
         elif mode == "linear":
             rules.append(linear_rule(n, o, align, s))
+        elif mode in ("linear_aa", "cubic_aa"):
+            rules.append(antialias_rule(n, o, align, s, cubic=mode == "cubic_aa"))
         else:
             rules.append(cubic_rule(n, o, align, s))
     return rules
@@ -70,6 +76,35 @@ def _combinations(ctx: LoweringContext, rules: list[DimRule]) -> list[tuple[Outp
             f"simple rational scale factor needs few)"
         )
     return list(itertools.product(*per_dim))
+
+
+def _tabulate(ctx: LoweringContext, rules: list[DimRule], acc: str) -> list[DimRule]:
+    """Antialias weights (each a filter value over the window's normalizing sum: long
+    expressions) are computed once per output position and tap into a kernel-local table,
+    which the interpolation loads; taps past a class's window (its span constant) are
+    skipped, as the CUDA kernel's loop over the window skips them."""
+    tabulated = []
+    for d, rule in enumerate(rules):
+        if rule.lead != 2 or rule.weights is None:
+            tabulated.append(rule)
+            continue
+        table = ctx.local(f"weights{d}", (len(rule.keys), rule.taps), acc)
+        for cls in affine_classes(rule.keys):
+            for k, w in enumerate(
+                rule.weights(cls.position("j"), [cls.key(0, "j"), cls.key(1, "j")])
+            ):
+                if w != Const(0.0):
+                    ctx.statement([("j", cls.count)], table, [cls.position("j"), k], w, dtype=acc)
+
+        def weights(p: Affine, lead: list[Affine], table=table, taps=rule.taps) -> list[Expr]:
+            span = lead[1]
+            return [
+                Const(0.0) if span.is_const and k >= span.const else ctx.load(table, [p, k])
+                for k in range(taps)
+            ]
+
+        tabulated.append(replace(rule, weights=weights))
+    return tabulated
 
 
 def _names(nsp: int) -> list[str]:
@@ -96,17 +131,24 @@ def _interpolate(
     if d == len(rules):
         return ctx.load(x, [*lead, *prefix], acc)
     rule, cls, j = rules[d], combo[d], js[d]
-    taps = [cls.key(1 + k, j) for k in range(rule.taps)]
+    taps = [cls.key(rule.lead + k, j) for k in range(rule.taps)]
     if rule.weights is None:
         return _interpolate(ctx, x, lead, rules, combo, js, acc, d + 1, (*prefix, taps[0]))
-    weights = rule.weights(cls.position(j), cls.key(0, j))
+    weights = _weights(rule, cls, j)
     total: Expr | None = None
     for src, w in zip(taps, weights, strict=True):
+        if w == Const(0.0):  # a tap past this class's window
+            continue
         inner = _interpolate(ctx, x, lead, rules, combo, js, acc, d + 1, (*prefix, src))
         term = call("mul", inner, w)
         total = term if total is None else call("add", total, term)
     assert total is not None
     return total
+
+
+def _weights(rule: DimRule, cls: OutputClass, j: str) -> list[Expr]:
+    lead = [cls.key(k, j) for k in range(rule.lead)]
+    return rule.weights(cls.position(j), lead[0] if rule.lead == 1 else lead)
 
 
 def upsample_forward(ctx: LoweringContext, x: T, mode: str, align: bool, scales: Sequence) -> None:
@@ -115,6 +157,7 @@ def upsample_forward(ctx: LoweringContext, x: T, mode: str, align: bool, scales:
     sizes, outs = x.shape[-nsp:], out.shape[-nsp:]
     rules = _rules(mode, sizes, outs, align, scales)
     acc = acc_dtype(out.dtype)
+    rules = _tabulate(ctx, rules, acc)
     lead = _lead(x, nsp)
     lead_names = [n for n, _ in lead]
     js = [f"j{n}" for n in _names(nsp)]
@@ -134,6 +177,7 @@ def upsample_backward(ctx: LoweringContext, g: T, mode: str, align: bool, scales
     target = out if acc == out.dtype else ctx.local("acc", out.shape, acc)
     all_dims = [f"i{k}" for k in range(out.ndim)]
     ctx.statement(nest(all_dims, out.shape), target, all_dims, Const(0.0))
+    rules = _tabulate(ctx, rules, acc)
     lead = _lead(g, nsp)
     lead_names = [n for n, _ in lead]
     js = [f"j{n}" for n in _names(nsp)]
@@ -141,11 +185,13 @@ def upsample_backward(ctx: LoweringContext, g: T, mode: str, align: bool, scales
         positions = [c.position(j) for c, j in zip(combo, js, strict=True)]
         grad = ctx.load(g, [*lead_names, *positions], acc)
         weights = [
-            [Const(1.0)] if r.weights is None else r.weights(p, c.key(0, j))
-            for r, c, p, j in zip(rules, combo, positions, js, strict=True)
+            [Const(1.0)] if r.weights is None else _weights(r, c, j)
+            for r, c, j in zip(rules, combo, js, strict=True)
         ]
         for taps in itertools.product(*(range(r.taps) for r in rules)):
-            src = [c.key(1 + k, j) for c, k, j in zip(combo, taps, js, strict=True)]
+            if any(w[k] == Const(0.0) for w, k in zip(weights, taps, strict=True)):
+                continue
+            src = [c.key(r.lead + k, j) for r, c, k, j in zip(rules, combo, taps, js, strict=True)]
             value = grad
             for w_dim, k in zip(weights, taps, strict=True):
                 if w_dim[k] != Const(1.0):
@@ -174,6 +220,8 @@ FORWARD = {  # operator -> (mode, spatial dims, whether it takes align_corners)
     aten.upsample_bilinear2d.default: ("linear", 2, True),
     aten.upsample_trilinear3d.default: ("linear", 3, True),
     aten.upsample_bicubic2d.default: ("cubic", 2, True),
+    aten._upsample_bilinear2d_aa.default: ("linear_aa", 2, True),
+    aten._upsample_bicubic2d_aa.default: ("cubic_aa", 2, True),
 }
 
 BACKWARD = {
@@ -187,6 +235,8 @@ BACKWARD = {
     aten.upsample_bilinear2d_backward.default: ("linear", 2, True),
     aten.upsample_trilinear3d_backward.default: ("linear", 3, True),
     aten.upsample_bicubic2d_backward.default: ("cubic", 2, True),
+    aten._upsample_bilinear2d_aa_backward.default: ("linear_aa", 2, True),
+    aten._upsample_bicubic2d_aa_backward.default: ("cubic_aa", 2, True),
 }
 
 
