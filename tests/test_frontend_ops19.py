@@ -266,6 +266,13 @@ def test_unet_style_training_step_is_bounded():
     assert bound.fused > 0
 
 
+def _grad_of(kw):
+    def grad(x, g):
+        return torch.autograd.grad(F.interpolate(x, **kw), x, g)
+
+    return grad
+
+
 @pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
 def test_antialias_equals_pytorch_forward_and_backward(mode):
     from torch.fx.experimental.proxy_tensor import make_fx
@@ -277,9 +284,6 @@ def test_antialias_equals_pytorch_forward_and_backward(mode):
             check(lambda x, kw=kw: F.interpolate(x, **kw), x)
             y = F.interpolate(x, **kw)
 
-            def grad(x, g, kw=kw):
-                return torch.autograd.grad(F.interpolate(x, **kw), x, g)
-
-            gm = make_fx(grad)(x.clone().requires_grad_(), torch.zeros(y.shape))
+            gm = make_fx(_grad_of(kw))(x.clone().requires_grad_(), torch.zeros(y.shape))
             (node,) = [n for n in gm.graph.nodes if "backward" in str(n.target)]
             check(lambda g, node=node: node.target(g, *node.args[1:]), rand(*y.shape, seed=4))
