@@ -222,3 +222,13 @@ def _group_norm_backward(draw):
         return aten.native_group_norm_backward(dy, x, mean, rstd, weight, n, c, hxw, groups, mask)
 
     return fn, (rand(shp), x, mean, rstd, w)
+
+
+@case(aten._cdist_forward.default, examples=8)
+def _cdist(draw):
+    p = draw(st.sampled_from([0.0, 1.0, 2.0, 3.0, float("inf")]))
+    m = draw(st.integers(1, 3))
+    lead = draw(st.sampled_from([((), ()), ((2,), (2,)), ((2, 1), (3,))]))
+    a = rand((*lead[0], draw(st.integers(1, 3)), m))
+    b = rand((*lead[1], draw(st.integers(1, 3)), m))
+    return (lambda a, b: aten._cdist_forward(a, b, p, None)), (a, b)

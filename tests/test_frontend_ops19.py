@@ -287,3 +287,8 @@ def test_antialias_equals_pytorch_forward_and_backward(mode):
             gm = make_fx(_grad_of(kw))(x.clone().requires_grad_(), torch.zeros(y.shape))
             (node,) = [n for n in gm.graph.nodes if "backward" in str(n.target)]
             check(lambda g, node=node: node.target(g, *node.args[1:]), rand(*y.shape, seed=4))
+
+
+@pytest.mark.parametrize("p", [0.0, 1.0, 2.0, 3.0, float("inf")])
+def test_cdist_equals_pytorch(p):
+    check(lambda a, b: torch.cdist(a, b, p=p), rand(2, 4, 3), rand(2, 5, 3, seed=1))

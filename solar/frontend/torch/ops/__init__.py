@@ -13,7 +13,7 @@ operator's schema arguments, and emits statements with ``ctx.statement``.
 - ``normalization``: layer/batch (native, cuDNN, legit variants)/group norm, _fused_rms_norm
 - ``activation``: celu, softshrink, hardshrink, threshold, prelu, rrelu (eval), log_sigmoid,
   glu (more rows of the elementwise table)
-- ``norms``: logsumexp, linalg_vector_norm / norm (every p)
+- ``norms``: logsumexp, linalg_vector_norm / norm (every p), ``_cdist_forward``
 - ``loss``: mse, huber, smooth_l1, soft_margin, binary_cross_entropy (with logits)
 - ``shape``: flip, roll, repeat, rot90, constant/reflection/replication padding
 - ``conv``: convolution (direct and transposed, 1-3D, groups, bias)
