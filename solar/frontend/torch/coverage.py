@@ -88,8 +88,10 @@ def core_coverage() -> Coverage:
     for op in core_overloads():
         if find_lowering(op) is not None or is_view(op):
             lowered.append(str(op))
+        elif op.overloadpacket.__name__ in REASONS:
+            refused[str(op)] = REASONS[op.overloadpacket.__name__]
         elif torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), "CompositeImplicitAutograd"):
             refused[str(op)] = DECOMPOSED
         else:
-            refused[str(op)] = REASONS.get(op.overloadpacket.__name__, NO_DEFINITION)
+            refused[str(op)] = NO_DEFINITION
     return Coverage(sorted(lowered), refused)
