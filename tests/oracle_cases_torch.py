@@ -1316,4 +1316,5 @@ for _name in ("lstm", "gru", "rnn_tanh", "rnn_relu"):
     case(getattr(solar_ops, _name).default, examples=4)(_rnn)
 import oracle_cases_complex  # noqa: E402,F401  (FFT, linear algebra, complex numbers)
 import oracle_cases_models  # noqa: E402,F401  (view copies, random, transformer, cells)
+import oracle_cases_ops19  # noqa: E402,F401  (upsampling and the other operators of issue 19)
 import oracle_cases_training  # noqa: E402,F401  (registers the training-step cases)

@@ -101,9 +101,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.run(args)
     except EXPECTED_ERRORS as e:
+        report = getattr(e, "report", None)  # UnsupportedOperatorError: every missing operator
         if args.debug:
+            if callable(report):
+                print(f"solar: error: {report(all_sources=True)}", file=sys.stderr)
             raise
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        if callable(report):
+            msg = report()
         if isinstance(e, KeyError):  # str(KeyError) is the repr of the key alone
             msg = f"KeyError: {msg}"
         print(f"solar: error: {msg}", file=sys.stderr)

@@ -142,6 +142,14 @@ _ROWS = [
     ScalarOp("tan", 1, torch.tan, alu=1, sfu=2),
     ScalarOp("sinh", 1, torch.sinh, alu=3, sfu=1),
     ScalarOp("cosh", 1, torch.cosh, alu=3, sfu=1),
+    # asinh/acosh = log(x + sqrt(x·x ± 1)): one MUFU.LG2 and one MUFU.SQRT, an FMA and an add
+    # (3 flops); atanh = ½·log((1 + x) / (1 − x)): a log, two adds, a divide and a multiply;
+    # log10 = log2(x) · log10(2): a log and a multiply.
+    ScalarOp("asinh", 1, torch.asinh, alu=3, sfu=2),
+    ScalarOp("acosh", 1, torch.acosh, alu=3, sfu=2),
+    ScalarOp("atanh", 1, torch.atanh, alu=4, sfu=1),
+    ScalarOp("log10", 1, torch.log10, alu=1, sfu=1),
+    ScalarOp("logical_xor", 2, torch.logical_xor),
 ]
 
 # Complex numbers (issue 24). real/imag/complex/conj select or assemble the two parts of a

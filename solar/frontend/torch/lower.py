@@ -20,6 +20,7 @@ from solar.frontend.common import T, cast
 from solar.frontend.torch.precision import PrecisionPolicy
 from solar.frontend.torch.provenance import module_label, node_source
 from solar.frontend.torch.registry import (
+    MissingOperator,
     UnsupportedOperatorError,
     find_lowering,
     functional_form,
@@ -29,6 +30,10 @@ from solar.ir.affine import Affine, AffineLike, affines
 from solar.ir.dtypes import ITEMSIZE, from_torch
 from solar.ir.program import Dim, Kernel, Program, ProgramBuilder, Statement
 from solar.ir.scalar import Expr, Load
+
+#: The stand-in for an output of a node that could not be lowered and whose shape or dtype the
+#: IR cannot even declare; nodes that read it are skipped (see :meth:`Lowerer.run`).
+OPAQUE = object()
 
 
 class UnsupportedDtypeError(ValueError):
@@ -324,28 +329,68 @@ class Lowerer:
     # -- the walk --------------------------------------------------------------------------
 
     def run(self) -> None:
+        """Lower every node. A node that cannot be lowered is recorded and stands in as an
+        opaque tensor of its traced shape, so the walk goes on and finds every missing
+        operator; at the end one :class:`UnsupportedOperatorError` lists them all (its
+        ``missing``), and no program is returned."""
+        missing: dict[str, MissingOperator] = {}
+        first: dict[str, UnsupportedOperatorError] = {}
         for node in self.gm.graph.nodes:
-            if node.op == "placeholder":
-                assert node in self.env, f"placeholder {node.name} was not declared"
-            elif node.op == "get_attr":
-                value = getattr(self.gm, node.target)
-                if isinstance(value, torch.Generator):  # a random operator's `generator=`
-                    self.env[node] = value
-                    continue
-                if not isinstance(value, torch.Tensor):
-                    raise UnsupportedOperatorError(
-                        node.target, "", "is a non-tensor attribute of the traced graph"
-                    )
-                self.env[node] = self.declare_constant(node.target.strip("_"), value)
-                fake = self.fake_of(value)  # the fake it was traced as: views of it alias it
-                if fake is not None:
-                    node.meta["val"] = fake
-            elif node.op == "call_function":
-                self.env[node] = self.lower_call(node)
-            elif node.op == "output":
-                pass
-            else:
-                raise UnsupportedOperatorError(node.target, "", f"is an fx {node.op} node")
+            try:
+                self.lower_node(node)
+            except UnsupportedOperatorError as e:
+                m = missing.get(e.op)
+                if m is None:
+                    missing[e.op] = MissingOperator(e.op, e.reason, [e.source], 1)
+                    first[e.op] = e
+                else:
+                    m.count += 1
+                    m.sources.append(e.source)
+                self.env[node] = self.opaque(node)
+        if len(missing) == 1:
+            (e,) = first.values()
+            e.missing = list(missing.values())
+            raise e
+        if missing:
+            raise UnsupportedOperatorError.collected(list(missing.values()))
+
+    def opaque(self, node: fx.Node) -> object:
+        """A stand-in for the outputs of a node that could not be lowered: fresh tensors of
+        its traced shapes (or :data:`OPAQUE` where even that is impossible), used only to
+        keep walking the graph."""
+        vals = node.meta.get("val")
+        multi = isinstance(vals, (tuple, list))
+        outs: list[object] = []
+        for i, v in enumerate(vals if multi else [vals]):
+            try:
+                shape = tuple(int(s) for s in v.shape)  # type: ignore[union-attr]
+                dtype = from_torch(v.dtype)  # type: ignore[union-attr]
+                stem = f"{output_stem(node, i) if multi else node.name}_opaque"
+                outs.append(T(self.builder.tensor(stem, shape, dtype), shape, dtype))
+            except (AttributeError, TypeError, ValueError):
+                outs.append(OPAQUE)
+        return tuple(outs) if multi else outs[0]
+
+    def lower_node(self, node: fx.Node) -> None:
+        if node.op == "placeholder":
+            assert node in self.env, f"placeholder {node.name} was not declared"
+        elif node.op == "get_attr":
+            value = getattr(self.gm, node.target)
+            if isinstance(value, torch.Generator):  # a random operator's `generator=`
+                self.env[node] = value
+                return
+            if not isinstance(value, torch.Tensor):
+                raise UnsupportedOperatorError(
+                    node.target, "", "is a non-tensor attribute of the traced graph"
+                )
+            self.env[node] = self.declare_constant(node.target.strip("_"), value)
+            fake = self.fake_of(value)  # the fake it was traced as: views of it alias it
+            if fake is not None:
+                node.meta["val"] = fake
+        elif node.op == "call_function":
+            self.env[node] = self.lower_call(node)
+        elif node.op != "output":
+            raise UnsupportedOperatorError(node.target, "", f"is an fx {node.op} node")
 
     def fake_of(self, value: torch.Tensor) -> torch.Tensor | None:
         """The FakeTensor the tracing mode made of a real constant (its converter memoizes
@@ -368,7 +413,8 @@ class Lowerer:
         target = node.target
         if target is operator.getitem:
             seq, i = node.args
-            return self.env[seq][i]  # type: ignore[index]
+            whole = self.env[seq]
+            return OPAQUE if whole is OPAQUE else whole[i]  # type: ignore[index]
         if not isinstance(target, torch._ops.OpOverload):
             raise UnsupportedOperatorError(
                 getattr(target, "__name__", target),
@@ -379,6 +425,10 @@ class Lowerer:
             self, node, bind_arguments(target, self.value(node.args), self.value(node.kwargs))
         )
         fn = find_lowering(target)
+        if any(a is OPAQUE for a in pytree.tree_leaves(ctx.args)):
+            if fn is None:  # missing too: listed, though its input stands in opaquely
+                raise UnsupportedOperatorError(target, ctx.source)
+            return self.opaque(node)
         if not mutated_args(target) and aliases_an_input(node) and (fn is None or is_view(target)):
             lower_view(ctx)
         else:

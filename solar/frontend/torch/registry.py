@@ -11,12 +11,14 @@ kernel. Register with ``@lowering(torch.ops.aten.foo.default)`` (an overload) or
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import torch
 
 LOWERINGS: dict[object, Callable[..., None]] = {}
 
 HOW_TO_ADD = "see solar/frontend/torch/ops/"
+NO_DEFINITION = "has no loop-nest definition"
 
 
 def lowering(*ops: object) -> Callable[[Callable[..., None]], Callable[..., None]]:
@@ -34,18 +36,62 @@ def lowering(*ops: object) -> Callable[[Callable[..., None]], Callable[..., None
     return register
 
 
+@dataclass
+class MissingOperator:
+    """One operator a program needs and the frontend cannot lower: why, how many nodes of the
+    traced graph call it, and the source line of each (in graph order)."""
+
+    op: str
+    reason: str
+    sources: list[str] = field(default_factory=list)
+    count: int = 1
+
+    def line(self, all_sources: bool = False) -> str:
+        where = [s for s in self.sources if s]
+        shown = where if all_sources else where[:1]
+        at = f", at {', '.join(shown)}" if shown else ""
+        more = len(where) - len(shown)
+        rest = f" and {more} more: --debug lists them" if more else ""
+        return f"{self.op} ({self.count}x{at}{rest}): {self.reason}"
+
+
 class UnsupportedOperatorError(ValueError):
-    """An operator the frontend has no loop-nest definition for (or cannot express)."""
+    """An operator the frontend has no loop-nest definition for (or cannot express).
+
+    ``missing`` lists every such operator of the program once (:class:`MissingOperator`):
+    tracing goes on past each one to collect them all, and raises this error at the end."""
 
     def __init__(self, op: object, source: str = "", reason: str = "") -> None:
         self.op = str(op)
         self.source = source
         where = f" at {source}" if source else ""
+        self.reason = reason or NO_DEFINITION
+        self.missing: list[MissingOperator] = [MissingOperator(self.op, self.reason, [source])]
         reason = reason or (
-            f"has no loop-nest definition; register one with "
+            f"{NO_DEFINITION}; register one with "
             f"@solar.frontend.torch.lowering(torch.ops.{self.op}) — {HOW_TO_ADD}"
         )
         super().__init__(f"{self.op}{where} {reason}")
+
+    @classmethod
+    def collected(cls, missing: list[MissingOperator]) -> UnsupportedOperatorError:
+        """One error listing every operator of ``missing`` (at least two)."""
+        err = cls(missing[0].op, next(iter(missing[0].sources), ""), missing[0].reason)
+        err.missing = list(missing)
+        ValueError.__init__(err, err.report())
+        return err
+
+    def report(self, all_sources: bool = False) -> str:
+        """Every missing operator, one line each (``all_sources``: every source line)."""
+        if len(self.missing) == 1 and not all_sources:
+            return str(self.args[0]) if self.args else ""
+        n = len(self.missing)
+        head = (
+            f"{n} operators cannot be lowered (tracing went on past each to list them all; no "
+            f"bound is computed until each is lowered: register one with "
+            f"@solar.frontend.torch.lowering(torch.ops.<op>) — {HOW_TO_ADD}):"
+        )
+        return "\n".join([head, *(f"  {m.line(all_sources)}" for m in self.missing)])
 
 
 class DataDependentOperatorError(UnsupportedOperatorError):

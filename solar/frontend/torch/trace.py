@@ -30,6 +30,7 @@ from solar.frontend.torch.modes import mode_notes
 from solar.frontend.torch.precision import PrecisionPolicy
 from solar.frontend.torch.provenance import is_user_file, record_provenance
 from solar.frontend.torch.registry import DataDependentOperatorError, UnsupportedOperatorError
+from solar.frontend.torch.wrappers import unwrap_module
 from solar.ir.program import Program
 
 # ("param", "layers.0.weight") / ("buffer", name) / ("input", i or path) / ("kwarg", path)
@@ -62,6 +63,7 @@ class TorchTrace:
         ``fn``'s parameters and buffers and of ``inputs`` (and ``kwargs``), by IR input name."""
         roots = {"input": _as_tuple(inputs), "kwarg": dict(kwargs or {})}
         named: dict[str, dict[str, torch.Tensor]] = {"param": {}, "buffer": {}}
+        fn, _ = unwrap_module(fn)
         if isinstance(fn, torch.nn.Module):
             named["param"] = dict(fn.named_parameters())
             named["buffer"] = dict(fn.named_buffers())
@@ -86,9 +88,11 @@ def trace_torch(
 ) -> TorchTrace:
     """Trace ``fn(*inputs, **kwargs)`` and lower it to the Affine Loop IR.
 
-    ``fn`` is an ``nn.Module`` (its parameters and buffers become IR weights) or a plain
-    callable; ``inputs`` a tensor or a tuple/list of arguments, each a tensor or any structure
-    holding tensors (lists, dicts, dataclasses, objects such as a Hugging Face KV cache: see
+    ``fn`` is an ``nn.Module`` (its parameters and buffers become IR weights; a
+    ``torch.compile``d, ``DataParallel`` or ``DistributedDataParallel`` one is traced as the
+    module it wraps, and the assumptions say so) or a plain callable; ``inputs`` a tensor or a
+    tuple/list of arguments, each a tensor or any structure holding tensors (lists, dicts,
+    dataclasses, objects such as a Hugging Face KV cache: see
     :mod:`solar.frontend.torch.structure`); other values are passed through as constants.
     Tensors may be ``meta`` tensors, and one tensor passed twice is one graph input. Every
     tensor of the result, however nested, is a program output. ``precision`` ("tf32" or
@@ -96,6 +100,7 @@ def trace_torch(
     allocated; the caller's model, inputs and their objects are left as they were.
     """
     policy = PrecisionPolicy.from_torch(precision)
+    fn, wrapper_notes = unwrap_module(fn)
     args, kw = _as_tuple(inputs), dict(kwargs or {})
     module = fn if isinstance(fn, torch.nn.Module) else None
     params = dict(module.named_parameters()) if module is not None else {}
@@ -160,7 +165,7 @@ def trace_torch(
         "bytes, still a lower bound)"
         for d in sorted(remapped)
     ]
-    notes += mode_notes(module, lowerer.program)
+    notes += wrapper_notes + mode_notes(module, lowerer.program)
     return TorchTrace(lowerer.program, bindings, output_names, gm, notes)
 
 

@@ -52,6 +52,7 @@ from solar.frontend.torch.trace import (
     _autocast_on,
     _tracing_error,
 )
+from solar.frontend.torch.wrappers import unwrap_module
 
 _TRAINING_NAMES = {"backward", "grad"}
 
@@ -272,6 +273,7 @@ def make_train_step(model, inputs, *, loss=None, targets=(), optimizer=None):
     out = model(*inputs); l = loss(out, *targets) (or out); l.backward(); optimizer.step();
     return l``. ``optimizer``: an optimizer, an optimizer class or a factory of the
     parameters (default ``torch.optim.AdamW``)."""
+    model, _ = unwrap_module(model)  # a compiled or DataParallel model: the module it wraps
     inputs = _as_tuple(inputs)
     targets = _as_tuple(targets) if targets is not None else ()
     if optimizer is None:

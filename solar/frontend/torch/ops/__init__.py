@@ -13,7 +13,7 @@ operator's schema arguments, and emits statements with ``ctx.statement``.
 - ``normalization``: layer/batch (native, cuDNN, legit variants)/group norm, _fused_rms_norm
 - ``activation``: celu, softshrink, hardshrink, threshold, prelu, rrelu (eval), log_sigmoid,
   glu (more rows of the elementwise table)
-- ``norms``: logsumexp, linalg_vector_norm / norm (every p)
+- ``norms``: logsumexp, linalg_vector_norm / norm (every p), ``_cdist_forward``
 - ``loss``: mse, huber, smooth_l1, soft_margin, binary_cross_entropy (with logits)
 - ``shape``: flip, roll, repeat, rot90, constant/reflection/replication padding
 - ``conv``: convolution (direct and transposed, 1-3D, groups, bias)
@@ -21,6 +21,9 @@ operator's schema arguments, and emits statements with ``ctx.statement``.
 - ``views``: views (generic, free), clone/_to_copy/copy_, cat, stack
 - ``view_copies``: the ``<view>_copy`` forms (one copy kernel each), ``as_strided_`` (free),
   ``as_strided_scatter``
+- ``grid_sample``: ``grid_sampler_2d``/``3d`` (bilinear, nearest; zeros, border, reflection)
+  and ``affine_grid_generator``
+- ``im2col``: ``im2col`` (``F.unfold``) and ``col2im`` (``F.fold``)
 - ``attention``: ``solar.sdpa`` (intercepted ``scaled_dot_product_attention``, one kernel)
 - ``recurrent``: ``solar.lstm``/``gru``/``rnn_tanh``/``rnn_relu`` (intercepted cuDNN RNNs)
 - ``indexing``: gathers and scatters (embedding, embedding_bag, index_select, gather, take,
@@ -37,11 +40,15 @@ operator's schema arguments, and emits statements with ``ctx.statement``.
   ``_addmm_activation``, ``_transform_bias_rescale_qkv``
 - ``backward``: the backward operators of a training step (``*_backward``, softmax/layer/batch
   norm backward, embedding/nll/max-pool gradient scatters, ``convolution_backward``)
+- ``group_norm_backward``: ``native_group_norm_backward`` (one kernel)
 - ``fused_backward``: ``solar.sdpa_backward`` (FlashAttention-style) and
   ``solar.rms_norm_backward``, the backward of the intercepted fused calls
 - ``spectral``: ``_fft_r2c``/``_fft_c2r``/``_fft_c2c`` (``torch.fft``), one cuFFT kernel each
 - ``linalg``: ``torch.linalg`` factorizations and solves, one cuSOLVER/cuBLAS kernel each
 - ``complex``: complex construction and parts (``polar``, ``complex``, ``real``/``imag``...)
+- ``upsample``: ``upsample_nearest{1,2,3}d``, ``_upsample_nearest_exact{1,2,3}d``,
+  ``upsample_linear1d``/``bilinear2d``/``trilinear3d``/``bicubic2d`` and their backward
+  (``resample``: PyTorch's source-index arithmetic per dim, split into affine classes)
 - ``optim``: ``_foreach_*`` and fused optimizers, one kernel per ``multi_tensor_apply`` launch
 """
 
@@ -55,6 +62,9 @@ from solar.frontend.torch.ops import (  # noqa: F401  (registration side effects
     creation,
     elementwise,
     fused_backward,
+    grid_sample,
+    group_norm_backward,
+    im2col,
     indexing,
     linalg,
     loss,
@@ -73,6 +83,7 @@ from solar.frontend.torch.ops import (  # noqa: F401  (registration side effects
     sort,
     spectral,
     transformer,
+    upsample,
     view_copies,
     views,
 )

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from solar.frontend.torch.lower import LoweringContext, T
+from solar.frontend.torch.lower import LoweringContext, T, cast
 from solar.frontend.torch.ops.common import dims_of, nest, pointwise
 from solar.frontend.torch.registry import lowering
 from solar.ir.affine import Affine
@@ -81,3 +81,41 @@ def arange(ctx: LoweringContext, *args: object) -> None:
         if start != 0:
             expr = call("add", expr, Const(start))
     ctx.statement(nest([i], out.shape), out, [i], expr)
+
+
+@lowering(aten.linspace.default, aten.logspace.default)
+def linspace(ctx: LoweringContext, start, end, steps: int, *rest: object) -> None:
+    """``start + step·i`` for the first ``steps // 2`` points and ``end − step·(steps − 1 −
+    i)`` for the rest, with ``step = (end − start) / (steps − 1)``, as ATen's kernel computes
+    them; ``logspace`` raises ``base`` to that power."""
+    out = ctx.out()
+    if isinstance(start, T) or isinstance(end, T):
+        ctx.fail("with tensor endpoints is not supported; pass Python numbers")
+    if not out.dtype.startswith(("float", "bfloat")):
+        ctx.fail(f"with an integer dtype ({out.dtype}) is not supported")
+    base = rest[0] if ctx.op == aten.logspace.default else None
+    step = (end - start) / (steps - 1) if steps > 1 else 0.0
+    half = steps // 2 if steps > 1 else 1  # one point: ``start``
+    acc = "float32" if out.dtype in ("float16", "bfloat16") else out.dtype
+    for first, count, value in (
+        (0, half, lambda i: call("add", Const(start), call("mul", Const(step), i))),
+        (half, steps - half, lambda i: call("sub", Const(end), call("mul", Const(step), i))),
+    ):
+        if count == 0:
+            continue
+        pos = Affine.of("i") + first
+        i = Index(pos) if first == 0 else Index(Affine.of(steps - 1 - first) - Affine.of("i"))
+        e = value(cast(i, "int64", acc))
+        if base is not None:
+            e = call("pow", Const(float(base)), e)
+        ctx.statement([("i", count)], out, [pos], cast(e, acc, out.dtype), dtype=acc)
+
+
+@lowering(aten.eye.default, aten.eye.m)
+def eye(ctx: LoweringContext, *args: object) -> None:
+    """``out = 0`` then ``out[i, i] = 1`` (ATen's ``zero_`` and diagonal ``fill_``, counted
+    as one kernel: the work of both, no compares)."""
+    out = ctx.out()
+    d = dims_of(out.shape)
+    ctx.statement(nest(d, out.shape), out, d, Const(0))
+    ctx.statement([("i", min(out.shape))], out, ["i", "i"], Const(1))

@@ -137,6 +137,11 @@ ROWS = [
             "tanh",
             "silu",
             "erf",
+            "erfinv",
+            "asinh",
+            "acosh",
+            "atanh",
+            "log10",
             "sin",
             "cos",
             "reciprocal",
@@ -185,6 +190,12 @@ ROWS = [
     Row([aten.minimum.default], 2, fn("minimum")),
     Row([aten.lerp.Scalar], 2, lerp),
     Row([aten.lerp.Tensor], 3, lerp),
+    # the backward of train-mode dropout: grad · mask · 1/(1−p), one kernel as on CUDA
+    Row(
+        [aten.native_dropout_backward.default],
+        2,
+        lambda g, mask, k: scale(call("mul", g, mask), k),
+    ),
     Row([aten.addcmul.default], 3, lambda s, a, b, v: call("add", s, scale(call("mul", a, b), v))),
     Row([aten.addcdiv.default], 3, lambda s, a, b, v: call("add", s, scale(call("div", a, b), v))),
     # comparisons and logic
@@ -194,6 +205,7 @@ ROWS = [
     ),
     Row([aten.logical_and.default], 2, fn("logical_and"), compare=True),
     Row([aten.logical_or.default], 2, fn("logical_or"), compare=True),
+    Row([aten.logical_xor.default], 2, fn("logical_xor"), compare=True),
     *(
         Row([op.Tensor, op.Scalar, op.Scalar_Tensor], 2, fn(op.__name__))
         for op in (aten.bitwise_and, aten.bitwise_or, aten.bitwise_xor)
@@ -265,3 +277,24 @@ def triangle(ctx: LoweringContext, x, diagonal: int) -> None:
     loops = nest(dims, out.shape)
     ctx.statement(loops, out, dims, operand(ctx, x, dims, out.dtype), guards=[keep])
     ctx.statement(loops, out, dims, Const(0), guards=[zero])
+
+
+@lowering(aten.nan_to_num.default)
+def nan_to_num(ctx: LoweringContext, x, nan, posinf, neginf) -> None:
+    """``where(x != x, nan, where(x == inf, posinf, where(x == -inf, neginf, x)))``; the
+    defaults are 0 and the dtype's largest and lowest finite values. Integer inputs are a copy."""
+    out = ctx.out()
+    if not out.dtype.startswith(("float", "bfloat")):
+        pointwise(ctx, lambda v: v, [x])
+        return
+    info = torch.finfo(getattr(torch, out.dtype))
+    nan = 0.0 if nan is None else nan
+    posinf = info.max if posinf is None else posinf
+    neginf = info.min if neginf is None else neginf
+
+    def build(v: Expr) -> Expr:
+        e = call("where", call("eq", v, Const(-math.inf)), Const(neginf), v)
+        e = call("where", call("eq", v, Const(math.inf)), Const(posinf), e)
+        return call("where", call("isnan", v), Const(nan), e)
+
+    pointwise(ctx, build, [x])

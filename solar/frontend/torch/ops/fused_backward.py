@@ -13,9 +13,12 @@ never read from DRAM), over the loops of the forward (:func:`.attention.layout`)
     dK[b,s,e]  = scale·Σ_l dS·Q[b,l,e]                           tensor cores
 
 five contractions (2.5x the forward's two), DRAM traffic Q, K, V, O, dO, the mask, dQ, dK, dV
-once each. FlashAttention reads the forward's row log-sum-exp instead of recomputing the row
-max and sum: this kernel does two more CUDA-core operations per score and reads less, both on
-the side of a lower bound's tensor-core-bound time. Under GQA the key/value gradients sum over
+once each. With dropout (training-mode attention) the forward's keep mask ``Z/(1−p)`` is
+regenerated from its seed (one draw per score, kernel-local, as FlashAttention's Philox):
+``dV = Σ_l (P·Z/(1−p))·dO``, ``dS = P·(dP·Z/(1−p) − D)``. FlashAttention reads the forward's
+row log-sum-exp instead of recomputing the row max and sum: this kernel does two more
+CUDA-core operations per score and reads less, both on the side of a lower bound's
+tensor-core-bound time. Under GQA the key/value gradients sum over
 the query-head group. Broadcast key/value batch dims (not GQA) are refused.
 
 RMSNorm backward, with ``x̂ = x·rstd`` (``rstd`` recomputed) and ``gw = g·weight``::
@@ -33,6 +36,7 @@ from solar.frontend.torch import fused_grad  # noqa: F401  (defines the backward
 from solar.frontend.torch.lower import LoweringContext, T
 from solar.frontend.torch.ops.attention import layout
 from solar.frontend.torch.ops.common import acc_dtype
+from solar.frontend.torch.ops.random import draw
 from solar.frontend.torch.registry import lowering
 from solar.ir.affine import Affine
 from solar.ir.program import Guard
@@ -43,8 +47,6 @@ from solar.ir.scalar import Const, Expr, call
 def sdpa_backward(
     ctx: LoweringContext, g: T, q: T, k: T, v: T, o: T, mask, dropout_p, is_causal, scale, gqa
 ) -> None:
-    if dropout_p:
-        ctx.fail(f"with dropout_p={dropout_p} (random) has no loop-nest definition")
     dq, dk, dv = ctx.out(0), ctx.out(1), ctx.out(2)
     if not q.ndim == k.ndim == v.ndim == o.ndim:
         ctx.fail("with query, key, value of different ranks is not supported")
@@ -91,6 +93,12 @@ def sdpa_backward(
     if mask is not None:  # rows with every key masked: P = 0
         prob = call("where", call("eq", ctx.load(m, row_ix), Const(-math.inf)), Const(0.0), prob)
     emit(scores, p, sc_ix, prob)
+    kept: Expr = ctx.load(p, sc_ix)  # P, or with dropout P·Z/(1−p)
+    if dropout_p:  # the forward's keep mask Z/(1−p), regenerated from its seed (one draw each)
+        z = ctx.local("keep", (*lead_shape, lq, lk), acc)
+        keep = call("cast", draw(scores, "bernoulli", "bool", a=1.0 - dropout_p), dtype=acc)
+        emit(scores, z, sc_ix, call("mul", keep, Const(1.0 / (1.0 - dropout_p))))
+        kept = call("mul", kept, ctx.load(z, sc_ix))
     o_row = [*o_ix, "l", "ev"]
     go = ctx.local("dout_out", o.shape, acc)  # dO·O elementwise (CUDA cores), then its row sum
     go_mul = call("mul", ctx.load(g, o_row, acc), ctx.load(o, o_row, acc))
@@ -102,7 +110,7 @@ def sdpa_backward(
         [*kv_lead, ("s", lk), ("ev", ev), *kv_red, red("l", lq)],
         dv,
         [*v_ix, "s", "ev"],
-        call("mul", ctx.load(p, sc_ix), ctx.load(g, o_row)),
+        call("mul", kept, ctx.load(g, o_row)),
         reduce="sum",
         precision=precision,
         dtype=acc,
@@ -116,7 +124,10 @@ def sdpa_backward(
         reduce="sum",
         precision=precision,
     )
-    dscore = call("mul", ctx.load(p, sc_ix), call("sub", ctx.load(ds, sc_ix), ctx.load(dd, row_ix)))
+    dp: Expr = ctx.load(ds, sc_ix)
+    if dropout_p:  # dP = dP_dropped · Z/(1−p)
+        dp = call("mul", dp, ctx.load(z, sc_ix))
+    dscore = call("mul", ctx.load(p, sc_ix), call("sub", dp, ctx.load(dd, row_ix)))
     emit(scores, ds, sc_ix, call("mul", dscore, Const(scale)))
     emit(
         [*rows, ("e", e_dim), red("s", lk)],

@@ -25,7 +25,7 @@ import math
 
 import torch
 
-from solar.frontend.torch.lower import LoweringContext, T
+from solar.frontend.torch.lower import LoweringContext, T, cast
 from solar.frontend.torch.ops.common import acc_dtype, dims_of, nest, norm_dims
 from solar.frontend.torch.ops.elementwise import pow_scalar
 from solar.frontend.torch.ops.reduction import Nest
@@ -102,3 +102,44 @@ def norm_all(ctx, x, p=2, dtype=None) -> None:
 @lowering(aten.norm.ScalarOpt_dim, aten.norm.ScalarOpt_dim_dtype)
 def norm_dim(ctx, x, p, dim, keepdim=False, dtype=None) -> None:
     vector_norm(ctx, x, 2 if p is None else p, dim, keepdim, dtype)
+
+
+@lowering(aten._cdist_forward.default)
+def cdist(ctx: LoweringContext, x1: T, x2: T, p: float, compute_mode) -> None:
+    """``torch.cdist``: ``out[b.., i, j] = (Σ_k |x1[b.., i, k] − x2[b.., j, k]|^p)^(1/p)``
+    (p = 0: the count of differing entries; p = ∞: the largest difference), the batch dims
+    broadcast; one kernel, the sums on chip."""
+    out = ctx.out()
+    acc = acc_dtype(out.dtype)
+    nb = out.ndim - 2
+    b = [f"b{k}" for k in range(nb)]
+    rows = [*((n, e) for n, e in zip(b, out.shape[:nb], strict=True)), ("i", x1.shape[-2])]
+    dims = [*rows, ("j", x2.shape[-2]), ("k", x1.shape[-1], True)]
+
+    def side(t: T, row: str) -> Expr:
+        tb = t.ndim - 2  # its batch dims, aligned to the right of the output's
+        lead = [0 if t.shape[q] == 1 else b[nb - tb + q] for q in range(tb)]
+        return ctx.load(t, [*lead, row, "k"], acc)
+
+    diff = call("abs", call("sub", side(x1, "i"), side(x2, "j")))
+    index = [*b, "i", "j"]
+    if p == 0:
+        term, reduce, finish = call("cast", call("ne", diff, Const(0.0)), dtype=acc), "sum", None
+    elif p == math.inf:
+        term, reduce, finish = diff, "max", None
+    elif p == 1:
+        term, reduce, finish = diff, "sum", None
+    elif p == 2:
+        term, reduce, finish = call("square", diff), "sum", "sqrt"
+    else:
+        term, reduce, finish = call("pow", diff, Const(float(p))), "sum", "pow"
+    target = out if finish is None and acc == out.dtype else ctx.local("acc", out.shape, acc)
+    ctx.statement(dims, target, index, term, reduce=reduce, dtype=acc)
+    if target is out:
+        return
+    total = ctx.load(target, index)
+    if finish == "sqrt":
+        total = call("sqrt", total)
+    elif finish == "pow":
+        total = call("pow", total, Const(1.0 / float(p)))
+    ctx.statement([*rows, ("j", x2.shape[-2])], out, index, cast(total, acc, out.dtype), dtype=acc)
