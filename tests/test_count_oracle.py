@@ -61,7 +61,7 @@ def run_torch(case: Case, draw) -> None:
         program, values, _ = trace_pre_dispatch(fn, *inputs)
         ops = {k.op for k in program.kernels}
     else:
-        trace = trace_torch(fn, inputs)
+        trace = trace_torch(fn, inputs, observe=case.observe)
         program, values = trace.program, trace.values(fn, inputs)
         ops = {str(n.target) for n in trace.graph.graph.nodes if n.op == "call_function"}
     packets = {o.rsplit(".", 1)[0] for o in ops}  # a packet key: any overload of it

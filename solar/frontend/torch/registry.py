@@ -55,8 +55,9 @@ class DataDependentOperatorError(UnsupportedOperatorError):
         super().__init__(
             op,
             source,
-            "is data-dependent (its output shape or a Python value depends on tensor "
-            "contents), which static loop nests cannot express; keep it out of the traced code",
+            "is data-dependent (a Python value read from tensor contents), which fake tensors "
+            "cannot give: trace with observe=True on real inputs to use the values they "
+            "produce, or keep it out of the traced code",
         )
 
 

@@ -30,6 +30,8 @@ from solar.frontend.torch.modes import mode_notes
 from solar.frontend.torch.precision import PrecisionPolicy
 from solar.frontend.torch.provenance import is_user_file, record_provenance
 from solar.frontend.torch.registry import DataDependentOperatorError, UnsupportedOperatorError
+from solar.frontend.torch.sizes import Routing, SizePolicy, sized_fake_ops
+from solar.frontend.torch.sizes import observe as observe_sizes
 from solar.ir.program import Program
 
 # ("param", "layers.0.weight") / ("buffer", name) / ("input", i or path) / ("kwarg", path)
@@ -83,6 +85,8 @@ def trace_torch(
     kwargs: Mapping[str, object] | None = None,
     name: str | None = None,
     precision: str | None = None,
+    observe: bool = False,
+    routing: object = "any",
 ) -> TorchTrace:
     """Trace ``fn(*inputs, **kwargs)`` and lower it to the Affine Loop IR.
 
@@ -94,8 +98,17 @@ def trace_torch(
     tensor of the result, however nested, is a program output. ``precision`` ("tf32" or
     "ieee") overrides PyTorch's float32 matmul setting. Nothing is computed and no weight is
     allocated; the caller's model, inputs and their objects are left as they were.
+
+    Data-dependent sizes (``nonzero``, boolean masks, ``unique``, ...) are traced at their
+    smallest possible value, or with ``observe=True`` at the sizes of one real run of the
+    program on ``inputs`` (real tensors and weights; a stateful program runs once more);
+    ``routing`` splits the rows of grouped GEMMs over the experts (see
+    :mod:`solar.frontend.torch.sizes`). The trace's assumptions list every size taken.
     """
     policy = PrecisionPolicy.from_torch(precision)
+    sizes = SizePolicy(Routing.parse(routing))
+    if observe:
+        sizes.observed = _observe(fn, inputs, kwargs)
     args, kw = _as_tuple(inputs), dict(kwargs or {})
     module = fn if isinstance(fn, torch.nn.Module) else None
     params = dict(module.named_parameters()) if module is not None else {}
@@ -135,6 +148,7 @@ def trace_torch(
             _state_kept(module),
             record_provenance(module),
             _use_lazy_graph_module(True),
+            sized_fake_ops(sizes),
         ):
             gm = make_fx(traced, tracing_mode="fake")(*fakes)
     except Exception as e:
@@ -146,6 +160,7 @@ def trace_torch(
     default_name = type(module).__name__ if module is not None else getattr(fn, "__name__", "")
     prog_name = name or default_name or "program"
     lowerer = Lowerer(gm, prog_name, policy)
+    lowerer.sizes = sizes
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     bindings: dict[str, Binding] = {}
     for node, (stem, role, binding, _) in zip(placeholders, specs, strict=True):
@@ -161,7 +176,22 @@ def trace_torch(
         for d in sorted(remapped)
     ]
     notes += mode_notes(module, lowerer.program)
+    notes += sizes.notes()
     return TorchTrace(lowerer.program, bindings, output_names, gm, notes)
+
+
+def _observe(fn: object, inputs: object, kwargs: Mapping[str, object] | None) -> dict:
+    """The data-dependent sizes of one real run of ``fn(*inputs, **kwargs)``."""
+    args, kw = _as_tuple(inputs), dict(kwargs or {})
+    tensors = [t for _, t in structure.flatten((args, kw))]
+    if isinstance(fn, torch.nn.Module):
+        tensors += [*fn.parameters(), *fn.buffers()]
+    if any(t.device.type == "meta" for t in tensors):
+        raise ValueError(
+            "observe=True runs the program once on its inputs to see its data-dependent sizes: "
+            "pass real tensors and a model with real weights (not on the meta device)"
+        )
+    return observe_sizes(lambda: fn(*args, **kw))
 
 
 def _graph_inputs(
