@@ -75,6 +75,12 @@ class Routing:
                     f"routing={list(self.counts)} must give {groups} per-expert counts summing "
                     f"to {rows} (tokens x experts per token)"
                 )
+            tokens = rows // max(fewest, 1)
+            if max(self.counts, default=0) > tokens:
+                raise ValueError(
+                    f"routing {list(self.counts)}: an expert cannot take more than the {tokens} "
+                    f"tokens, each of which picks {fewest} distinct experts"
+                )
             return list(self.counts)
         used = groups if self.kind == "balanced" else max(1, min(fewest, groups))
         return [
@@ -83,10 +89,13 @@ class Routing:
 
     def describe(self) -> str:
         if self.kind == "counts":
-            return f"the given per-expert counts {list(self.counts)}"
+            return f"the given per-expert token counts {list(self.counts)}"
         if self.kind == "balanced":
-            return "balanced (tokens x k spread evenly over the experts)"
-        return "valid for every routing (the fewest experts a top-k router touches)"
+            return "'balanced': tokens x k spread evenly over the experts"
+        return (
+            "'any': every token on the same k experts, the fewest a top-k router touches "
+            "(valid for every routing)"
+        )
 
 
 @dataclass(frozen=True)
@@ -103,7 +112,8 @@ class AssumedSize:
         where = f" at {self.source}" if self.source else ""
         repeat = f" ({times} times)" if times > 1 else ""
         how = "observed on the given inputs" if self.observed else self.why
-        return f"data-dependent size of {self.op}{where}{repeat}: {self.value} ({how})"
+        what = "value" if self.op.endswith("_local_scalar_dense") else "size"
+        return f"data-dependent {what} of {self.op}{where}{repeat}: {self.value} ({how})"
 
 
 @dataclass
@@ -113,10 +123,16 @@ class SizePolicy:
     routing: Routing = field(default_factory=Routing)
     observed: dict[str, deque] | None = None
     chosen: list[AssumedSize] = field(default_factory=list)
+    pending: deque = field(default_factory=deque)  # sizes known values decided (known.py)
 
     def take(self, op: str, minimum: object, why: str, depth: int = 3) -> object:
         """The size (or scalar) of the next call of ``op``: observed, else ``minimum``."""
         source = caller_source(depth)
+        if self.pending:
+            value = self.pending.popleft()
+            why = f"follows from the routing: {self.routing.describe()}"
+            self.chosen.append(AssumedSize(op, source, value, False, why))
+            return value
         if self.observed is None:
             self.chosen.append(AssumedSize(op, source, minimum, False, why))
             return minimum
@@ -142,10 +158,21 @@ class SizePolicy:
         return split
 
     def notes(self) -> list[str]:
-        """The report's lines, one per distinct (operator, line, value, reason)."""
-        counted = Counter((a.op, a.source, str(a.value), a.observed, a.why) for a in self.chosen)
-        first = {(a.op, a.source, str(a.value), a.observed, a.why): a for a in self.chosen}
-        return [first[key].line(n) for key, n in counted.items()]
+        """The report's lines, one per distinct (operator, line, value, reason); the Python
+        values read from tensors (``.item()``, a tensor in an ``if``) summed up in one."""
+        sizes = [a for a in self.chosen if not a.op.endswith("_local_scalar_dense")]
+        counted = Counter((a.op, a.source, str(a.value), a.observed, a.why) for a in sizes)
+        first = {(a.op, a.source, str(a.value), a.observed, a.why): a for a in sizes}
+        lines = [first[key].line(n) for key, n in counted.items()]
+        scalars = [a for a in self.chosen if a not in sizes]
+        if scalars:
+            how = "observed on the given inputs" if scalars[0].observed else scalars[0].why
+            where = ", ".join(dict.fromkeys(a.source for a in scalars))
+            lines.append(
+                f"{len(scalars)} Python value(s) read from tensors (.item(), a tensor in an if; "
+                f"at {where}): {how}"
+            )
+        return lines
 
 
 # --------------------------------------------------------------------------- fake tracing

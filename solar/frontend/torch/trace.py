@@ -25,6 +25,7 @@ import torch.fx as fx
 
 from solar.frontend.torch import structure
 from solar.frontend.torch.fused import intercept_fused
+from solar.frontend.torch.known import known_values
 from solar.frontend.torch.lower import Lowerer, ir_dtype
 from solar.frontend.torch.modes import mode_notes
 from solar.frontend.torch.precision import PrecisionPolicy
@@ -125,7 +126,8 @@ def trace_torch(
     def traced(*flat: torch.Tensor) -> list[torch.Tensor]:
         fakes_of = {id(t): f for (_, t), f in zip(tensor_inputs, flat[n_named:], strict=True)}
         call_args, call_kw = structure.rebuild((args, kw), lambda t: fakes_of[id(t)], device)  # type: ignore[misc]
-        with intercept_fused(), _autocast_on(device.type, remapped):
+        with intercept_fused(), _autocast_on(device.type, remapped), known_values(sizes) as k:
+            routers.append(k)
             if module is None:
                 result = fn(*call_args, **call_kw)
             else:
@@ -134,6 +136,7 @@ def trace_torch(
                 result = torch.func.functional_call(module, (p, b), tuple(call_args), call_kw)
         return structure.tensors(result, unique=False)
 
+    routers: list = []  # the KnownValues of the trace (its routing notes)
     fakes = _fake_tensors([t for *_, t in specs])
     device = fakes[0].device if fakes else torch.device("cpu")
     remapped: set[str] = set()
@@ -176,7 +179,7 @@ def trace_torch(
         for d in sorted(remapped)
     ]
     notes += mode_notes(module, lowerer.program)
-    notes += sizes.notes()
+    notes += [line for k in routers[:1] for line in k.notes()] + sizes.notes()
     return TorchTrace(lowerer.program, bindings, output_names, gm, notes)
 
 
@@ -191,7 +194,8 @@ def _observe(fn: object, inputs: object, kwargs: Mapping[str, object] | None) ->
             "observe=True runs the program once on its inputs to see its data-dependent sizes: "
             "pass real tensors and a model with real weights (not on the meta device)"
         )
-    return observe_sizes(lambda: fn(*args, **kw))
+    with intercept_fused():  # the operators the trace will see (one_hot checks no values)
+        return observe_sizes(lambda: fn(*args, **kw))
 
 
 def _graph_inputs(
