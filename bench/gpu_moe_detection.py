@@ -145,7 +145,8 @@ def table(rows: list[dict]) -> str:
         return "" if s is None else f"{s * 1e6:,.1f}"
 
     out = [
-        "| case | valid | measured us | fused us (observed / any / balanced) | unfused us (observed) | violations |",
+        "| case | valid | measured us | fused us (observed / any / balanced) "
+        "| unfused us (observed) | violations |",
         "|---|---|---|---|---|---|",
     ]
     for r in rows:
