@@ -123,3 +123,14 @@ def _grouped_mm(draw):
         rand((groups, 8, n)).bfloat16(),
         offs,
     )
+
+
+@observed("torchvision.nms.default")
+def _nms(draw):
+    import torchvision
+
+    n = draw(st.integers(1, 12))
+    boxes = torch.rand(n, 4) * 10
+    boxes[:, 2:] += boxes[:, :2] + 0.5
+    iou = draw(st.sampled_from([0.1, 0.5, 0.9]))
+    return (lambda b, s: torchvision.ops.nms(b, s, iou)), (boxes, torch.rand(n))

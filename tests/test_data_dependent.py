@@ -142,3 +142,20 @@ def test_cli_reports_the_assumed_size(tmp_path):
     rc, out, err = run_solar("bound", str(f))
     assert rc == 0, err
     assert "data-dependent size of aten.index.Tensor (boolean mask) at select.py:4: 0" in out
+
+
+def test_nms_keeps_at_least_one_box_and_executes_as_torchvision():
+    """``torchvision.ops.nms``: the best box is always kept (the minimum is 1); observed,
+    the executed IR keeps torchvision's boxes in its order."""
+    torchvision = pytest.importorskip("torchvision")
+    torch.manual_seed(0)
+    boxes = torch.rand(40, 4) * 20
+    boxes[:, 2:] += boxes[:, :2] + 1
+    scores = torch.rand(40)
+
+    def fn(b, s):
+        return torchvision.ops.nms(b, s, 0.3)
+
+    low = trace_torch(fn, (boxes, scores))
+    assert any("size of torchvision.nms at" in a and ": 1 (" in a for a in low.assumptions)
+    check(fn, boxes, scores, observe=True, lifted=True)

@@ -112,6 +112,16 @@ def _histc(rows: torch.Tensor, bins: int, lo: float, hi: float) -> torch.Tensor:
     return torch.histc(rows, bins=bins, min=lo, max=hi)
 
 
+def _nms(rows: torch.Tensor, iou: float, size: int) -> torch.Tensor:
+    """Positions kept by non-maximum suppression of boxes ``(n, 4)`` already in decreasing
+    score order (the row, flattened)."""
+    boxes = rows.reshape(-1, 4)
+    order = -torch.arange(boxes.shape[0], dtype=boxes.dtype, device=boxes.device)
+    kept = torch.ops.torchvision.nms(boxes, order, iou)
+    _sized("boxes kept", kept.shape[0], size)
+    return kept
+
+
 _ROWS = [
     ExternOp("sort.values", _pick(_sort, 0), _no_ops, "rows sorted (descending, stable)"),
     ExternOp("sort.indices", _pick(_sort, 1), _no_ops, "positions of the sorted values"),
@@ -128,6 +138,7 @@ _ROWS = [
     ExternOp("unique.inverse", lambda r, **a: _unique(r, 1, **a), _no_ops, "each value's slot"),
     ExternOp("unique.counts", lambda r, **a: _unique(r, 2, **a), _no_ops, "each value's count"),
     ExternOp("histc", _histc, _no_ops, "counts of the row in equal bins of [lo, hi]"),
+    ExternOp("nms", _nms, _no_ops, "boxes kept by NMS, of boxes sorted by score (iou)"),
 ]
 
 EXTERN_OPS: dict[str, ExternOp] = {op.name: op for op in _ROWS}

@@ -61,6 +61,22 @@ class DataDependentOperatorError(UnsupportedOperatorError):
         )
 
 
+# lowerings of operators of libraries that define them when imported (torchvision::nms), by
+# the name ``str(op)`` has: "torchvision.nms.default"
+NAMED_LOWERINGS: dict[str, Callable[..., None]] = {}
+
+
+def named_lowering(*names: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Register ``fn`` for operators not defined yet when solar is imported, by name."""
+
+    def register(fn: Callable[..., None]) -> Callable[..., None]:
+        for name in names:
+            NAMED_LOWERINGS[name] = fn
+        return fn
+
+    return register
+
+
 def mutated_args(op: torch._ops.OpOverload) -> list[str]:
     """Names of the arguments ``op`` writes in place (``self`` of ``add_``, ``out=``)."""
     return [
@@ -87,4 +103,4 @@ def find_lowering(op: torch._ops.OpOverload) -> Callable[..., None] | None:
         fn = LOWERINGS.get(candidate) or LOWERINGS.get(candidate.overloadpacket)
         if fn is not None:
             return fn
-    return None
+    return NAMED_LOWERINGS.get(str(op))

@@ -262,6 +262,24 @@ def _bincount(policy: SizePolicy) -> Callable:
     return impl
 
 
+def _nms(policy: SizePolicy) -> Callable:
+    def impl(dets, scores, iou_threshold):
+        least = 1 if dets.shape[0] > 0 else 0  # the highest-scoring box is always kept
+        why = "the smallest possible value (the best box is always kept); " + MINIMUM.split("; ")[1]
+        n = int(policy.take("torchvision.nms", least, why, depth=3))
+        return dets.new_empty((n,), dtype=torch.int64)
+
+    return impl
+
+
+def torchvision_nms() -> object | None:
+    """``torchvision::nms`` when torchvision's operators are defined."""
+    try:
+        return torch.ops.torchvision.nms.default
+    except (AttributeError, RuntimeError):
+        return None
+
+
 def _scalar(policy: SizePolicy) -> Callable:
     def impl(fake_mode, func, arg):
         if policy.observed is None:
@@ -293,9 +311,18 @@ def sized_fake_ops(policy: SizePolicy) -> Iterator[None]:
     }
     saved = {op: table.get(op) for op in patches}
     table.update(patches)
+    holder = None
+    if torchvision_nms() is not None:  # a torch.library fake kernel: pushed, then popped
+        from torch._library.simple_registry import singleton
+        from torch._library.utils import Kernel
+
+        holder = singleton.find("torchvision::nms").fake_impl
+        holder.kernels.append(Kernel(_nms(policy), "solar.frontend.torch.sizes"))
     try:
         yield
     finally:
+        if holder is not None:
+            holder.kernels.pop()
         for op, impl in saved.items():
             if impl is None:
                 table.pop(op, None)
@@ -322,6 +349,8 @@ def _observed_value(
         return name.get(func, "aten.unique_consecutive"), int(out[0].shape[0])
     if func is aten.bincount.default:
         return "aten.bincount", int(out.shape[0])
+    if func is not None and func is torchvision_nms():
+        return "torchvision.nms", int(out.shape[0])
     if func in (aten._local_scalar_dense.default, aten.item.default):
         return "aten._local_scalar_dense", out
     if func is aten._grouped_mm.default:

@@ -52,6 +52,7 @@ from solar.frontend.torch.ops import (  # noqa: F401  (registration side effects
     cells,
     conv,
     creation,
+    detection,
     dynamic,
     elementwise,
     fused_backward,
