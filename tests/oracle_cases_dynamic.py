@@ -134,3 +134,18 @@ def _nms(draw):
     boxes[:, 2:] += boxes[:, :2] + 0.5
     iou = draw(st.sampled_from([0.1, 0.5, 0.9]))
     return (lambda b, s: torchvision.ops.nms(b, s, iou)), (boxes, torch.rand(n))
+
+
+@case("torchvision.roi_align.default", examples=3)
+def _roi_align(draw):
+    import torchvision  # noqa: F401  (defines the operator)
+
+    h, w, k = draw(st.integers(2, 6)), draw(st.integers(2, 6)), draw(st.integers(1, 3))
+    x1, y1 = torch.rand(k) * (w - 1), torch.rand(k) * (h - 1)
+    rois = torch.stack([torch.zeros(k), x1, y1, x1 + 1, y1 + 1], 1)
+    aligned = draw(st.booleans())
+    grid = draw(st.integers(1, 2))
+    return (lambda x, r: torch.ops.torchvision.roi_align(x, r, 1.0, 2, 2, grid, aligned)), (
+        rand((1, 2, h, w)),
+        rois,
+    )

@@ -159,3 +159,23 @@ def test_nms_keeps_at_least_one_box_and_executes_as_torchvision():
     low = trace_torch(fn, (boxes, scores))
     assert any("size of torchvision.nms at" in a and ": 1 (" in a for a in low.assumptions)
     check(fn, boxes, scores, observe=True, lifted=True)
+
+
+@pytest.mark.parametrize("aligned", [True, False])
+def test_roi_align_executes_as_torchvision(aligned):
+    """``roi_align`` (bilinear samples, a 2 x 2 grid per bin; rois reaching the border), the
+    operator torchvision.ops.roi_align launches when its extension is loaded. Samples beyond
+    one pixel outside the image count 0, as in torchvision's C++/CUDA kernels; the rois stay
+    within that pixel, where torchvision's pure-PyTorch reference (the CPU kernel where the
+    extension cannot load) agrees."""
+    pytest.importorskip("torchvision")
+    torch.manual_seed(0)
+    x = torch.rand(2, 3, 12, 10)
+    rois = torch.tensor(
+        [[0, 1.0, 1.5, 7.0, 9.0], [1, -1.0, 2.0, 4.0, 14.0], [1, 8.5, 0.2, 9.0, 0.9]]
+    )
+
+    def fn(x, r):
+        return torch.ops.torchvision.roi_align(x, r, 0.5, 3, 4, 2, aligned)
+
+    check(fn, x, rois, lifted=True)
