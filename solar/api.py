@@ -130,16 +130,17 @@ def trace(
     kwargs: dict | None = None,
     precision: str | None = None,
     name=None,
+    **sizes,
 ):
     """Trace a program into the Affine Loop IR; returns the frontend's trace object
     (``.program`` is the IR). PyTorch modules and functions of tensors (any structure of
     them: dicts, dataclasses, KV-cache objects; ``kwargs`` are keyword arguments), JAX
     functions of arrays or ``jax.ShapeDtypeStruct`` s (pytrees welcome) and Flax modules are
-    supported."""
+    supported. ``sizes``: ``observe`` and ``routing`` of :func:`bound` (PyTorch)."""
     _check_inputs(model, inputs, kwargs)
     with gc_paused(), _fake_tensor_log_quiet():
         try:
-            return _trace(model, inputs, kwargs=kwargs, precision=precision, name=name)
+            return _trace(model, inputs, kwargs=kwargs, precision=precision, name=name, **sizes)
         except Exception as e:
             error = located(e, model)
             if error is None:
@@ -162,7 +163,7 @@ def _fake_tensor_log_quiet() -> Iterator[None]:
         log.setLevel(level)
 
 
-def _trace(model, inputs, *, kwargs=None, precision: str | None, name):
+def _trace(model, inputs, *, kwargs=None, precision: str | None, name, **sizes):
     if _is_torch_program(model, (inputs, kwargs or {})) or _is_torch_training_step(model, inputs):
         from solar.frontend.torch import trace_torch
         from solar.frontend.torch.training import is_training_step, trace_training_step
@@ -172,7 +173,11 @@ def _trace(model, inputs, *, kwargs=None, precision: str | None, name):
             if kwargs:
                 raise TypeError("kwargs are not supported for a training step; bind them into it")
             return trace_training_step(model, inputs, precision=precision, name=name)
-        return trace_torch(model, inputs, kwargs=kwargs, precision=precision, name=name)
+        return trace_torch(model, inputs, kwargs=kwargs, precision=precision, name=name, **sizes)
+    if sizes:
+        raise TypeError(
+            f"{', '.join(sizes)}: data-dependent sizes and routing apply to PyTorch programs"
+        )
     if kwargs:
         raise TypeError("kwargs are supported for PyTorch programs; bind them into the function")
     if _is_jax_program(model, inputs):
@@ -187,13 +192,13 @@ def _trace(model, inputs, *, kwargs=None, precision: str | None, name):
 
 
 def trace_and_lift(
-    model, inputs, *, kwargs=None, precision: str | None = None, name=None, notes=()
+    model, inputs, *, kwargs=None, precision: str | None = None, name=None, notes=(), **sizes
 ):
     """Trace and lift once: ``(IR program, einsum graph)``. The trace's assumptions (autocast,
     precision policy, train mode, ...) and ``notes`` (how the program was built) travel with
     the graph (``g.graph["trace_notes"]``) into every bound :func:`bound_graph` makes of it."""
     with gc_paused():
-        traced = trace(model, inputs, kwargs=kwargs, precision=precision, name=name)
+        traced = trace(model, inputs, kwargs=kwargs, precision=precision, name=name, **sizes)
         g = lift(traced.program)
     g.graph["trace_notes"] = [*notes, *(getattr(traced, "assumptions", None) or [])]
     return traced.program, g
@@ -236,6 +241,8 @@ def bound(
     precision: str | None = None,
     name=None,
     gpus: int = 1,
+    observe: bool = False,
+    routing="any",
     **plan,
 ) -> Bound | ParallelBound:
     """Speed-of-light bounds of ``model(*inputs, **kwargs)`` on ``hw`` (a catalogue name or
@@ -247,6 +254,14 @@ def bound(
     values (JAX): meta-device models and ``jax.ShapeDtypeStruct`` inputs are analysed without
     allocating weights.
 
+    A size that depends on tensor values (``nonzero``, boolean masks, ``unique``, ...) is
+    taken at its smallest possible value, so the bound holds for every input;
+    ``observe=True`` runs the program once on ``inputs`` (real tensors and weights) and uses
+    the sizes it produced. ``routing`` splits a mixture-of-experts layer's tokens over its
+    experts (``torch._grouped_mm``): ``"any"`` (default: valid for every routing, the fewest
+    experts a top-k router touches), ``"balanced"`` or a list of per-expert token counts. The
+    bound's assumptions list every size taken.
+
     ``gpus=N`` (N > 1) returns the :class:`~solar.backend.parallel.ParallelBound` of the best
     tensor/pipeline/data-parallel plan found for N GPUs of ``hw``; ``plan`` keywords of
     :func:`bound_parallel` (``tp``, ``pp``, ``dp``, ``micro_batches``, ``batch``, ``level``)
@@ -254,7 +269,12 @@ def bound(
     """
     spec = load_spec(hw)
     with gc_paused():
-        program, g = trace_and_lift(model, inputs, kwargs=kwargs, precision=precision, name=name)
+        sizes = {"observe": True} if observe else {}
+        if routing != "any":
+            sizes["routing"] = routing
+        program, g = trace_and_lift(
+            model, inputs, kwargs=kwargs, precision=precision, name=name, **sizes
+        )
         if gpus == 1 and not plan:
             return bound_graph(program, g, spec)
         return bound_parallel(program, g, spec, gpus, **plan)

@@ -50,13 +50,13 @@ def compare(got: dict, want: list[torch.Tensor], names: list[str], tol=by_dtype)
         torch.testing.assert_close(g, w, rtol=rtol, atol=atol, equal_nan=equal_nan, msg=name)
 
 
-def check(fn, *inputs, kernels=None, reference=None, tol=by_dtype, lifted=False):
+def check(fn, *inputs, kernels=None, reference=None, tol=by_dtype, lifted=False, observe=False):
     """Trace ``fn(*inputs)``, run the IR on the same values, compare every output with eager
     PyTorch (``reference`` instead of ``fn`` for operators without a CPU kernel; eager runs on
     copies, so in-place updates of inputs are compared as outputs); optionally check the
     kernels' operators, and (``lifted``) that the program lifts, costing every statement.
-    Returns the trace."""
-    trace = trace_torch(fn, inputs)
+    ``observe``: data-dependent sizes as the inputs produce them. Returns the trace."""
+    trace = trace_torch(fn, inputs, observe=observe)
     got = execute(trace.program, trace.values(fn, inputs))
     clones = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
     with torch.no_grad():

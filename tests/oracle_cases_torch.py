@@ -17,8 +17,6 @@ import torch
 import torch.nn.functional as F
 from hypothesis import strategies as st
 
-from solar.frontend.torch import DataDependentOperatorError
-
 aten = torch.ops.aten
 solar_ops = torch.ops.solar
 
@@ -33,6 +31,7 @@ class Case:
     examples: int = 5  # hypothesis examples per run
     pre_dispatch: bool = False  # trace at the pre-dispatch level (ops a CPU build decomposes)
     error: type[Exception] | None = None  # the lowering refuses the operator with this error
+    observe: bool = False  # trace data-dependent sizes as the inputs produce them
 
 
 CASES: list[Case] = []
@@ -941,12 +940,6 @@ def _take(draw):
     )  # noqa: E501
 
 
-@case(aten.masked_select.default, examples=1, error=DataDependentOperatorError)
-def _msel(draw):
-    shp = shape(draw)
-    return (lambda x, m: aten.masked_select.default(x, m)), (rand(shp), rand(shp, torch.bool))
-
-
 for _op in (aten.index_add.default, aten.index_copy.default):
 
     def _iadd(draw, op=_op):
@@ -1315,6 +1308,7 @@ for _name in ("lstm", "gru", "rnn_tanh", "rnn_relu"):
 
     case(getattr(solar_ops, _name).default, examples=4)(_rnn)
 import oracle_cases_complex  # noqa: E402,F401  (FFT, linear algebra, complex numbers)
+import oracle_cases_dynamic  # noqa: E402,F401  (data-dependent sizes, grouped GEMM)
 import oracle_cases_models  # noqa: E402,F401  (view copies, random, transformer, cells)
 import oracle_cases_ops19  # noqa: E402,F401  (upsampling and the other operators of issue 19)
 import oracle_cases_training  # noqa: E402,F401  (registers the training-step cases)

@@ -7,7 +7,7 @@ input                                              error
 =================================================  =============================================
 an operator with no loop-nest definition           the operator, the user's line, the way out
 data-dependent control flow (``if x.sum() > 0``)   data-dependent, at the user's line
-data-dependent output shapes (nonzero, item)       data-dependent operator
+data-dependent Python values (item)               data-dependent operator, observe=True
 symbolic sizes without an example value            SymbolicShapeError (hinted sizes specialise)
 a spec with a missing or negative field            names the field
 a problem file without Model or get_inputs         says what is missing
@@ -80,14 +80,13 @@ def test_data_dependent_control_flow(capfd, tmp_path):
     assert "data-dependent" in err and "branch.py:7" in err
 
 
-@pytest.mark.parametrize(
-    "body, op",
-    [("return torch.nonzero(x)", "nonzero"), ("return torch.zeros(int(x.sum().item()))", "item")],
-    ids=["nonzero", "item"],
-)
-def test_data_dependent_shapes(capfd, tmp_path, body, op):
-    err = one_line_error(capfd, "bound", problem(tmp_path, op, body))
-    assert "data-dependent" in err
+def test_data_dependent_scalars(capfd, tmp_path):
+    """A Python value read from a tensor (``.item()``) has no value on fake tensors: refused
+    in one line that names the way out (``nonzero`` and other data-dependent sizes are
+    bounded at their minimum: tests/test_data_dependent.py)."""
+    body = "return torch.zeros(int(x.sum().item()))"
+    err = one_line_error(capfd, "bound", problem(tmp_path, "item", body))
+    assert "data-dependent" in err and "observe=True" in err
 
 
 def test_symbolic_sizes_without_example_values():

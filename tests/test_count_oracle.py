@@ -26,6 +26,7 @@ from oracle_cases_torch import CASES as TORCH_CASES
 from oracle_cases_torch import Case
 
 from solar.frontend.torch import LOWERINGS, trace_torch
+from solar.frontend.torch.registry import NAMED_LOWERINGS
 from solar.ir.cost import contraction_operands, op_counts
 from solar.ir.footprint import enumeration_limits
 from solar.ir.oracle import check, count
@@ -61,7 +62,7 @@ def run_torch(case: Case, draw) -> None:
         program, values, _ = trace_pre_dispatch(fn, *inputs)
         ops = {k.op for k in program.kernels}
     else:
-        trace = trace_torch(fn, inputs)
+        trace = trace_torch(fn, inputs, observe=case.observe)
         program, values = trace.program, trace.values(fn, inputs)
         ops = {str(n.target) for n in trace.graph.graph.nodes if n.op == "call_function"}
     packets = {o.rsplit(".", 1)[0] for o in ops}  # a packet key: any overload of it
@@ -160,7 +161,7 @@ def jax_primitives() -> dict[str, object]:
 def test_registry_complete(capsys):
     """Every registered PyTorch lowering and JAX rule has an oracle case (JAX names of other
     versions excepted: the installed JAX has no such primitive)."""
-    keys = {str(k) for k in LOWERINGS}
+    keys = {str(k) for k in LOWERINGS} | set(NAMED_LOWERINGS)
     covered = {c.op for c in TORCH_CASES}
     missing = sorted(keys - covered)
     assert not missing, f"registered lowerings without an oracle case: {missing}"

@@ -342,11 +342,9 @@ def test_nll(fn, inputs, kernels):
 
 
 # --------------------------------------------------------------------------- errors
-def test_data_dependent_shapes_are_refused():
-    with pytest.raises(DataDependentOperatorError, match="data-dependent"):
-        trace_torch(lambda x: x[x > 0], (X,))
-    with pytest.raises(DataDependentOperatorError, match="masked_select"):
-        trace_torch(lambda x: x.masked_select(x > 0), (X,))
+def test_masked_writes_are_refused():
+    """Boolean-mask reads are bounded at their traced size (tests/test_data_dependent.py); a
+    masked ``index_put_`` is refused (eager runs ``nonzero`` first)."""
     with pytest.raises(DataDependentOperatorError, match=r"index_put_.*data-dependent"):
         trace_torch(lambda x: _put(x.clone(), x > 0, 7.0), (X,))
 

@@ -51,6 +51,29 @@ def test_reference_nms_keeps_the_boxes_torchvision_keeps():
     assert out.strip() == "[0, 2, 3] [0, 1, 2, 3]"
 
 
+def test_torchvision_roi_align_calls_the_operator():
+    """``torchvision.ops.roi_align`` imported ``_has_ops`` by name: it must call the operator
+    (what a GPU runs, and what solar lowers), not torchvision's compiled Python fallback."""
+    out = run(
+        """
+        import solar, torch, torchvision
+        from torch.overrides import TorchFunctionMode
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        class Ops(TorchDispatchMode):
+            seen = []
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                self.seen.append(str(func))
+                return func(*args, **(kwargs or {}))
+
+        with Ops() as m:
+            torchvision.ops.roi_align(torch.rand(1, 2, 8, 8), torch.tensor([[0, 1, 1, 6, 6.]]), 2)
+        print("torchvision.roi_align.default" in m.seen)
+        """
+    )
+    assert out.strip() == "True"
+
+
 def test_detection_model_runs_eagerly_on_the_cpu():
     out = run(
         """

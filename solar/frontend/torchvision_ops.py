@@ -148,7 +148,15 @@ def _after_import() -> None:
     import torchvision.extension as extension
     from torchvision import _meta_registrations as meta
 
-    extension._has_ops = lambda: True
+    missing = extension._has_ops
+
+    def has_ops() -> bool:
+        return True
+
+    extension._has_ops = has_ops
+    for name, module in list(sys.modules.items()):  # modules that imported it by name
+        if name.startswith("torchvision") and getattr(module, "_has_ops", None) is missing:
+            module._has_ops = has_ops
     for name in SCHEMAS:  # torchvision registered nms and qnms itself
         fn = getattr(meta, f"meta_{name.lstrip('_')}", None)
         if name not in ("nms", "qnms") and fn is not None:

@@ -1,7 +1,10 @@
 """Opaque library routines over rows: the table behind ``Statement.extern``.
 
 Some operators are not loop nests of scalar operators but library algorithms whose work depends
-on the data (sorting networks, radix sorts, selection): sort, argsort, topk, kthvalue, median.
+on the data (sorting networks, radix sorts, selection): sort, argsort, topk, kthvalue, median,
+and the selections whose output size is data-dependent (nonzero, unique, histc), each traced
+at one chosen size (:mod:`solar.frontend.torch.sizes`; a run whose data has another size is
+refused).
 The IR states them as *extern* statements (see :class:`solar.ir.program.Statement`): the rows
 they read and the outputs they write are ordinary affine accesses, so their DRAM traffic is
 exact, and the routine itself is a row of this table: how to execute it (``fn`` maps a tensor
@@ -76,6 +79,48 @@ def _pick(fn: Callable[..., object], which: int) -> Callable[..., torch.Tensor]:
     return run
 
 
+def _sized(what: str, got: int, size: int) -> None:
+    if got != size:
+        raise ValueError(
+            f"the data has {got} {what} where the trace took {size}: trace with "
+            "observe=True on these inputs to use the sizes they produce"
+        )
+
+
+def _nonzero(rows: torch.Tensor, shape: tuple, coord: int, size: int) -> torch.Tensor:
+    """Coordinate ``coord`` of the non-zero elements of the row viewed as ``shape``."""
+    found = torch.nonzero(rows.reshape(shape))
+    _sized("non-zero elements", found.shape[0], size)
+    return found[:, coord]
+
+
+def _count(rows: torch.Tensor) -> torch.Tensor:
+    return torch.count_nonzero(rows, dim=-1).unsqueeze(-1)
+
+
+def _unique(rows: torch.Tensor, which: int, consecutive: bool, size: int, sorted=True):  # noqa: A002
+    if consecutive:
+        res = torch.unique_consecutive(rows, return_inverse=True, return_counts=True)
+    else:
+        res = torch._unique2(rows, sorted=sorted, return_inverse=True, return_counts=True)
+    _sized("distinct values", res[0].shape[0], size)
+    return res[which]
+
+
+def _histc(rows: torch.Tensor, bins: int, lo: float, hi: float) -> torch.Tensor:
+    return torch.histc(rows, bins=bins, min=lo, max=hi)
+
+
+def _nms(rows: torch.Tensor, iou: float, size: int) -> torch.Tensor:
+    """Positions kept by non-maximum suppression of boxes ``(n, 4)`` already in decreasing
+    score order (the row, flattened)."""
+    boxes = rows.reshape(-1, 4)
+    order = -torch.arange(boxes.shape[0], dtype=boxes.dtype, device=boxes.device)
+    kept = torch.ops.torchvision.nms(boxes, order, iou)
+    _sized("boxes kept", kept.shape[0], size)
+    return kept
+
+
 _ROWS = [
     ExternOp("sort.values", _pick(_sort, 0), _no_ops, "rows sorted (descending, stable)"),
     ExternOp("sort.indices", _pick(_sort, 1), _no_ops, "positions of the sorted values"),
@@ -86,6 +131,13 @@ _ROWS = [
     ExternOp("median.values", _pick(_median, 0), _no_ops, "lower median (ignore_nan)"),
     ExternOp("median.indices", _pick(_median, 1), _no_ops, "position of the lower median"),
     ExternOp("randperm", _randperm, _random_keys, "a random permutation of the row (n keys)"),
+    ExternOp("nonzero", _nonzero, _no_ops, "one coordinate of the non-zero elements (shape)"),
+    ExternOp("nonzero.count", _count, _no_ops, "how many elements are non-zero"),
+    ExternOp("unique.values", lambda r, **a: _unique(r, 0, **a), _no_ops, "distinct values"),
+    ExternOp("unique.inverse", lambda r, **a: _unique(r, 1, **a), _no_ops, "each value's slot"),
+    ExternOp("unique.counts", lambda r, **a: _unique(r, 2, **a), _no_ops, "each value's count"),
+    ExternOp("histc", _histc, _no_ops, "counts of the row in equal bins of [lo, hi]"),
+    ExternOp("nms", _nms, _no_ops, "boxes kept by NMS, of boxes sorted by score (iou)"),
 ]
 
 _ROWS += extern_spectral.ROWS + extern_linalg.ROWS

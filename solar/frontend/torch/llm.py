@@ -70,12 +70,21 @@ def prefill(model: torch.nn.Module, batch: int, context: int) -> Phase:
     return Phase(model, (_ids(model, batch, context, device),))
 
 
-def _kv_shape(model, batch: int, length: int) -> tuple[int, tuple[int, int, int, int]]:
+def _kv_shape(model, batch: int, length: int) -> tuple[int, tuple[int, ...], tuple[int, ...]]:
+    """Layers, and the cached keys' and values' shapes of one layer. Multi-head latent
+    attention (DeepSeek-V2/V3: ``kv_lora_rank``) caches the compressed latent as one head:
+    "keys" of ``kv_lora_rank`` dims and "values" of ``qk_rope_head_dim`` (the shared rotary
+    key), as transformers' MLA does."""
     cfg = model.config.get_text_config()
     heads = int(cfg.num_attention_heads)
+    layers = int(cfg.num_hidden_layers)
+    if getattr(cfg, "kv_lora_rank", None) and getattr(cfg, "qk_rope_head_dim", None):
+        latent, rope = int(cfg.kv_lora_rank), int(cfg.qk_rope_head_dim)
+        return layers, (batch, 1, length, latent), (batch, 1, length, rope)
     kv_heads = int(getattr(cfg, "num_key_value_heads", None) or heads)
     head_dim = int(getattr(cfg, "head_dim", None) or cfg.hidden_size // heads)
-    return int(cfg.num_hidden_layers), (batch, kv_heads, length, head_dim)
+    shape = (batch, kv_heads, length, head_dim)
+    return layers, shape, shape
 
 
 def _cache_keyword(model) -> str:
@@ -132,20 +141,22 @@ def decode_step(
     import transformers
 
     device, dtype = _device_dtype(model)
-    layers, shape = _kv_shape(model, batch, context)
+    layers, key_shape, value_shape = _kv_shape(model, batch, context)
     ids = _ids(model, batch, 1, device)
     positions = torch.full((batch, 1), context, dtype=torch.long, device=device)
     if cache == "dynamic":
-        kv = [(_fill(shape, dtype, device), _fill(shape, dtype, device)) for _ in range(layers)]
+        kv = [
+            (_fill(key_shape, dtype, device), _fill(value_shape, dtype, device))
+            for _ in range(layers)
+        ]
         return Phase(DynamicDecodeStep(model), (ids, positions, transformers.DynamicCache(kv)))
     if cache != "static":
         raise ValueError(f"cache must be 'static' or 'dynamic', not {cache!r}")
     static = transformers.StaticCache(config=model.config, max_cache_len=context + 1)
-    one = (*shape[:2], 1, shape[3])
     for layer in static.layers:
         layer.lazy_initialization(
-            torch.empty(one, dtype=dtype, device=device),
-            torch.empty(one, dtype=dtype, device=device),
+            torch.empty((*key_shape[:2], 1, key_shape[3]), dtype=dtype, device=device),
+            torch.empty((*value_shape[:2], 1, value_shape[3]), dtype=dtype, device=device),
         )
         if device.type != "meta":  # the past tokens' keys and values: never validate on zeros
             layer.keys.copy_(_fill(layer.keys.shape, dtype, device))

@@ -26,10 +26,20 @@ from solar.frontend.torch.registry import (
     functional_form,
     mutated_args,
 )
+from solar.frontend.torch.sizes import SizePolicy
 from solar.ir.affine import Affine, AffineLike, affines
 from solar.ir.dtypes import ITEMSIZE, from_torch
 from solar.ir.program import Dim, Kernel, Program, ProgramBuilder, Statement
-from solar.ir.scalar import Expr, Load
+from solar.ir.scalar import Const, Expr, Load
+
+# what a reduction over no terms writes (torch's sum/prod of an empty tensor)
+EMPTY_REDUCTION = {
+    "sum": 0,
+    "prod": 1,
+    "max": float("-inf"),
+    "min": float("inf"),
+    "logsumexp": float("-inf"),
+}
 
 #: The stand-in for an output of a node that could not be lowered and whose shape or dtype the
 #: IR cannot even declare; nodes that read it are skipped (see :meth:`Lowerer.run`).
@@ -107,6 +117,7 @@ class LoweringContext:
         self.op = functional_form(node.target)
         self.args = args
         self.policy: PrecisionPolicy = lowerer.policy
+        self.sizes: SizePolicy = lowerer.sizes
         self.builder: ProgramBuilder = lowerer.builder
         self.source = node_source(node)
         self.module = module_label(node)
@@ -194,14 +205,22 @@ class LoweringContext:
         **kw: Any,
     ) -> Statement | None:
         """Emit one loop nest into this node's kernel (opened on the first statement). A nest
-        with an empty dim runs nothing and is skipped. ``out`` may be a view (a non-contiguous
+        with an empty dim runs nothing and is skipped, except a reduction over no terms, which
+        writes its identity (0 for a sum) to every output. ``out`` may be a view (a non-contiguous
         output, or the ``self`` of an in-place op): the write goes to its storage. Every
         keyword of :meth:`solar.ir.program.ProgramBuilder.statement` is forwarded (``reduce``,
         ``accumulate``, ``guards``, ``precision``, ``scan``, ``extern``, ``extern_attrs``,
         ...); ``dtype`` is dropped when it is the output's dtype."""
         dims = [d if isinstance(d, Dim) else Dim(*d) for d in dims]
-        if any(int(d.extent) == 0 for d in dims):
+        empty = [d for d in dims if int(d.extent) == 0]
+        # an empty reduction (a sum of no terms) still writes its identity to every output
+        writes_identity = kw.get("reduce") and not kw.get("accumulate") and not kw.get("extern")
+        if empty and not (writes_identity and all(d.reduction for d in empty)):
             return None
+        if empty:  # the identity, written over the parallel dims
+            dims = [d for d in dims if not d.reduction]
+            expr = Const(EMPTY_REDUCTION[kw.pop("reduce")])
+            kw.pop("precision", None)
         name, index = self.store_target(out, index)
         if dtype == out.dtype:
             dtype = None
@@ -290,6 +309,7 @@ class Lowerer:
         self.builder = ProgramBuilder(name)
         self.env: dict[fx.Node, object] = {}
         self._fake_mode: object = None  # the tracing FakeTensorMode (False: none), found once
+        self.sizes = SizePolicy()  # data-dependent sizes and grouped-GEMM routing
 
     @property
     def program(self) -> Program:

@@ -101,9 +101,26 @@ class DataDependentOperatorError(UnsupportedOperatorError):
         super().__init__(
             op,
             source,
-            "is data-dependent (its output shape or a Python value depends on tensor "
-            "contents), which static loop nests cannot express; keep it out of the traced code",
+            "is data-dependent (a Python value read from tensor contents), which fake tensors "
+            "cannot give: trace with observe=True on real inputs to use the values they "
+            "produce, or keep it out of the traced code",
         )
+
+
+# lowerings of operators of libraries that define them when imported (torchvision::nms), by
+# the name ``str(op)`` has: "torchvision.nms.default"
+NAMED_LOWERINGS: dict[str, Callable[..., None]] = {}
+
+
+def named_lowering(*names: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Register ``fn`` for operators not defined yet when solar is imported, by name."""
+
+    def register(fn: Callable[..., None]) -> Callable[..., None]:
+        for name in names:
+            NAMED_LOWERINGS[name] = fn
+        return fn
+
+    return register
 
 
 def mutated_args(op: torch._ops.OpOverload) -> list[str]:
@@ -132,4 +149,4 @@ def find_lowering(op: torch._ops.OpOverload) -> Callable[..., None] | None:
         fn = LOWERINGS.get(candidate) or LOWERINGS.get(candidate.overloadpacket)
         if fn is not None:
             return fn
-    return None
+    return NAMED_LOWERINGS.get(str(op))

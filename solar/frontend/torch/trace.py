@@ -25,11 +25,14 @@ import torch.fx as fx
 
 from solar.frontend.torch import structure
 from solar.frontend.torch.fused import intercept_fused
+from solar.frontend.torch.known import known_values
 from solar.frontend.torch.lower import Lowerer, ir_dtype
 from solar.frontend.torch.modes import mode_notes
 from solar.frontend.torch.precision import PrecisionPolicy
 from solar.frontend.torch.provenance import is_user_file, record_provenance
 from solar.frontend.torch.registry import DataDependentOperatorError, UnsupportedOperatorError
+from solar.frontend.torch.sizes import Routing, SizePolicy, sized_fake_ops
+from solar.frontend.torch.sizes import observe as observe_sizes
 from solar.frontend.torch.wrappers import unwrap_module
 from solar.ir.program import Program
 
@@ -85,6 +88,8 @@ def trace_torch(
     kwargs: Mapping[str, object] | None = None,
     name: str | None = None,
     precision: str | None = None,
+    observe: bool = False,
+    routing: object = "any",
 ) -> TorchTrace:
     """Trace ``fn(*inputs, **kwargs)`` and lower it to the Affine Loop IR.
 
@@ -98,9 +103,18 @@ def trace_torch(
     tensor of the result, however nested, is a program output. ``precision`` ("tf32" or
     "ieee") overrides PyTorch's float32 matmul setting. Nothing is computed and no weight is
     allocated; the caller's model, inputs and their objects are left as they were.
+
+    Data-dependent sizes (``nonzero``, boolean masks, ``unique``, ...) are traced at their
+    smallest possible value, or with ``observe=True`` at the sizes of one real run of the
+    program on ``inputs`` (real tensors and weights; a stateful program runs once more);
+    ``routing`` splits the rows of grouped GEMMs over the experts (see
+    :mod:`solar.frontend.torch.sizes`). The trace's assumptions list every size taken.
     """
     policy = PrecisionPolicy.from_torch(precision)
     fn, wrapper_notes = unwrap_module(fn)
+    sizes = SizePolicy(Routing.parse(routing))
+    if observe:
+        sizes.observed = _observe(fn, inputs, kwargs)
     args, kw = _as_tuple(inputs), dict(kwargs or {})
     module = fn if isinstance(fn, torch.nn.Module) else None
     params = dict(module.named_parameters()) if module is not None else {}
@@ -117,7 +131,8 @@ def trace_torch(
     def traced(*flat: torch.Tensor) -> list[torch.Tensor]:
         fakes_of = {id(t): f for (_, t), f in zip(tensor_inputs, flat[n_named:], strict=True)}
         call_args, call_kw = structure.rebuild((args, kw), lambda t: fakes_of[id(t)], device)  # type: ignore[misc]
-        with intercept_fused(), _autocast_on(device.type, remapped):
+        with intercept_fused(), _autocast_on(device.type, remapped), known_values(sizes) as k:
+            routers.append(k)
             if module is None:
                 result = fn(*call_args, **call_kw)
             else:
@@ -126,6 +141,7 @@ def trace_torch(
                 result = torch.func.functional_call(module, (p, b), tuple(call_args), call_kw)
         return structure.tensors(result, unique=False)
 
+    routers: list = []  # the KnownValues of the trace (its routing notes)
     fakes = _fake_tensors([t for *_, t in specs])
     device = fakes[0].device if fakes else torch.device("cpu")
     remapped: set[str] = set()
@@ -140,6 +156,7 @@ def trace_torch(
             _state_kept(module),
             record_provenance(module),
             _use_lazy_graph_module(True),
+            sized_fake_ops(sizes),
         ):
             gm = make_fx(traced, tracing_mode="fake")(*fakes)
     except Exception as e:
@@ -151,6 +168,7 @@ def trace_torch(
     default_name = type(module).__name__ if module is not None else getattr(fn, "__name__", "")
     prog_name = name or default_name or "program"
     lowerer = Lowerer(gm, prog_name, policy)
+    lowerer.sizes = sizes
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     bindings: dict[str, Binding] = {}
     for node, (stem, role, binding, _) in zip(placeholders, specs, strict=True):
@@ -166,7 +184,23 @@ def trace_torch(
         for d in sorted(remapped)
     ]
     notes += wrapper_notes + mode_notes(module, lowerer.program)
+    notes += [line for k in routers[:1] for line in k.notes()] + sizes.notes()
     return TorchTrace(lowerer.program, bindings, output_names, gm, notes)
+
+
+def _observe(fn: object, inputs: object, kwargs: Mapping[str, object] | None) -> dict:
+    """The data-dependent sizes of one real run of ``fn(*inputs, **kwargs)``."""
+    args, kw = _as_tuple(inputs), dict(kwargs or {})
+    tensors = [t for _, t in structure.flatten((args, kw))]
+    if isinstance(fn, torch.nn.Module):
+        tensors += [*fn.parameters(), *fn.buffers()]
+    if any(t.device.type == "meta" for t in tensors):
+        raise ValueError(
+            "observe=True runs the program once on its inputs to see its data-dependent sizes: "
+            "pass real tensors and a model with real weights (not on the meta device)"
+        )
+    with intercept_fused():  # the operators the trace will see (one_hot checks no values)
+        return observe_sizes(lambda: fn(*args, **kw))
 
 
 def _graph_inputs(

@@ -30,6 +30,9 @@ operator's schema arguments, and emits statements with ``ctx.statement``.
   index.Tensor, scatter*, index_add/copy/fill, index_put)
 - ``nll``: nll_loss_forward, nll_loss2d_forward
 - ``scan``: cumsum, cumprod, cummax, cummin, logcumsumexp
+- ``dynamic``: data-dependent sizes (nonzero, boolean-mask indexing, masked_select, unique,
+  bincount, histc, ``.item()``) at the size the trace took (``solar.frontend.torch.sizes``)
+- ``grouped``: ``_grouped_mm`` (mixture-of-experts grouped GEMM, split by the routing)
 - ``sort``: sort, topk, kthvalue, median, nanmedian (extern routines)
 - ``random``: rand/randn/randint (and ``_like``), normal, bernoulli, uniform_/normal_/random_/
   exponential_, randperm, native_dropout (train-mode dropout as CUDA runs it)
@@ -60,10 +63,13 @@ from solar.frontend.torch.ops import (  # noqa: F401  (registration side effects
     complex,  # imports elementwise first: its abs (complex operands) wins
     conv,
     creation,
+    detection,
+    dynamic,
     elementwise,
     fused_backward,
     grid_sample,
     group_norm_backward,
+    grouped,
     im2col,
     indexing,
     linalg,

@@ -10,7 +10,7 @@ indirect entry; index arithmetic such as wrapping negative indices is free):
 - ``index_select``, ``gather``, ``take`` and ``index.Tensor`` (advanced indexing: integer index
   tensors broadcast together, mixed with full slices / ``None``; negative indices wrap; the
   advanced dims go first unless the indexed dims are adjacent, as NumPy does). Boolean masks
-  have a data-dependent result shape and are refused, as is ``masked_select``.
+  (a data-dependent result size) are lowered in :mod:`solar.frontend.torch.ops.dynamic`.
 
 Scatters write ``out[.., {idx[..]}, ..]``. The functional forms first copy ``self`` into the
 output (in the same kernel); the in-place forms write ``self`` directly:
@@ -204,16 +204,17 @@ def _advanced(ctx: LoweringContext, x: T, indices: Sequence[object]):
 
 @lowering(aten.index.Tensor)
 def index(ctx: LoweringContext, x: T, indices: list) -> None:
-    """``x[i0, :, i2]`` with integer index tensors (NumPy advanced indexing)."""
+    """``x[i0, :, i2]`` with integer index tensors (NumPy advanced indexing); boolean masks
+    go to :func:`solar.frontend.torch.ops.dynamic.masked_index`."""
+    if any(isinstance(t, T) and t.dtype in ("bool", "uint8") for t in indices):
+        from solar.frontend.torch.ops.dynamic import masked_index
+
+        masked_index(ctx, x, indices)
+        return
     names, shape, src = _advanced(ctx, x, indices)
     out = ctx.out()
     assert tuple(shape) == out.shape, (shape, out.shape)
     ctx.statement(nest(names, shape), out, names, ctx.load(x, src))
-
-
-@lowering(aten.masked_select.default)
-def masked_select(ctx: LoweringContext, *_: object) -> None:
-    raise DataDependentOperatorError(ctx.target, ctx.source)
 
 
 # ------------------------------------------------------------------------------- embedding bag

@@ -1,0 +1,144 @@
+"""Values known while tracing: a top-k router's choice under the assumed routing, and what
+follows from it.
+
+Fake tensors carry no values, so a size that depends on values is normally taken at its
+minimum (:mod:`solar.frontend.torch.sizes`). A mixture-of-experts layer run the eager way
+(``nonzero`` over the experts hit, ``torch.where`` per expert, ``if expert == E``) would then
+run no expert at all: a lower bound, but far from what the program's semantics force (a top-k
+router sends every token to exactly ``k`` experts). So while tracing, the integer indices
+``torch.topk`` returns are given the values of the assumed :class:`~solar.frontend.torch.sizes.
+Routing` (every token on experts ``0..k-1`` by default: the fewest a router can touch; round
+robin when balanced; the given per-expert counts), and every operator whose tensor inputs all
+have known values is also run on those real (small, integer) values. A data-dependent size or
+Python scalar computed from known values takes their real result; everything else is traced
+as usual. Not used with ``observe=True`` (the observed run has the real values).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import torch
+from torch.utils import _pytree as pytree
+from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
+from torch.utils.weak import WeakIdKeyDictionary
+
+from solar.frontend.torch.provenance import caller_source
+from solar.frontend.torch.sizes import SizePolicy
+
+aten = torch.ops.aten
+
+# operators whose output size (or Python value) a known input decides
+SIZED = {
+    aten.nonzero.default: lambda out, args: [int(out.shape[0])],
+    aten.masked_select.default: lambda out, args: [int(out.numel())],
+    aten._unique2.default: lambda out, args: [int(out[0].shape[0])],
+    aten._unique.default: lambda out, args: [int(out[0].shape[0])],
+    aten.unique_consecutive.default: lambda out, args: [int(out[0].shape[0])],
+    aten.bincount.default: lambda out, args: [int(out.shape[0])],
+    aten.index.Tensor: lambda out, args: [
+        int(m.count_nonzero())
+        for m in args[1]
+        if m is not None and m.dtype in (torch.bool, torch.uint8)
+    ],
+}
+MAX_KNOWN = 1 << 22  # elements: larger results are not computed (their values stay unknown)
+
+
+def routed(tokens: int, k: int, experts: int, policy: SizePolicy) -> torch.Tensor:
+    """``(tokens, k)`` expert indices realising the routing: distinct experts per token, the
+    per-expert totals of :meth:`Routing.split` (slots filled expert by expert, ``k``-major, so
+    an expert's share of at most ``tokens`` slots lands on distinct tokens)."""
+    counts = policy.routing.split(tokens * k, experts, k)
+    if max(counts, default=0) > tokens:
+        raise ValueError(
+            f"routing {counts}: an expert cannot take more than the {tokens} tokens, each of "
+            f"which picks {k} distinct experts"
+        )
+    order = torch.repeat_interleave(torch.arange(experts), torch.tensor(counts))
+    return order.reshape(k, tokens).t().contiguous()
+
+
+class KnownValues(TorchDispatchMode):
+    """Runs alongside make_fx: gives router indices their assumed values, propagates values
+    through operators whose inputs are all known, and decides data-dependent sizes from them."""
+
+    def __init__(self, policy: SizePolicy) -> None:
+        super().__init__()
+        self.policy = policy
+        self.values = WeakIdKeyDictionary()
+        self.routers: list[str] = []
+        self.used = False  # whether a known value decided a size or a Python value
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func is not aten.topk.default and not self.values:  # nothing known: trace as is
+            return func(*args, **kwargs)
+        tensors = [a for a in pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)]
+        known = bool(tensors) and all(t in self.values for t in tensors)
+        real = self._run(func, args, kwargs) if known else None
+        if real is not None and func is aten._local_scalar_dense.default:
+            self.used = True
+            self.policy.chosen.append(self._size(func, real))
+            return real
+        if real is not None and func in SIZED:
+            self.used = True
+            with _disable_current_modes():
+                self.policy.pending.extend(SIZED[func](real, self._real(args)))
+        out = func(*args, **kwargs)
+        if func is aten.topk.default and not known:
+            self._route(out, args)
+        elif real is not None:
+            for fake, value in zip(pytree.tree_leaves(out), pytree.tree_leaves(real), strict=False):
+                if isinstance(fake, torch.Tensor) and isinstance(value, torch.Tensor):
+                    self.values[fake] = value
+        return out
+
+    def _real(self, tree: object) -> object:
+        return pytree.tree_map(lambda a: self.values[a] if isinstance(a, torch.Tensor) else a, tree)
+
+    def _run(self, func, args, kwargs) -> object:
+        with _disable_current_modes():
+            out = func(*self._real(args), **self._real(kwargs))
+        leaves = [t for t in pytree.tree_leaves(out) if isinstance(t, torch.Tensor)]
+        return None if any(t.numel() > MAX_KNOWN for t in leaves) else out
+
+    def _route(self, out: tuple, args: tuple) -> None:
+        """The indices of a top-k over the last dim (a router over experts)."""
+        x, k = args[0], int(args[1])
+        dim = args[2] if len(args) > 2 else -1
+        if x.ndim == 0 or dim not in (-1, x.ndim - 1) or x.numel() > MAX_KNOWN:
+            return
+        tokens, experts = x.numel() // x.shape[-1], x.shape[-1]
+        with _disable_current_modes():
+            idx = routed(tokens, k, experts, self.policy).reshape(*x.shape[:-1], k)
+        self.values[out[1]] = idx
+        self.routers.append(caller_source(3))
+
+    def _size(self, func, value):
+        from solar.frontend.torch.sizes import AssumedSize
+
+        why = f"follows from the routing: {self.policy.routing.describe()}"
+        return AssumedSize(str(func).rsplit(".", 1)[0], caller_source(3), value, False, why)
+
+    def notes(self) -> list[str]:
+        """The report line of the routers whose assumed choice decided sizes."""
+        if not self.used:
+            return []
+        where = ", ".join(sorted(set(self.routers)))
+        return [
+            f"top-k router indices (aten.topk at {where}) taken as routing "
+            f"{self.policy.routing.describe()}: the sizes after them follow from it"
+        ]
+
+
+@contextmanager
+def known_values(policy: SizePolicy) -> Iterator[KnownValues]:
+    """Track known values while tracing (not with observed sizes)."""
+    mode = KnownValues(policy)
+    if policy.observed is not None:
+        yield mode
+        return
+    with mode:
+        yield mode

@@ -1,0 +1,73 @@
+"""Grouped GEMM (``torch._grouped_mm``): the experts of a mixture-of-experts layer, ONE kernel
+as CUDA runs it.
+
+- ``x (S, K) @ w (G, K, N)`` with ``offs (G,)`` (cumulative row ends): rows
+  ``[offs[g-1], offs[g])`` of ``x`` are multiplied by expert ``g``'s matrix. The split of the
+  ``S`` rows over the ``G`` groups is data (the router's choice): it is taken from the trace's
+  :class:`~solar.frontend.torch.sizes.Routing` (or observed), and each non-empty group is one
+  affine contraction over its rows. The flops, ``2 S K N``, do not depend on the split; the
+  weights read (``K N`` per group with rows) do. Rows past ``offs[-1]`` are not computed.
+- ``x (G, M, K) @ w (G, K, N)`` without ``offs``: a batched product.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from solar.frontend.torch.lower import LoweringContext, T
+from solar.frontend.torch.ops.common import acc_dtype
+from solar.frontend.torch.registry import lowering
+from solar.frontend.torch.sizes import fewest_groups
+from solar.ir.affine import Affine
+from solar.ir.scalar import call
+
+aten = torch.ops.aten
+
+
+@lowering(aten._grouped_mm.default)
+def grouped_mm(
+    ctx: LoweringContext,
+    x: T,
+    w: T,
+    offs: T | None = None,
+    bias: T | None = None,
+    out_dtype: object = None,
+) -> None:
+    out = ctx.out()
+    if bias is not None:
+        ctx.fail("with bias= is not supported (add the bias after the grouped GEMM)")
+    compute = acc_dtype(out.dtype) if out.dtype in ("bfloat16", "float16") else out.dtype
+    precision = ctx.policy.matmul(out.dtype)
+    if offs is None:
+        if x.ndim != 3 or w.ndim != 3:
+            ctx.fail(f"without offs needs 3-D operands, not {x.shape} and {w.shape}")
+        product = call(
+            "mul", ctx.load(x, ["g", "m", "k"], compute), ctx.load(w, ["g", "k", "n"], compute)
+        )
+        dims = [("g", x.shape[0]), ("m", x.shape[1]), ("n", w.shape[2]), ("k", x.shape[2], True)]
+        ctx.statement(
+            dims, out, ["g", "m", "n"], product, reduce="sum", precision=precision, dtype=compute
+        )
+        return
+    if x.ndim != 2 or w.ndim != 3:
+        ctx.fail(
+            f"with offs is supported for x (rows, K) @ w (groups, K, N), not {x.shape} @ "
+            f"{w.shape} (the weight-gradient form)"
+        )
+    rows, groups = x.shape[0], w.shape[0]
+    offs_node = ctx.node.args[2] if len(ctx.node.args) > 2 else ctx.node.kwargs.get("offs")
+    counts = ctx.sizes.groups(
+        "aten._grouped_mm", rows, groups, fewest_groups(offs_node), ctx.source
+    )
+    start = 0
+    for g, c in enumerate(counts):
+        if c > 0:
+            s = Affine.build({"s": 1}, start)
+            product = call(
+                "mul", ctx.load(x, [s, "k"], compute), ctx.load(w, [g, "k", "n"], compute)
+            )
+            dims = [("s", c), ("n", w.shape[2]), ("k", x.shape[1], True)]
+            ctx.statement(
+                dims, out, [s, "n"], product, reduce="sum", precision=precision, dtype=compute
+            )
+        start += c
