@@ -98,7 +98,7 @@ def build(name: str, small: bool):
             def forward(self, a, b):
                 return self.raft(a, b, num_flow_updates=self.updates)[-1]
 
-        h, w = (64, 64) if small else (368, 496)
+        h, w = (128, 128) if small else (368, 496)
         model = Flow(2 if small else 12).eval()
         return model, (torch.rand(1, 3, h, w) * 2 - 1, torch.rand(1, 3, h, w) * 2 - 1), None
     raise ValueError(f"unknown model {name!r}; one of {', '.join(MODELS)}")
