@@ -232,3 +232,11 @@ def _cdist(draw):
     a = rand((*lead[0], draw(st.integers(1, 3)), m))
     b = rand((*lead[1], draw(st.integers(1, 3)), m))
     return (lambda a, b: aten._cdist_forward(a, b, p, None)), (a, b)
+
+
+@case(aten.cudnn_grid_sampler.default, examples=4)
+def _cudnn_grid_sampler(draw):
+    """CUDA's 4-D bilinear, zero-padded, align_corners sampler (cuDNN)."""
+    h, w = draw(st.integers(1, 4)), draw(st.integers(1, 4))
+    grid = rand((2, draw(st.integers(1, 3)), draw(st.integers(1, 3)), 2)) * 2.6 - 1.4
+    return aten.cudnn_grid_sampler, (rand((2, 2, h, w)), grid)

@@ -79,9 +79,13 @@ def _pick(fn: Callable[..., object], which: int) -> Callable[..., torch.Tensor]:
     return run
 
 
+class DataSizeMismatch(ValueError):
+    """A data-dependent size of the data differs from the size the program was traced at."""
+
+
 def _sized(what: str, got: int, size: int) -> None:
     if got != size:
-        raise ValueError(
+        raise DataSizeMismatch(
             f"the data has {got} {what} where the trace took {size}: trace with "
             "observe=True on these inputs to use the sizes they produce"
         )

@@ -505,7 +505,9 @@ def stack(ctx: LoweringContext, *xs: V, axis: int, **_: object) -> None:
 @lowering("unstack", kind="view")
 def unstack(ctx: LoweringContext, x: V, *, axis: int, **_: object) -> None:
     t, strides, offset = layout(ctx, x)
-    shape = [n for k, n in enumerate(x.shape) if k != axis]
+    # the IR tensor's own shape: a typed PRNG key array carries its key data as trailing dims
+    full = ctx.lowerer.program.tensors[t.name].shape
+    shape = [n for k, n in enumerate(full) if k != axis]
     rest = [s for k, s in enumerate(strides) if k != axis]
     for j in range(x.shape[axis]):
         ctx.set_out(j, ctx.view(t, shape, rest, offset + j * strides[axis]), x)

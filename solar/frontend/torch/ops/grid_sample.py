@@ -20,6 +20,7 @@ and clipped (``reflection``), as ATen's ``grid_sampler_compute_source_index``:
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 
 import torch
@@ -145,6 +146,25 @@ def grid_sampler(
     ]
     value = _sample(ctx, x, ["n", "c"], coords, sizes, mode, acc)
     ctx.statement(dims, out, ["n", "c", *sp], cast(value, acc, out.dtype), dtype=acc)
+
+
+def _cudnn_grid_sampler_fake(x: torch.Tensor, grid: torch.Tensor) -> torch.Tensor:
+    """Its output shape, so that a CUDA program's trace runs on fake tensors of a CPU-only
+    PyTorch too (which registers no kernel for this CUDA-only operator)."""
+    return x.new_empty((x.shape[0], x.shape[1], grid.shape[1], grid.shape[2]))
+
+
+if not torch._C._dispatch_has_kernel_for_dispatch_key("aten::cudnn_grid_sampler", "Meta"):
+    with contextlib.suppress(RuntimeError):  # a fake kernel exists already
+        torch.library.register_fake("aten::cudnn_grid_sampler")(_cudnn_grid_sampler_fake)
+
+
+@lowering(aten.cudnn_grid_sampler.default)
+def cudnn_grid_sampler(ctx: LoweringContext, x: T, grid: T) -> None:
+    """cuDNN's sampler, which CUDA's ``grid_sampler_2d`` dispatches to for 4-D inputs when
+    cuDNN accepts them: bilinear, zero padding, ``align_corners=True`` (the only mode it is
+    called for)."""
+    grid_sampler(ctx, x, grid, 0, 0, True)
 
 
 def _base(i: str, size: int, align: bool, acc: str) -> Expr:
