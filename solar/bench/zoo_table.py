@@ -1,0 +1,132 @@
+"""The model zoo's table (``bench/results/zoo.md``) from its records (``zoo.json``)."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+from solar.bench.zoo_models import LIBRARIES, SIZES
+
+CATEGORIES = (
+    "missing operator",
+    "data-dependent",
+    "unsupported case",
+    "dtype",
+    "error",
+    "build",
+    "timeout",
+    "memory",
+)
+
+
+def _cell(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _parts(rec: dict) -> list[tuple[str, dict]]:
+    return [(k, rec[k]) for k in ("forward", "train") if k in rec]
+
+
+def markdown(doc: dict) -> str:
+    recs = sorted(doc["models"].values(), key=lambda r: (LIBRARIES.index(r["library"]), r["name"]))
+    by_lib: dict[str, list[dict]] = defaultdict(list)
+    for r in recs:
+        by_lib[r["library"]].append(r)
+    lines = [
+        "# Model zoo",
+        "",
+        "Every model built on the meta device in bf16 and bounded on the H100 with "
+        "`solar.bound`: the forward (eval mode), and a training step (train mode, "
+        "`loss.backward()`, AdamW) for every tenth model of each library. Each model runs in "
+        "a fresh process under a time and memory limit. Regenerate: `python -m solar.bench.zoo` "
+        "(options: `--library`, `--only`, `--limit`, `--jobs`, `--timeout`, `--train-every`; "
+        "runs in pieces accumulate in `zoo.json`).",
+        "",
+        "Models and sizes:",
+        "",
+        *[f"- {lib}: {SIZES[lib]}" for lib in LIBRARIES if lib in by_lib],
+        "",
+        "## Per library",
+        "",
+        "| library | models | forward bounded | training steps bounded | failures (forward) |",
+        "|---|---|---|---|---|",
+    ]
+    for lib, rs in by_lib.items():
+        ok = sum(r["forward"].get("ok", False) for r in rs)
+        trains = [r["train"] for r in rs if "train" in r]
+        cats = Counter(r["forward"]["category"] for r in rs if not r["forward"].get("ok"))
+        fails = ", ".join(f"{c} {cats[c]}" for c in CATEGORIES if cats[c]) or "-"
+        t_ok = sum(t.get("ok", False) for t in trains)
+        lines.append(f"| {lib} | {len(rs)} | {ok} | {t_ok} of {len(trains)} | {fails} |")
+    lines += _missing_section(recs)
+    lines += _failures_section(by_lib)
+    lines += _bounded_section(by_lib)
+    return "\n".join(lines) + "\n"
+
+
+def _missing_section(recs: list[dict]) -> list[str]:
+    blocked: dict[str, set[str]] = defaultdict(set)
+    occurs: Counter[str] = Counter()
+    for r in recs:
+        for _, part in _parts(r):
+            for op, n in part.get("missing", {}).items():
+                blocked[op].add(f"{r['library']}/{r['name']}")
+                occurs[op] += n
+    if not blocked:
+        return []
+    lines = [
+        "",
+        "## Missing operators",
+        "",
+        "Every operator with no loop nest in a traced graph (forward or training step), by "
+        "the number of models it blocks; occurrences are summed over those graphs.",
+        "",
+        "| operator | models blocked | occurrences | models |",
+        "|---|---|---|---|",
+    ]
+    for op in sorted(blocked, key=lambda o: (-len(blocked[o]), o)):
+        models = sorted(blocked[op])
+        shown = ", ".join(m.split("/", 1)[1] for m in models[:12])
+        shown += f", ... ({len(models) - 12} more)" if len(models) > 12 else ""
+        lines.append(f"| `{op}` | {len(models)} | {occurs[op]} | {shown} |")
+    return lines
+
+
+def _failures_section(by_lib: dict[str, list[dict]]) -> list[str]:
+    lines = ["", "## Failures", ""]
+    for lib, rs in by_lib.items():
+        rows = [(r, k, p) for r in rs for k, p in _parts(r) if not p.get("ok")]
+        if not rows:
+            continue
+        lines += [f"### {lib}", "", "| model | part | category | reason |", "|---|---|---|---|"]
+        for r, k, p in rows:
+            reason = p["error"]
+            if p.get("missing"):
+                reason = "missing " + ", ".join(f"`{op}` x{n}" for op, n in p["missing"].items())
+            where = f" ({p['where']})" if p.get("where") and not p.get("missing") else ""
+            lines.append(f"| {r['name']} | {k} | {p['category']} | {_cell(reason + where)} |")
+        lines.append("")
+    return lines
+
+
+def _bounded_section(by_lib: dict[str, list[dict]]) -> list[str]:
+    lines = ["", "## Bounded", ""]
+    for lib, rs in by_lib.items():
+        ok = [r for r in rs if r["forward"].get("ok")]
+        if not ok:
+            continue
+        lines += [
+            f"### {lib}",
+            "",
+            "| model | kernels | fused bound ms | bound by | training step fused ms | notes |",
+            "|---|---|---|---|---|---|",
+        ]
+        for r in ok:
+            f, t = r["forward"], r.get("train")
+            step = "-" if t is None else (f"{t['fused_ms']:.3g}" if t.get("ok") else "failed")
+            notes = "; ".join(r.get("notes") or []) or ""
+            lines.append(
+                f"| {r['name']} | {f['kernels']} | {f['fused_ms']:.3g} | {f['bound_by']} | "
+                f"{step} | {_cell(notes)} |"
+            )
+        lines.append("")
+    return lines
