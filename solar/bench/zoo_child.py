@@ -6,7 +6,8 @@ operator with no loop nest: every such operator of the traced graph is listed, w
 it occurs, not only the first), ``data-dependent`` (a size or value that depends on tensor
 contents), ``unsupported case`` (a lowered operator refusing these arguments), ``dtype`` (a
 dtype the IR cannot express), ``build`` (the library's constructor failed on meta and on the
-CPU) or ``error`` (anything else: to be triaged).
+CPU), ``library`` (the model's own eager call on meta tensors fails the same way, without
+solar) or ``error`` (anything else: to be triaged).
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ def run_one(library: str, name: str, train: bool, hw: str = "H100") -> dict:
     rec["call"], rec["notes"] = case.call, case.notes
     rec["build_s"] = round(time.perf_counter() - t0, 1)
     rec["forward"] = _bounded(lambda: _forward(case, name, hw))
+    if rec["forward"].get("category") == "error":
+        _check_eagerly(case, rec["forward"])
     if train:
         rec["train"] = _bounded(lambda: _train(case, name, hw))
     rec["seconds"] = round(time.perf_counter() - t0, 1)
@@ -44,6 +47,26 @@ def _forward(case: Case, name: str, hw: str):
     import solar
 
     return solar.bound(case.model, case.inputs, hw, kwargs=case.kwargs or None, name=name)
+
+
+def _check_eagerly(case: Case, fail: dict) -> None:
+    """Call the model eagerly on meta tensors, without solar: when that fails with the same
+    error, the failure is the library's own (category ``library``)."""
+    from torch.utils._pytree import tree_map
+
+    def meta(x):
+        return x.to("meta") if isinstance(x, torch.Tensor) else x
+
+    try:
+        with torch.no_grad():
+            case.model(*tree_map(meta, case.inputs), **tree_map(meta, case.kwargs))
+    except Exception as e:  # noqa: BLE001
+        eager = f"{type(e).__name__}: {one_line(e)}"[:400]
+        fail["eager"] = eager
+        if eager == fail["error"]:
+            fail["category"] = "library"
+    else:
+        fail["eager"] = "runs eagerly on meta tensors"
 
 
 def _train(case: Case, name: str, hw: str):

@@ -12,6 +12,7 @@ CATEGORIES = (
     "unsupported case",
     "dtype",
     "error",
+    "library",
     "build",
     "timeout",
     "memory",
@@ -103,6 +104,8 @@ def _failures_section(by_lib: dict[str, list[dict]]) -> list[str]:
             if p.get("missing"):
                 reason = "missing " + ", ".join(f"`{op}` x{n}" for op, n in p["missing"].items())
             where = f" ({p['where']})" if p.get("where") and not p.get("missing") else ""
+            if p["category"] == "error" and p.get("eager"):
+                where += f"; eagerly on meta: {p['eager'][:150]}"
             lines.append(f"| {r['name']} | {k} | {p['category']} | {_cell(reason + where)} |")
         lines.append("")
     return lines
