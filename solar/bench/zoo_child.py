@@ -49,24 +49,36 @@ def _forward(case: Case, name: str, hw: str):
     return solar.bound(case.model, case.inputs, hw, kwargs=case.kwargs or None, name=name)
 
 
+EAGER_CPU_PARAMS = 300_000_000  # a model up to this size is also run on the CPU
+
+
 def _check_eagerly(case: Case, fail: dict) -> None:
-    """Call the model eagerly on meta tensors, without solar: when that fails with the same
-    error, the failure is the library's own (category ``library``)."""
+    """Call the model eagerly, without solar: on the CPU (weights allocated, uninitialised)
+    when it is small enough, else on meta tensors. When that fails with the same error, the
+    failure is the library's own (category ``library``)."""
     from torch.utils._pytree import tree_map
 
-    def meta(x):
-        return x.to("meta") if isinstance(x, torch.Tensor) else x
+    model = case.model
+    on_cpu = sum(p.numel() for p in model.parameters()) <= EAGER_CPU_PARAMS
+    device = "cpu" if on_cpu else "meta"
+
+    def move(x):
+        return x.to(device) if isinstance(x, torch.Tensor) else x
 
     try:
+        if on_cpu:
+            model = model.to_empty(device="cpu")
         with torch.no_grad():
-            case.model(*tree_map(meta, case.inputs), **tree_map(meta, case.kwargs))
+            model(*tree_map(move, case.inputs), **tree_map(move, case.kwargs))
     except Exception as e:  # noqa: BLE001
         eager = f"{type(e).__name__}: {one_line(e)}"[:400]
-        fail["eager"] = eager
+        fail["eager"] = f"on {device}: {eager}"
         if eager == fail["error"]:
             fail["category"] = "library"
     else:
-        fail["eager"] = "runs eagerly on meta tensors"
+        fail["eager"] = f"on {device}: runs"
+    if on_cpu:
+        case.model = model.to("meta")
 
 
 def _train(case: Case, name: str, hw: str):

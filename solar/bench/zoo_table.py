@@ -105,7 +105,7 @@ def _failures_section(by_lib: dict[str, list[dict]]) -> list[str]:
                 reason = "missing " + ", ".join(f"`{op}` x{n}" for op, n in p["missing"].items())
             where = f" ({p['where']})" if p.get("where") and not p.get("missing") else ""
             if p["category"] == "error" and p.get("eager"):
-                where += f"; eagerly on meta: {p['eager'][:150]}"
+                where += f"; eagerly {p['eager'][:150]}"
             lines.append(f"| {r['name']} | {k} | {p['category']} | {_cell(reason + where)} |")
         lines.append("")
     return lines

@@ -14,6 +14,7 @@ these operators on real CPU tensors still fails, as it does with this install.
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import torch
@@ -59,10 +60,19 @@ _LIBRARY: list[torch.library.Library] = []  # kept alive: a dropped Library unre
 
 def ensure_torchvision() -> str | None:
     """Make ``import torchvision`` work; a note saying what was done, or None when torchvision
-    loads as it is (or is not installed)."""
-    spec = importlib.util.find_spec("torchvision")
-    if spec is None or _LIBRARY or not spec.submodule_search_locations:
+    imports as it is (or is not installed)."""
+    if _LIBRARY or importlib.util.find_spec("torchvision") is None:
         return None
+    try:
+        import torchvision  # noqa: F401
+
+        return None
+    except (RuntimeError, OSError) as e:
+        if "torchvision::" not in str(e):
+            raise
+    for name in [m for m in sys.modules if m.split(".")[0] == "torchvision"]:
+        del sys.modules[name]  # the failed import's half-run modules
+    spec = importlib.util.find_spec("torchvision")
     compiled = Path(spec.submodule_search_locations[0]) / "_C.so"
     try:
         torch.ops.load_library(str(compiled))
@@ -82,7 +92,7 @@ def ensure_torchvision() -> str | None:
 
     torch.ops.load_library = load  # torchvision.extension: `_C` "loads", so ops are on
     try:
-        import torchvision  # noqa: F401
+        import torchvision  # noqa: F401, F811
     finally:
         torch.ops.load_library = original
     return (
