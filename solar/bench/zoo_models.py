@@ -93,9 +93,18 @@ def on_meta_or_cpu(make: Callable[[], nn.Module], notes: list[str]) -> nn.Module
         with torch.device("meta"):
             model = make()
     except Exception as e:  # noqa: BLE001 - any constructor failure: build as users do
-        notes.append(f"built on the CPU (on meta: {type(e).__name__}: {_line(e)})")
-        model = make()
+        on_meta = f"{type(e).__name__}: {_line(e)}"
+        try:
+            model = make()
+        except Exception as cpu:  # noqa: BLE001
+            cpu_error = f"{type(cpu).__name__}: {_line(cpu)}"
+            raise BuildError(f"on meta {on_meta}; on the CPU {cpu_error}") from cpu
+        notes.append(f"built on the CPU (on meta: {on_meta})")
     return model.to(torch.bfloat16)
+
+
+class BuildError(RuntimeError):
+    """The constructor failed on meta and on the CPU: the library cannot build the model."""
 
 
 def _line(e: BaseException) -> str:
