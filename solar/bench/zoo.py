@@ -122,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--memory-gb", type=float, default=8.0, help="address-space limit per model")
     p.add_argument("--train-every", type=int, default=10, help="training step of every N-th")
     p.add_argument("--out", default=str(RESULTS), help="folder of zoo.json and zoo.md")
+    p.add_argument("--table-only", action="store_true", help="rewrite zoo.md from zoo.json")
     p.add_argument("--child", nargs=2, metavar=("LIBRARY", "NAME"), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:
@@ -129,6 +130,12 @@ def main(argv: list[str] | None = None) -> int:
 
         rec = run_one(*args.child, train=args.train_every == 1)
         print(MARK + json.dumps(rec), flush=True)
+        return 0
+    out = Path(args.out)
+    if args.table_only:
+        from solar.bench.zoo_table import markdown
+
+        (out / "zoo.md").write_text(markdown(load(out / "zoo.json")))
         return 0
     libraries = [s for s in args.library.split(",") if s]
     bad = [lib for lib in libraries if lib not in LIBRARIES]
@@ -138,7 +145,6 @@ def main(argv: list[str] | None = None) -> int:
     todo = [(lib, i, n) for lib in libraries for i, n in select(lib, only, args.limit, args.start)]
     if only and not todo:
         p.error(f"no model named {', '.join(only)} in {', '.join(libraries)}")
-    out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
 
     def one(item: tuple[str, int, str]) -> dict:

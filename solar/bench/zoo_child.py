@@ -194,7 +194,9 @@ def missing_operators(e: BaseException) -> dict[str, int]:
             counts[getattr(t, "__name__", str(t))] += 1
         elif find_lowering(t) is None and (mutated_args(t) or not aliases_an_input(node)):
             counts[str(t)] += 1
-    op = getattr(e, "op", "")
-    if ("loop-nest definition" in str(e) or "not an aten operator" in str(e)) and op:
-        counts.setdefault(op, 1)
+    listed = getattr(e, "missing", None) or [e]  # an error listing every operator, or one
+    for m in listed:
+        op, reason = getattr(m, "op", ""), getattr(m, "reason", str(m))
+        if op and ("loop-nest definition" in reason or "not an aten operator" in reason):
+            counts[op] = max(counts[op], getattr(m, "count", 1))
     return dict(counts.most_common())
