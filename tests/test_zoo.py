@@ -59,7 +59,7 @@ def test_a_model_over_its_time_limit_is_a_row_saying_so(tmp_path):
     proc = _zoo("--only", unet, "--timeout", "0.2", out=tmp_path, library="diffusers")
     assert proc.returncode == 0, proc.stderr
     table = (tmp_path / "zoo.md").read_text()
-    assert f"| {unet} | forward | timeout | no result within 0 s |" in table
+    assert f"| {unet} | forward | timeout | no result within 0 s |  |" in table
     assert "| diffusers | 1 | 0 | 0 of 0 | timeout 1 |" in table
 
 
@@ -116,5 +116,5 @@ def test_table_ranks_missing_operators_by_models_blocked():
     fold = table.index("| `aten.fold.default` | 3 | 5 | a, b, c |")
     cdist = table.index("| `aten.cdist.default` | 1 | 3 | b |")
     assert fold < cdist
-    assert "| b | train | missing operator | missing `aten.cdist.default` x2 |" in table
+    assert "| b | train | missing operator | missing `aten.cdist.default` x2 |  |" in table
     assert "| d | 7 | 0.5 | dram | - |  |" in table

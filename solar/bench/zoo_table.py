@@ -19,6 +19,36 @@ CATEGORIES = (
 )
 
 
+_DEFAULT_CONFIG = "(c) library: its default config cannot build the model, on meta or the CPU"
+_CACHE = (
+    "(c) library: the default config has no attention layer and transformers' cache asks "
+    "one for its length"
+)
+_DEEPCOPY = (
+    "(d) tracing: the model deep-copies cache tensors; under make_fx a tensor's deepcopy "
+    "clones its storage, which fx cannot record (runs eagerly)"
+)
+#: What a failure was found to be, by hand (see the report): (c) the library's own, checked by
+#: running the model eagerly without solar; (d) a solar limitation other than an operator.
+TRIAGE = {
+    "transformers/bamba": _CACHE + " (the same on the CPU eagerly at 2 layers)",
+    "transformers/granitemoehybrid": _CACHE + " (the same eagerly on meta)",
+    "transformers/blenderbot": "(c) library: the same IndexError on the CPU eagerly",
+    "transformers/blt": "(c) library: the same eagerly on meta (config lacks num_hidden_layers)",
+    "transformers/dbrx": _DEFAULT_CONFIG,
+    "transformers/dots1": _DEFAULT_CONFIG + " (num_local_experts is None)",
+    "transformers/hunyuan_v1_dense": _DEFAULT_CONFIG,
+    "transformers/hunyuan_v1_moe": _DEFAULT_CONFIG,
+    "transformers/gemma4_assistant": _DEFAULT_CONFIG,
+    "transformers/deepseek_v2": "(c) library: default num_experts_per_tok is None: topk(k=None)",
+    "transformers/gemma4_unified_assistant": (
+        "(c) library: a draft model; needs its target's inputs_embeds and shared_kv_states"
+    ),
+    "transformers/dory": _DEEPCOPY,
+    "transformers/inkling2_loop_text": _DEEPCOPY,
+}
+
+
 def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
@@ -58,10 +88,53 @@ def markdown(doc: dict) -> str:
         fails = ", ".join(f"{c} {cats[c]}" for c in CATEGORIES if cats[c]) or "-"
         t_ok = sum(t.get("ok", False) for t in trains)
         lines.append(f"| {lib} | {len(rs)} | {ok} | {t_ok} of {len(trains)} | {fails} |")
+    lines += _triage_section(recs)
     lines += _missing_section(recs)
     lines += _failures_section(by_lib)
     lines += _bounded_section(by_lib)
     return "\n".join(lines) + "\n"
+
+
+def triage_class(rec: dict, part: dict) -> str:
+    """(a) missing operators, (b) data-dependent, (c) the library's own, (d) solar's other
+    limits, or time/memory limits, of one failed part."""
+    note = TRIAGE.get(f"{rec['library']}/{rec['name']}", "")
+    if note[:3] in ("(c)", "(d)"):
+        return note[:3]
+    return {
+        "missing operator": "(a)",
+        "data-dependent": "(b)",
+        "build": "(c)",
+        "library": "(c)",
+        "timeout": "limit",
+        "memory": "limit",
+    }.get(part["category"], "(d)")
+
+
+TRIAGE_CLASSES = {
+    "(a)": "missing operators (listed below by models blocked)",
+    "(b)": "data-dependent operators (nonzero, NMS, boolean masks)",
+    "(c)": "the library's own failure (cannot build, or fails eagerly without solar)",
+    "(d)": "solar limits other than an operator (tracing, structure, call conventions)",
+    "limit": "over the time or memory limit (rerun with a larger --timeout)",
+}
+
+
+def _triage_section(recs: list[dict]) -> list[str]:
+    groups: dict[str, list[str]] = defaultdict(list)
+    for r in recs:
+        if not r["forward"].get("ok"):
+            groups[triage_class(r, r["forward"])].append(r["name"])
+    if not groups:
+        return []
+    lines = ["", "## Forward failures by kind", "", "| kind | models | which |", "|---|---|---|"]
+    for key, what in TRIAGE_CLASSES.items():
+        names = sorted(groups.get(key, []))
+        shown = ", ".join(names[:40]) + (
+            f", ... ({len(names) - 40} more)" if len(names) > 40 else ""
+        )
+        lines.append(f"| {key} {what} | {len(names)} | {shown or '-'} |")
+    return lines
 
 
 def _missing_section(recs: list[dict]) -> list[str]:
@@ -98,7 +171,12 @@ def _failures_section(by_lib: dict[str, list[dict]]) -> list[str]:
         rows = [(r, k, p) for r in rs for k, p in _parts(r) if not p.get("ok")]
         if not rows:
             continue
-        lines += [f"### {lib}", "", "| model | part | category | reason |", "|---|---|---|---|"]
+        lines += [
+            f"### {lib}",
+            "",
+            "| model | part | category | reason | triage |",
+            "|---|---|---|---|---|",
+        ]
         for r, k, p in rows:
             reason = p["error"]
             if p.get("missing"):
@@ -106,7 +184,10 @@ def _failures_section(by_lib: dict[str, list[dict]]) -> list[str]:
             where = f" ({p['where']})" if p.get("where") and not p.get("missing") else ""
             if p["category"] == "error" and p.get("eager"):
                 where += f"; eagerly {p['eager'][:150]}"
-            lines.append(f"| {r['name']} | {k} | {p['category']} | {_cell(reason + where)} |")
+            triage = TRIAGE.get(f"{lib}/{r['name']}", "")
+            lines.append(
+                f"| {r['name']} | {k} | {p['category']} | {_cell(reason + where)} | {triage} |"
+            )
         lines.append("")
     return lines
 
