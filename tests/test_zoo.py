@@ -88,7 +88,7 @@ def test_a_failure_lists_every_missing_operator_with_its_count():
     rec = failure(info.value, "bound")
     assert rec["category"] == "missing operator"
     assert rec["missing"] == {"zoo_test.mystery.default": 2, "zoo_test.other.default": 1}
-    assert rec["error"].startswith("UnsupportedOperatorError: zoo_test.mystery.default")
+    assert rec["error"].startswith("UnsupportedOperatorError: ")  # one line, whatever its form
 
 
 def _rec(name: str, forward: dict, **extra) -> dict:

@@ -159,10 +159,11 @@ def _transformers(name: str) -> Case:
 
 
 def _next_token_loss(out: object, ids: torch.Tensor) -> torch.Tensor:
-    """transformers' causal-LM loss (``model(ids, labels=ids).loss``): float32 logits, labels
-    shifted by one."""
-    logits = out.logits[:, :-1].float()
-    return F.cross_entropy(logits.flatten(0, 1), ids[:, 1:].flatten())
+    """transformers' causal-LM loss, as ``model(ids, labels=ids).loss`` computes it
+    (``ForCausalLMLoss``): float32 logits, the labels shifted by one (padded with -100)."""
+    labels = F.pad(ids, (0, 1), value=-100)[:, 1:]
+    logits = out.logits.float()
+    return F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=-100)
 
 
 # -- torchvision ----------------------------------------------------------------------------
