@@ -48,7 +48,10 @@ def test_entry_point_bounds_models_and_writes_the_table(tmp_path):
         assert rec["forward"]["fused_ms"] > 0 and rec["forward"]["kernels"] > 10
         assert "train" not in rec  # --train-every 0: no training step
     table = (tmp_path / "zoo.md").read_text()
-    assert "| torchvision | 2 | 2 | 0 of 0 | - |" in table
+    import torchvision
+
+    total = len(torchvision.models.list_models())
+    assert f"| torchvision | 2 of {total} | 2 | 0 of 0 | - |" in table
     for name in ("squeezenet1_1", "resnet18"):
         assert f"| {name} | {records[f'torchvision/{name}']['forward']['kernels']} |" in table
     assert "2 of 2 bounded" in proc.stdout
@@ -60,7 +63,7 @@ def test_a_model_over_its_time_limit_is_a_row_saying_so(tmp_path):
     assert proc.returncode == 0, proc.stderr
     table = (tmp_path / "zoo.md").read_text()
     assert f"| {unet} | forward | timeout | no result within 0 s |  |" in table
-    assert "| diffusers | 1 | 0 | 0 of 0 | timeout 1 |" in table
+    assert "| diffusers | 1 of 5 | 0 | 0 of 0 | timeout 1 |" in table
 
 
 @torch.library.custom_op("zoo_test::mystery", mutates_args=())

@@ -98,13 +98,15 @@ def load(path: Path) -> dict:
     return json.loads(text) if text.strip() else {"models": {}}
 
 
-def record(path: Path, rec: dict) -> dict:
-    """Put ``rec`` into the records at ``path`` (read afresh under a lock: runs of other
-    libraries may be writing too); the records now."""
+def record(path: Path, rec: dict | None = None, totals: dict | None = None) -> dict:
+    """Put ``rec`` (and the libraries' model counts ``totals``) into the records at ``path``
+    (read afresh under a lock: runs of other libraries may be writing too)."""
     with open(path, "a") as lock:  # an advisory lock on the records file itself
         fcntl.flock(lock, fcntl.LOCK_EX)
         doc = load(path)
-        doc["models"][f"{rec['library']}/{rec['name']}"] = rec
+        if rec is not None:
+            doc["models"][f"{rec['library']}/{rec['name']}"] = rec
+        doc.setdefault("totals", {}).update(totals or {})
         path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
     return doc
 
@@ -156,6 +158,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[{lib}] {name} ({rec.get('seconds', 0):.0f} s): {state}", file=sys.stderr)
         return rec
 
+    from solar.bench.zoo_models import names
+
+    record(out / "zoo.json", totals={lib: len(names(lib)) for lib in libraries})
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         for rec in pool.map(one, todo):
             record(out / "zoo.json", rec)

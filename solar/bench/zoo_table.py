@@ -78,7 +78,7 @@ def markdown(doc: dict) -> str:
         "",
         "## Per library",
         "",
-        "| library | models | forward bounded | training steps bounded | failures (forward) |",
+        "| library | models run | forward bounded | training steps bounded | failures (forward) |",
         "|---|---|---|---|---|",
     ]
     for lib, rs in by_lib.items():
@@ -87,7 +87,9 @@ def markdown(doc: dict) -> str:
         cats = Counter(r["forward"]["category"] for r in rs if not r["forward"].get("ok"))
         fails = ", ".join(f"{c} {cats[c]}" for c in CATEGORIES if cats[c]) or "-"
         t_ok = sum(t.get("ok", False) for t in trains)
-        lines.append(f"| {lib} | {len(rs)} | {ok} | {t_ok} of {len(trains)} | {fails} |")
+        total = doc.get("totals", {}).get(lib)
+        run = f"{len(rs)}" if total in (None, len(rs)) else f"{len(rs)} of {total}"
+        lines.append(f"| {lib} | {run} | {ok} | {t_ok} of {len(trains)} | {fails} |")
     lines += _triage_section(recs)
     lines += _missing_section(recs)
     lines += _failures_section(by_lib)
