@@ -51,6 +51,9 @@ TRIAGE = {
     "transformers/lfm2_moe": _DEFAULT_CONFIG,
     "transformers/qwen4_exp": _UNVERIFIED,
     "transformers/qwen4_exp_text": _UNVERIFIED,
+    "transformers/xmod": (
+        "(c) library: refuses a call before set_default_language(), which the zoo does not make"
+    ),
     "transformers/dory": _DEEPCOPY,
     "transformers/inkling2_loop_text": _DEEPCOPY,
 }
