@@ -157,3 +157,15 @@ def test_moe_models_prefill_and_decode(kind):
         assert t["any"]["flops"]["tc_bf16"] == t["balanced"]["flops"]["tc_bf16"]
         extra = t["balanced"]["bytes"]["fused"] - t["any"]["bytes"]["fused"]
         assert extra == 2 * MOE_EXPERT_BYTES * MOE_LAYERS[kind]
+
+
+def test_known_values_run_integer_kernels_the_cpu_lacks_in_float64():
+    """CUDA's histc takes int expert ids (transformers' CUDA experts path); the known values of
+    a trace live on the CPU, whose histc has no int kernel: they run in float64, exactly."""
+    from solar.frontend.torch.known import _via_float64
+
+    ids = torch.tensor([0, 1, 1, 3, 3, 3], dtype=torch.int32)
+    with pytest.raises(RuntimeError, match="not implemented"):
+        torch.histc(ids, bins=4, min=0, max=3)
+    counts = _via_float64(torch.ops.aten.histc.default, (ids, 4, 0, 3), {})
+    assert counts.dtype == torch.int32 and counts.tolist() == [1, 2, 0, 3]

@@ -100,7 +100,13 @@ class KnownValues(TorchDispatchMode):
 
     def _run(self, func, args, kwargs) -> object:
         with _disable_current_modes():
-            out = func(*self._real(args), **self._real(kwargs))
+            real_args, real_kwargs = self._real(args), self._real(kwargs)
+            try:
+                out = func(*real_args, **real_kwargs)
+            except NotImplementedError:
+                # the known values live on the CPU, where some kernels lack integer dtypes
+                # that CUDA has (histc of int expert ids): the same values in float64 are exact
+                out = _via_float64(func, real_args, real_kwargs)
         leaves = [t for t in pytree.tree_leaves(out) if isinstance(t, torch.Tensor)]
         return None if any(t.numel() > MAX_KNOWN for t in leaves) else out
 
@@ -131,6 +137,26 @@ class KnownValues(TorchDispatchMode):
             f"top-k router indices (aten.topk at {where}) taken as routing "
             f"{self.policy.routing.describe()}: the sizes after them follow from it"
         ]
+
+
+def _via_float64(func, args: object, kwargs: object) -> object:
+    """``func`` on integer tensors cast to float64, its float results cast back to the
+    integer dtype of the first integer argument (exact for the small counts known here)."""
+    ints = [a for a in pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)]
+    ints = [a for a in ints if not a.is_floating_point() and a.dtype != torch.bool]
+    if not ints:
+        raise NotImplementedError(f"{func} has no CPU kernel for these dtypes")
+
+    def up(a: object) -> object:
+        return a.double() if isinstance(a, torch.Tensor) and a in ints else a
+
+    out = func(*pytree.tree_map(up, args), **pytree.tree_map(up, kwargs))
+    return pytree.tree_map(
+        lambda o: (
+            o.to(ints[0].dtype) if isinstance(o, torch.Tensor) and o.is_floating_point() else o
+        ),
+        out,
+    )
 
 
 @contextmanager
