@@ -481,7 +481,8 @@ DEFINITIONS += [
                     kb = k[ks:ke].float().permute(1, 2, 0).unsqueeze(1)   # [KV, 1, D, L]
                     vb = v[ks:ke].float().permute(1, 0, 2).unsqueeze(1)   # [KV, 1, L, D]
                     s = torch.matmul(qb, kb) * sm_scale                   # [KV, G, q, L]
-                    mask = torch.ones(qe - qs, ke - ks, dtype=torch.bool).tril(ke - ks - (qe - qs))
+                    mask = torch.ones(qe - qs, ke - ks, dtype=torch.bool, device=q.device)
+                    mask = mask.tril(ke - ks - (qe - qs))
                     s = s.masked_fill(~mask, float("-inf"))
                     p = torch.softmax(s, dim=-1)
                     o = torch.matmul(p, vb).permute(2, 0, 1, 3)           # [q, KV, G, D]

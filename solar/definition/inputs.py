@@ -8,6 +8,7 @@ bounding (a host read of one is then an error naming it)."""
 from __future__ import annotations
 
 import math
+import sys
 import types
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +31,8 @@ def reference_module(defn: Definition) -> types.ModuleType:
     """The reference source run as a module (``torch``, ``math`` and ``F`` importable as usual)."""
     mod = types.ModuleType(f"solar_definition_{defn.name}")
     mod.__file__ = f"<{defn.name} reference>"
+    # importable by name, as torch.compile (dynamo) looks a function's module up
+    sys.modules[mod.__name__] = mod
     try:
         exec(compile(defn.reference, f"{defn.name}.reference", "exec"), mod.__dict__)  # noqa: S102
     except Exception as e:
