@@ -154,12 +154,16 @@ def _logical_xor(draw):
 
 for _vec, _default in VEC.items():
 
-    @case(_vec)
+    @case(_vec, pre_dispatch=True)  # CompositeImplicit: a dispatch mode decomposes it
     def _upsample_vec(draw, op=_vec, default=_default):
         _mode, nsp, has_align = FORWARD[default]
         sizes, outs, align, _ = _upsample_args(draw, nsp, has_align)
         use_size = draw(st.booleans())
-        factors = None if use_size else [draw(st.sampled_from([0.5, 1.5, 2.0])) for _ in sizes]
+        factors = None  # a factor whose output is empty is refused by PyTorch: not drawn
+        if not use_size:
+            factors = [
+                draw(st.sampled_from([f for f in (0.5, 1.5, 2.0) if s * f >= 1])) for s in sizes
+            ]
         return (lambda x: op(x, outs if use_size else None, *align, factors)), (
             rand((1, 2, *sizes)),
         )

@@ -31,7 +31,8 @@ def scanned_files() -> list[Path]:
             out.append(p)
         elif p.is_dir():
             out += [f for f in p.rglob("*") if f.is_file() and f.suffix in SUFFIXES]
-    return [f for f in out if "__pycache__" not in f.parts]
+    # results are records of runs (their error lines name files as the run saw them)
+    return [f for f in out if "__pycache__" not in f.parts and "results" not in f.parts]
 
 
 def dangling(text: str, md_names: set[str]) -> list[str]:

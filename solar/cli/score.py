@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 
-from solar.cli.common import add_output_args, check_out, emit
+from solar.cli.common import add_hw_option, add_output_args, check_out, emit, hw_from_args
 from solar.fmt import fmt_time
 
 LEVELS = ("cache_aware", "fused")
@@ -26,7 +26,7 @@ def add_parser(sub):
     sp.add_argument("definition", help="a FlashInfer-Trace definition.json")
     sp.add_argument("--workloads", metavar="FILE", default=None, help="workload.jsonl")
     sp.add_argument("--solution", required=True, metavar="FILE", help="Python file with run(...)")
-    sp.add_argument("--hw", default="auto", help="spec of the GPU (default: detect it)")
+    add_hw_option(sp, default="auto", help="spec of the GPU (default: detect it)")
     sp.add_argument("--level", choices=LEVELS, default="cache_aware", help="T_SOL's bound level")
     sp.add_argument("--sample", type=int, default=None, metavar="N", help="score N workloads")
     add_output_args(sp)
@@ -150,7 +150,7 @@ def run(args) -> int:
     if args.sample and len(wls) > args.sample:
         step = (len(wls) - 1) / max(args.sample - 1, 1)
         wls = [wls[round(i * step)] for i in range(args.sample)]
-    spec = resolve_hw(args.hw)
+    spec = resolve_hw(hw_from_args(args, "cuda"))
     solution = load_module(args.solution)
     if not callable(getattr(solution, "run", None)):
         raise ValueError(f"{args.solution}: defines no run(...) function")

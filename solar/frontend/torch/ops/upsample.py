@@ -142,8 +142,9 @@ def _interpolate(
         inner = _interpolate(ctx, x, lead, rules, combo, js, acc, d + 1, (*prefix, src))
         term = call("mul", inner, w)
         total = term if total is None else call("add", total, term)
-    assert total is not None
-    return total
+    # an empty window (antialiasing with a scale given that lies past the input): PyTorch's
+    # sum over no taps, 0
+    return Const(0.0) if total is None else total
 
 
 def _weights(rule: DimRule, cls: OutputClass, j: str) -> list[Expr]:
