@@ -17,12 +17,10 @@ from torch import nn
 import solar
 from solar.bench.zoo_child import failure
 from solar.bench.zoo_table import markdown
-from solar.bench.zoo_torchvision import ensure_torchvision
 from solar.frontend.torch.registry import UnsupportedOperatorError
 
 ROOT = Path(__file__).resolve().parents[1]
 
-ensure_torchvision()  # this venv's torchvision wheel is CUDA-built (see zoo_torchvision)
 pytest.importorskip("torchvision")
 
 

@@ -18,8 +18,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from solar.bench.zoo_torchvision import ensure_torchvision
-
 LIBRARIES = ("transformers", "torchvision", "diffusers", "timm")
 TOKENS = 128  # causal LMs: model(ids) with ids of 1 x TOKENS
 TIMM_EVERY = 20  # timm: every 20th of timm.list_models(), plus TIMM_POPULAR
@@ -62,14 +60,12 @@ def names(library: str) -> list[str]:
 
         return sorted(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
     if library == "torchvision":
-        ensure_torchvision()
         import torchvision
 
         return sorted(torchvision.models.list_models())
     if library == "diffusers":
         return list(DIFFUSERS)
     if library == "timm":
-        ensure_torchvision()
         import timm
 
         every = timm.list_models()[::TIMM_EVERY]
@@ -78,7 +74,6 @@ def names(library: str) -> list[str]:
 
 
 def build(library: str, name: str) -> Case:
-    ensure_torchvision()  # transformers, diffusers and timm import torchvision when present
     return {
         "transformers": _transformers,
         "torchvision": _torchvision,
@@ -170,7 +165,6 @@ def _next_token_loss(out: object, ids: torch.Tensor) -> torch.Tensor:
 
 
 def _torchvision(name: str) -> Case:
-    ensure_torchvision()
     import torchvision
 
     builder = torchvision.models.get_model_builder(name)
@@ -393,7 +387,6 @@ DIFFUSERS: dict[str, Callable[[], Case]] = {
 
 
 def _timm(name: str) -> Case:
-    ensure_torchvision()
     import timm
 
     notes: list[str] = []
