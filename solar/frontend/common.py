@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from math import prod
 
-from solar.ir.affine import AffineLike
-from solar.ir.scalar import Const, Expr, call
+from solar.ir.affine import Affine, AffineLike
+from solar.ir.scalar import Const, Expr, Index, call
 
 HALF = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")
 
@@ -54,6 +54,17 @@ def norm_dim(d: int, ndim: int) -> int:
     if not -n <= d < n:
         raise IndexError(f"dim {d} out of range for {ndim} dims")
     return d % n
+
+
+def flat_index(shape: Sequence[int], dims: Sequence[str]) -> Index:
+    """The flat (row-major) element index over ``dims``: one distinct value per element (what
+    a random kernel draws its value at)."""
+    stride, terms = 1, {}
+    for d, n in reversed(list(zip(dims, shape, strict=True))):
+        if n > 1:
+            terms[d] = stride
+        stride *= max(int(n), 1)
+    return Index(Affine.build(terms, 0))
 
 
 def broadcast_index(shape: Sequence[int], dims: Sequence[str]) -> list[AffineLike]:

@@ -23,22 +23,12 @@ from __future__ import annotations
 from dataclasses import replace
 from math import prod
 
-from solar.frontend.common import T, broadcast_index
+from solar.frontend.common import T, broadcast_index, flat_index
 from solar.frontend.jax.lower import LoweringContext, V
 from solar.frontend.jax.ops import shape as _shape  # noqa: F401  (its rules, wrapped below)
 from solar.frontend.jax.ops.random_keys import bind_key, is_key, key_tensor
 from solar.frontend.jax.registry import LOWERINGS, Rule, lowering
-from solar.ir.affine import Affine
-from solar.ir.scalar import Const, Expr, Index, call
-
-
-def _position(shape: tuple[int, ...], dims: list[str]) -> Index:
-    stride, terms = 1, {}
-    for d, n in reversed(list(zip(dims, shape, strict=True))):
-        if n > 1:
-            terms[d] = stride
-        stride *= max(int(n), 1)
-    return Index(Affine.build(terms, 0))
+from solar.ir.scalar import Const, Expr, call
 
 
 def _key_words(ctx: LoweringContext, key: T, lead: list[str], kshape) -> tuple[Expr, Expr]:
@@ -89,7 +79,7 @@ def random_bits(ctx: LoweringContext, key: V, *, bit_width: int, shape) -> None:
     kshape = key.shape
     dims = [f"i{k}" for k in range(out.ndim)]
     k = _key_words(ctx, kt, dims[: len(kshape)], kshape)
-    pos = _position(tuple(shape), dims[len(kshape) :])
+    pos = flat_index(tuple(shape), dims[len(kshape) :])
     w0, w1 = (_hash(k, Const(0), pos, w) for w in (0, 1))
     nest = list(zip(dims, out.shape, strict=True))
     ctx.statement(nest, out, dims, call("bitwise_xor", w0, w1))
@@ -103,7 +93,7 @@ def random_split(ctx: LoweringContext, key: V, *, shape) -> None:
     out = bind_key(ctx, 0, full)
     dims = [f"i{k}" for k in range(len(full))]
     k = _key_words(ctx, kt, dims[: key.ndim], key.shape)
-    pos = _position(tuple(shape), dims[key.ndim :])
+    pos = flat_index(tuple(shape), dims[key.ndim :])
     nest = list(zip(dims, full, strict=True))
     for w in (0, 1):
         ctx.statement(nest, out, [*dims, w], _hash(k, Const(0), pos, w))

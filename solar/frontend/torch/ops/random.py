@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import torch
 
+from solar.frontend.common import flat_index
 from solar.frontend.torch.lower import LoweringContext, T
 from solar.frontend.torch.ops.common import dims_of, nest, operand
 from solar.frontend.torch.registry import lowering
@@ -30,23 +31,13 @@ from solar.ir.scalar import Const, Expr, Index, call
 aten = torch.ops.aten
 
 
-def position(shape: tuple[int, ...], dims: list[str]) -> Index:
-    """The flat (row-major) element index over ``dims``: one distinct value per element."""
-    stride, terms = 1, {}
-    for d, n in reversed(list(zip(dims, shape, strict=True))):
-        if n > 1:
-            terms[d] = stride
-        stride *= max(int(n), 1)
-    return Index(Affine.build(terms, 0))
-
-
 def draw(loops: list[tuple], dist: str, dtype: str, **params: object) -> Expr:
     """``random(position)`` of ``dist`` over the elements of the ``(dim, extent)`` loops,
     drawn in ``dtype``: one fresh value per element."""
     attrs = {k: v for k, v in params.items() if v is not None}
     dims = [loop[0] for loop in loops]
     shape = tuple(int(loop[1]) for loop in loops)
-    return call("random", position(shape, dims), dist=dist, dtype=dtype, **attrs)
+    return call("random", flat_index(shape, dims), dist=dist, dtype=dtype, **attrs)
 
 
 def emit_draw(ctx: LoweringContext, dist: str, **params: object) -> None:
