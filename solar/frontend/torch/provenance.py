@@ -38,6 +38,8 @@ _SOLAR_DIR = str(Path(__file__).resolve().parents[2]) + os.sep
 _STDLIB_DIRS = tuple(
     p + os.sep for p in {sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"]}
 )
+#: console scripts of the environment (the ``solar`` command's own launcher): never the user's
+_SCRIPTS_DIR = os.path.abspath(sysconfig.get_paths()["scripts"]) + os.sep
 _SITE_DIRS = tuple(os.sep + d + os.sep for d in ("site-packages", "dist-packages"))
 _FRAME = re.compile(r'File "([^"]+)", line (\d+), in ')
 #: co_filename -> who owns the code: "" the user, a package name a library, None the framework
@@ -46,14 +48,14 @@ _OWNER: dict[str, str | None] = {}
 
 
 def is_user_file(path: str) -> bool:
-    """Whether ``path`` may be named as a source: not torch, solar, the standard library or
-    generated code (``<string>``); an IPython cell (``<ipython-input-...>``) is the user's.
+    """Whether ``path`` may be named as a source: not torch, solar, the standard library,
+    the environment's console scripts or generated code (``<string>``); an IPython cell (``<ipython-input-...>``) is the user's.
     Libraries' files may be named (see :func:`source_frame`)."""
     if path.startswith("<"):  # <string>, <frozen ...>: generated code, unless a cell
         return cell_name(path) is not None
     path = os.path.abspath(path)
     in_torch = any(f"{site}torch{os.sep}" in path for site in _SITE_DIRS)
-    if path.startswith((_TORCH_DIR, _SOLAR_DIR)) or in_torch:
+    if path.startswith((_TORCH_DIR, _SOLAR_DIR, _SCRIPTS_DIR)) or in_torch:
         return False
     return not (path.startswith(_STDLIB_DIRS) and not is_library_file(path))
 
