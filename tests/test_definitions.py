@@ -199,3 +199,43 @@ def test_score_rule():
     assert score(2.0, 2.0, 1.0) == pytest.approx(0.5)
     assert score(1.0, 2.0, 1.0) == pytest.approx(1.0)
     assert score(0.5, 0.8, 1.0) == 1.0 and score(1.5, 0.8, 1.0) == 0.0
+
+
+def test_folder_batch_on_worker_processes_equals_one_process(tmp_path):
+    """A folder of definitions through the installed command with --jobs 2 (every workload a
+    task of one pool) gives the numbers of bounding them one after another here, in order; a
+    definition that does not load is one error row and the batch goes on."""
+    from solar.definition import bound_definitions
+
+    names = ["rmsnorm_h4096", "gqa_paged_decode_h32_kv8_d128_ps16"]
+    for n in names:
+        for suffix in (".json", ".workloads.jsonl"):
+            (tmp_path / f"{n}{suffix}").write_text((CORPUS / f"{n}{suffix}").read_text())
+    (tmp_path / "broken.json").write_text("{")
+    rc, out, err = run_solar("bound", tmp_path, "--sample", "3", "--jobs", "2", "--json")
+    assert rc == 1, err  # the broken definition
+    pooled = {d["name"]: d for d in json.loads(out)["definitions"]}
+    assert pooled["broken"]["workloads"][0]["status"] == "error"
+    here = bound_definitions([tmp_path], "H100", sample=3)
+    for r in here:
+        if r.name == "broken":
+            continue
+        got = pooled[r.name]["workloads"]
+        assert [w["uuid"] for w in got] == [w.uuid for w in r.workloads]
+        for w, g in zip(r.workloads, got, strict=True):
+            assert (g["unfused"], g["fused"], g["cache_aware"]) == (
+                w.unfused,
+                w.fused,
+                w.cache_aware,
+            )
+        assert pooled[r.name]["assumptions"] == r.assumptions
+
+
+def test_workload_past_its_time_limit_is_a_row():
+    from solar.definition import bound_definition
+
+    db = bound_definition(
+        CORPUS / "gqa_paged_decode_h32_kv8_d128_ps16.json", sample=2, jobs=1, timeout=1e-3
+    )
+    assert [w.status for w in db.workloads] == ["timeout", "timeout"]
+    assert "time limit" in db.workloads[0].error

@@ -23,6 +23,7 @@ from solar.definition.schema import (
 )
 from solar.definition.shadow import RealValues
 from solar.hw import load_spec
+from solar.questions.executors import map_tasks
 
 SCHEMA = "solar.definition-bounds/1"
 
@@ -185,18 +186,40 @@ def bound_workload(defn: Definition, wl: Workload, spec, module=None) -> Workloa
     )
 
 
-def bound_definition(
-    definition: str | Path | dict | Definition,
-    workloads: str | Path | list | None = None,
-    hw="H100",
-    *,
-    sample: int | None = None,
-) -> DefinitionBound:
-    """Bounds of every workload of a definition (a ``definition.json`` path, its parsed dict or
-    a :class:`Definition`) on ``hw``. ``workloads``: a ``workload.jsonl`` path or a list of
-    workload dicts (default: the file next to the definition); ``sample=n``: every k-th
-    workload so that n are bounded (first and last included)."""
-    defn = definition if isinstance(definition, Definition) else load_definition(definition)
+@dataclass(frozen=True)
+class WorkloadTask:
+    """One workload of a batch, as a worker receives it: the definition file, the parsed
+    workload and the GPU (a name, path or spec)."""
+
+    definition: str
+    workload: Workload
+    hw: object
+
+
+def workload_task(task: WorkloadTask) -> tuple[WorkloadBound, list[str]]:
+    """``(row, assumptions)`` of one workload, in any process (the batch executors' task
+    function): the row carries no Bound, so that it pickles small. Never raises."""
+    try:
+        defn = load_definition(task.definition)
+        spec = load_spec(task.hw)
+    except Exception as e:  # a definition or GPU that no longer loads: this workload's row
+        return _task_failed(task, f"{type(e).__name__}: {str(e).strip().splitlines()[0]}")
+    row = bound_workload(defn, task.workload, spec)
+    assumptions = list(row.bound.assumptions) if row.bound is not None else list(NOTES)
+    row.bound = None
+    return row, assumptions
+
+
+def _task_failed(task: WorkloadTask, reason: str, status: str = "error"):
+    """The result of a workload that failed outside its analysis (its worker died, it passed
+    the time limit)."""
+    return WorkloadBound(task.workload.uuid, {}, status, error=reason), list(NOTES)
+
+
+workload_task.crash_result = _task_failed  # type: ignore[attr-defined]
+
+
+def _workloads(defn: Definition, workloads, sample: int | None) -> list[Workload]:
     if workloads is None:
         found = default_workloads_path(defn.path) if defn.path else None
         if found is None:
@@ -209,17 +232,42 @@ def bound_definition(
     if sample and len(wls) > sample:
         step = (len(wls) - 1) / max(sample - 1, 1)
         wls = [wls[round(i * step)] for i in range(sample)]
+    return wls
+
+
+def bound_definition(
+    definition: str | Path | dict | Definition,
+    workloads: str | Path | list | None = None,
+    hw="H100",
+    *,
+    sample: int | None = None,
+    jobs: int | None = 1,
+    ray: str | None = None,
+    timeout: float | None = None,
+) -> DefinitionBound:
+    """Bounds of every workload of a definition (a ``definition.json`` path, its parsed dict or
+    a :class:`Definition`) on ``hw``. ``workloads``: a ``workload.jsonl`` path or a list of
+    workload dicts (default: the file next to the definition); ``sample=n``: every k-th
+    workload so that n are bounded (first and last included). ``jobs``/``ray``/``timeout``:
+    bound the workloads in worker processes or on a Ray cluster, as a batch of problem files
+    is (:func:`solar.questions.executors.map_tasks`; default: in this process); a workload's
+    ``bound`` (the full :class:`~solar.backend.result.Bound`) is kept only in this process."""
+    defn = definition if isinstance(definition, Definition) else load_definition(definition)
+    wls = _workloads(defn, workloads, sample)
     spec = load_spec(hw)
-    module = reference_module(defn)
-    rows = [bound_workload(defn, wl, spec, module) for wl in wls]
-    first = next((r.bound for r in rows if r.bound is not None), None)
-    return DefinitionBound(
-        defn.name,
-        str(defn.path or ""),
-        spec.name,
-        rows,
-        list(first.assumptions) if first is not None else list(NOTES),
-    )
+    if jobs == 1 and ray is None and timeout is None:
+        module = reference_module(defn)
+        rows = [bound_workload(defn, wl, spec, module) for wl in wls]
+        first = next((r.bound for r in rows if r.bound is not None), None)
+        assumptions = list(first.assumptions) if first is not None else list(NOTES)
+    else:
+        if defn.path is None:
+            raise DefinitionError(f"{defn.where}: a batch of workloads needs a definition file")
+        tasks = [WorkloadTask(str(defn.path), wl, hw) for wl in wls]
+        done = map_tasks(workload_task, [(t,) for t in tasks], jobs=jobs, ray=ray, timeout=timeout)
+        rows = [r for r, _ in done]
+        assumptions = next((a for r, a in done if r.status == "ok"), list(NOTES))
+    return DefinitionBound(defn.name, str(defn.path or ""), spec.name, rows, assumptions)
 
 
 def discover_definitions(paths: Iterable[str | Path]) -> list[Path]:
@@ -237,21 +285,51 @@ def discover_definitions(paths: Iterable[str | Path]) -> list[Path]:
 
 
 def bound_definitions(
-    paths: Sequence[str | Path], hw="H100", *, sample: int | None = None
+    paths: Sequence[str | Path],
+    hw="H100",
+    *,
+    sample: int | None = None,
+    jobs: int | None = 1,
+    ray: str | None = None,
+    timeout: float | None = None,
 ) -> list[DefinitionBound]:
     """:func:`bound_definition` of every definition under ``paths`` (a bad file: one error
-    row)."""
-    out = []
-    for p in discover_definitions(paths):
+    row). ``jobs``/``ray``/``timeout``: the workloads of all definitions are one batch of
+    tasks on worker processes or a Ray cluster (default: one after another here)."""
+    found = discover_definitions(paths)
+    if jobs == 1 and ray is None and timeout is None:
+        return [_definition_or_error(p, hw, sample) for p in found]
+    spec = load_spec(hw)
+    plans: list[tuple[Path, Definition | None, list[Workload], str | None]] = []
+    for p in found:
         try:
-            out.append(bound_definition(p, hw=hw, sample=sample))
+            defn = load_definition(p)
+            plans.append((p, defn, _workloads(defn, None, sample), None))
         except DefinitionError as e:
-            out.append(
-                DefinitionBound(
-                    p.stem, str(p), str(hw), [WorkloadBound("-", {}, "error", error=str(e))]
-                )
-            )
+            plans.append((p, None, [], str(e)))
+    tasks = [(WorkloadTask(str(p), wl, hw),) for p, _, wls, _ in plans for wl in wls]
+    done = iter(map_tasks(workload_task, tasks, jobs=jobs, ray=ray, timeout=timeout))
+    out = []
+    for p, defn, wls, error in plans:
+        if defn is None:
+            out.append(_error_row(p, spec.name, error or ""))
+            continue
+        results = [next(done) for _ in wls]
+        assumptions = next((a for r, a in results if r.status == "ok"), list(NOTES))
+        rows = [r for r, _ in results]
+        out.append(DefinitionBound(defn.name, str(p), spec.name, rows, assumptions))
     return out
+
+
+def _definition_or_error(path: Path, hw, sample: int | None) -> DefinitionBound:
+    try:
+        return bound_definition(path, hw=hw, sample=sample)
+    except DefinitionError as e:
+        return _error_row(path, str(hw), str(e))
+
+
+def _error_row(path: Path, hw: str, error: str) -> DefinitionBound:
+    return DefinitionBound(path.stem, str(path), hw, [WorkloadBound("-", {}, "error", error=error)])
 
 
 def is_definition_path(path: str | Path) -> bool:

@@ -29,13 +29,19 @@ def add_definition_args(sp) -> None:
 def definitions_report(args) -> tuple[str, bool]:
     """``(text, all bounded)`` for ``solar bound`` on definition files (``--json``: data)."""
     if len(args.paths) == 1 and args.paths[0].endswith(".json"):
-        db = bound_definition(args.paths[0], args.workloads, args.hw, sample=args.sample)
+        db = bound_definition(args.paths[0], args.workloads, args.hw, **_batch(args))
         return (db.to_json() if args.json else str(db)), db.ok
     if args.workloads:
         raise ValueError("--workloads goes with one definition file, not a folder")
-    results = bound_definitions(args.paths, args.hw, sample=args.sample)
+    results = bound_definitions(args.paths, args.hw, **_batch(args))
     if args.json:
         text = json.dumps({"hw": args.hw, "definitions": [r.to_dict() for r in results]}, indent=2)
     else:
         text = definitions_batch_table(results)
     return text, all(r.ok for r in results)
+
+
+def _batch(args) -> dict:
+    """How the workloads run: ``--sample``, and ``--jobs`` worker processes (default: one per
+    CPU core), ``--ray``, ``--timeout`` as for a batch of problem files."""
+    return {"sample": args.sample, "jobs": args.jobs, "ray": args.ray, "timeout": args.timeout}
