@@ -7,7 +7,7 @@ statement and kernel with the oracle's enumeration: op counts per op class, DRAM
 and written per storage base, per kernel and for the fused program. An exact count must equal
 the oracle's; a proven lower bound (a gather or scatter, whose elements are data) must not
 exceed it. Each program is checked twice: with the default enumeration limits, and with tiny
-ones (:func:`solar.ir.footprint.enumeration_limits`), which make these small shapes take the
+ones (:func:`solar.ir.limits.limits`), which make these small shapes take the
 paths large shapes take (progressions, interval solving, sweeps, lower bounds); there,
 contractions must stay exact (a contraction's count never falls back to a bound).
 
@@ -28,7 +28,7 @@ from oracle_cases_torch import Case
 from solar.frontend.torch import LOWERINGS, trace_torch
 from solar.frontend.torch.registry import NAMED_LOWERINGS
 from solar.ir.cost import contraction_operands, op_counts
-from solar.ir.footprint import enumeration_limits
+from solar.ir.limits import limits
 from solar.ir.oracle import check, count
 from solar.ir.program import Program
 
@@ -42,7 +42,7 @@ def assert_counts(program: Program, values: dict) -> None:
     counts = count(program, values)
     bad = check(program, counts=counts)
     assert not bad, "\n".join(map(str, bad)) + f"\n{program}"
-    with enumeration_limits(**TINY):
+    with limits(**TINY):
         bad = check(program, counts=counts)
         assert not bad, "tiny limits:\n" + "\n".join(map(str, bad)) + f"\n{program}"
         for k in program.kernels:

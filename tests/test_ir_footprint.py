@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import itertools
+from contextlib import nullcontext
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import solar.ir.footprint as fpm
 from solar.ir.affine import Affine
 from solar.ir.footprint import (
     Footprint,
@@ -18,6 +18,10 @@ from solar.ir.footprint import (
     guarded_count,
     union_footprint,
 )
+from solar.ir.footprint.factors import progression
+from solar.ir.footprint.segments import segment_union
+from solar.ir.footprint.sums import fold
+from solar.ir.limits import limits
 from solar.ir.program import (
     Access,
     Dim,
@@ -33,19 +37,11 @@ from solar.ir.scalar import Load
 A = Affine.of
 
 
-def _clear_caches() -> None:
-    fpm._domain.cache_clear()
-    fpm._form_set.cache_clear()
-
-
 @pytest.fixture
-def small_limits(monkeypatch):
+def small_limits():
     """Shrink the enumeration limits so the large-set code paths run at brute-force sizes."""
-    _clear_caches()
-    monkeypatch.setattr(fpm, "ENUM_LIMIT", 6)
-    monkeypatch.setattr(fpm, "MASK_LIMIT", 40)
-    yield
-    _clear_caches()
+    with limits(enum=6, mask=40):
+        yield
 
 
 def _read(b: ProgramBuilder, dims, tensor: str, index, guards=(), out=None) -> Statement:
@@ -342,13 +338,20 @@ _SETTINGS = settings(
 )
 
 
-@pytest.mark.parametrize("limits", ["default", "small"])
+def _limits(which: str, **small):
+    """The limits of a property test: the defaults, or ``small`` ones."""
+    return limits(**small) if which == "small" else nullcontext()
+
+
+@pytest.mark.parametrize("which", ["default", "small"])
 @_SETTINGS
 @given(data=st.data())
-def test_property_access_footprint(limits, data, monkeypatch):
-    _clear_caches()
-    if limits == "small":
-        monkeypatch.setattr(fpm, "ENUM_LIMIT", 6)
+def test_property_access_footprint(which, data):
+    with _limits(which, enum=6):
+        _property_access_footprint(data)
+
+
+def _property_access_footprint(data):
     extents, guards = data.draw(_domain())
     index, strides = data.draw(_access(extents))
     p, offset, _ = _view_program(extents, index, strides)
@@ -358,16 +361,17 @@ def test_property_access_footprint(limits, data, monkeypatch):
         flat = flat + e * st_
     got = access_footprint(p, s, "v", index)
     _check(got, _brute(extents, guards, [flat]))
-    _clear_caches()
 
 
-@pytest.mark.parametrize("limits", ["default", "small"])
+@pytest.mark.parametrize("which", ["default", "small"])
 @_SETTINGS
 @given(data=st.data())
-def test_property_guarded_counts(limits, data, monkeypatch):
-    _clear_caches()
-    if limits == "small":
-        monkeypatch.setattr(fpm, "ENUM_LIMIT", 6)
+def test_property_guarded_counts(which, data):
+    with _limits(which, enum=6):
+        _property_guarded_counts(data)
+
+
+def _property_guarded_counts(data):
     extents, guards = data.draw(_domain())
     sub = [d for d in extents if data.draw(st.booleans())]
     _check(guarded_count(extents, guards), _brute(extents, guards, [A(d) for d in extents]))
@@ -375,17 +379,18 @@ def test_property_guarded_counts(limits, data, monkeypatch):
     forms = [data.draw(_affine(list(extents))) for _ in range(data.draw(st.integers(1, 3)))]
     got = distinct_tuples(_stmt(extents, guards), forms)
     _check(got, _brute(extents, guards, [f for f in forms if not f.is_const]))
-    _clear_caches()
 
 
-@pytest.mark.parametrize("limits", ["default", "small"])
+@pytest.mark.parametrize("which", ["default", "small"])
 @_SETTINGS
 @given(data=st.data())
-def test_property_union(limits, data, monkeypatch):
-    _clear_caches()
-    if limits == "small":
-        monkeypatch.setattr(fpm, "ENUM_LIMIT", 6)
-        monkeypatch.setattr(fpm, "MASK_LIMIT", data.draw(st.sampled_from([10, 1000])))
+def test_property_union(which, data):
+    mask = data.draw(st.sampled_from([10, 1000])) if which == "small" else None
+    with _limits(which, enum=6, mask=mask):
+        _property_union(data)
+
+
+def _property_union(data):
     p = Program("prop")
     p.tensors["x"] = TensorDecl("x", (1000,), "float32", "input")
     accesses, values = [], set()
@@ -408,7 +413,6 @@ def test_property_union(limits, data, monkeypatch):
             if all(g.lo <= g.expr.evaluate(env) < g.hi for g in guards):
                 values.add(off + flat.evaluate(env))
     _check(union_footprint(p, accesses), len(values))
-    _clear_caches()
 
 
 def test_small_limits_paths(small_limits):
@@ -425,14 +429,14 @@ def test_small_limits_paths(small_limits):
 
 def test_values_helpers_consistent():
     # AP merging: 1*[0,5) + 5*[0,2) + 10*[0,4) is [0, 40)
-    s = fpm._fold(0, [fpm._ap(1, 5), fpm._ap(5, 2), fpm._ap(10, 4)])
+    s = fold(0, [progression(1, 5), progression(5, 2), progression(10, 4)])
     assert s.count == 40 and s.exact and len(s.factors) == 1
     # steps 2 and 3: {0..8 even} + {0,3,6} = 2i+3j, i<5, j<3: brute 13
-    s2 = fpm._fold(0, [fpm._ap(2, 5), fpm._ap(3, 3)])
+    s2 = fold(0, [progression(2, 5), progression(3, 3)])
     want = len({2 * i + 3 * j for i in range(5) for j in range(3)})
     assert s2.count == want and s2.exact
     v = np.array([0, 1, 5, 6, 7], dtype=np.int64)
-    lo, f = fpm._seg_union(v, 3, np.array([2, 1, 3, 1, 1]))
+    lo, f = segment_union(v, 3, np.array([2, 1, 3, 1, 1]))
     assert lo == 0 and f.n == len({0, 3, 1, 5, 6, 9, 12, 7})
 
 

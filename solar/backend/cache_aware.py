@@ -88,6 +88,7 @@ import networkx as nx
 
 from solar.backend.io_bounds import SegmentBound, barrier_spill_bytes, smith_matmul_words
 from solar.backend.roofline import fused_bytes
+from solar.ir.limits import current_limits
 
 DRAM_RESIDENT = ("input", "weight", "constant")
 
@@ -183,11 +184,8 @@ class AccessShape:
     tuples: int | None  # exact count of in-bounds index tuples over the box, None: unknown
 
 
-_ENUM = 1 << 22
-
-
 def _tap_values(cp: int, np_: int, cr: int, nr: int, const: int, size: int) -> int | None:
-    if np_ * nr > _ENUM:
+    if np_ * nr > current_limits().enum:
         return None
     import numpy as np
 

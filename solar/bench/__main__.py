@@ -23,6 +23,7 @@ import sys
 import time
 from pathlib import Path
 
+from solar.api import pause_gc_wanted
 from solar.bench.models import MODELS, ROOT, SCALING_LAYERS
 from solar.bench.report import ISSUE_MODELS, markdown
 
@@ -92,6 +93,7 @@ def machine() -> dict:
         "torch": torch.__version__,
         "commit": commit or "unknown",
         "load_avg_start": os.getloadavg(),
+        "pause_gc": pause_gc_wanted(),  # SOLAR_PAUSE_GC: the stages' processes inherit it
         "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
     }
 

@@ -19,6 +19,12 @@ def _f(x, fmt=".2f") -> str:
 def markdown(doc: dict) -> str:
     """The results document as Markdown (``bench/results/analysis_speed.md``)."""
     m = doc["machine"]
+    gc_note = (
+        "was paused during each analysis (`SOLAR_PAUSE_GC=1`)"
+        if m.get("pause_gc")
+        else "ran as in any library call (on; `SOLAR_PAUSE_GC=1` pauses it, see "
+        "`solar.api.gc_paused`), as in the bare trace"
+    )
     out = [
         "# Analysis speed and memory",
         "",
@@ -32,9 +38,8 @@ def markdown(doc: dict) -> str:
         "starts from and nothing more: `make_fx` on fake tensors with parameters as graph inputs "
         "(PyTorch), `jax.make_jaxpr` (JAX). `solar.bound` is solar's trace (which also records "
         "each node's source line and module path) + lowering to the IR + lift + bounds, split "
-        "into its parts, with reading the hardware spec catalogue; it pauses Python's cyclic "
-        "garbage collector while it runs (the bare trace runs as a user's call would, with it "
-        "on), so on small graphs it can come out as fast as the bare trace. Peak RSS is the stage "
+        "into its parts, with reading the hardware spec catalogue; Python's cyclic garbage "
+        f"collector {gc_note}. Peak RSS is the stage "
         "process's (the framework and the meta model included); RSS before is the same just "
         "before the stage. Regenerate: `python -m solar.bench` (about 15 minutes).",
         "",

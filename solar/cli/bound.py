@@ -75,7 +75,7 @@ def run(args) -> int:
         return _run_batch(args)
     check_out(args.out)
     spec = load_spec(hw_from_args(args))
-    with gc_paused():
+    with gc_paused(default=True):  # the command's process is its own
         program, g = lifted(args.paths[0], args.precision)
         if multi:
             b = bound_parallel(program, g, spec, args.gpus, **plan_kwargs(args))
@@ -121,7 +121,7 @@ def _run_hub(args) -> int:
     """``solar bound hf:ID``: a model by name (solar/hub/), ``--batch`` its batch size."""
     check_out(args.out)
     plan = {k: v for k, v in plan_kwargs(args).items() if k != "batch"}
-    with gc_paused():
+    with gc_paused(default=True):  # the command's process is its own
         b = bound_hub_from_args(args, plan)
     emit(b.to_json() if args.json else str(b), args.out)
     return 0

@@ -11,17 +11,21 @@ cost facts of a kernel (:func:`solar.ir.cost.statement_ops`, the footprint of ev
   routine and every other statement field);
 - the kernel's sequential loops;
 - per tensor touched (and the storage base of each view): shape, dtype, declared role, and
-  for a view its base (by position), strides and offset.
+  for a view its base (by position), strides and offset;
+- the counting limits in force (:func:`solar.ir.limits.current_limits`), on which the
+  footprints' paths depend.
 
 :func:`kernel_facts` computes the facts on the first kernel of a structure and answers later
 ones by renaming the stored result, so 80 identical layers cost one analysis and 79 lookups.
 Results are identical to computing each kernel afresh (the facts are computed by the same
 functions, on a kernel with the same structure). A kernel whose structure cannot be keyed
-(an unknown expression node, an unhashable attribute) is computed directly.
+(an unknown expression node, an unhashable attribute) is computed directly. One lock guards
+the table, so threads analysing different models share it safely.
 """
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -30,6 +34,7 @@ from dataclasses import dataclass, fields
 from solar.ir.affine import Affine
 from solar.ir.cost import KernelIO, kernel_io, statement_kind, statement_ops
 from solar.ir.footprint import Footprint, access_footprint
+from solar.ir.limits import current_limits
 from solar.ir.program import Kernel, Program, Statement, with_loops
 from solar.ir.scalar import Call, Const, Expr, Index, Indirect, Load
 
@@ -120,7 +125,7 @@ def kernel_key(program: Program, kernel: Kernel) -> tuple[tuple, list[str]] | No
     c = _Canon(program)
     try:
         body = tuple(c.statement(st) for st in kernel.statements)
-        key = (body, kernel.loops, c.table())
+        key = (body, kernel.loops, c.table(), current_limits())
         hash(key)
     except (_Unkeyable, TypeError):
         return None
@@ -158,6 +163,7 @@ class StructureCache:
         self.max_entries = max_entries
         self.enabled = True
         self._data: OrderedDict[tuple, _Stored] = OrderedDict()
+        self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
         self.unkeyed = 0
@@ -166,8 +172,9 @@ class StructureCache:
         return len(self._data)
 
     def clear(self) -> None:
-        self._data.clear()
-        self.hits = self.misses = self.unkeyed = 0
+        with self._lock:
+            self._data.clear()
+            self.hits = self.misses = self.unkeyed = 0
 
     def stats(self) -> dict[str, int]:
         return {
@@ -185,10 +192,12 @@ class StructureCache:
             self.unkeyed += 1
             return compute_facts(program, kernel)
         key, names = keyed
-        stored = self._data.get(key)
+        with self._lock:
+            stored = self._data.get(key)
+            if stored is not None:
+                self.hits += 1
+                self._data.move_to_end(key)
         if stored is not None:
-            self.hits += 1
-            self._data.move_to_end(key)
             io = KernelIO(
                 {names[i]: f for i, f in stored.reads},
                 {names[i]: f for i, f in stored.writes},
@@ -196,10 +205,9 @@ class StructureCache:
             )
             ops = tuple(dict(o) for o in stored.ops)  # callers may mutate their copy
             return KernelFacts(io, ops, stored.footprints, stored.kinds)
-        self.misses += 1
-        facts = compute_facts(program, kernel)
+        facts = compute_facts(program, kernel)  # outside the lock: threads compute at once
         pos = {n: i for i, n in enumerate(names)}
-        self._data[key] = _Stored(
+        stored = _Stored(
             tuple((pos[b], f) for b, f in facts.io.reads.items()),
             tuple((pos[b], f) for b, f in facts.io.writes.items()),
             tuple((pos[b], s) for b, s in facts.io.itemsizes.items()),
@@ -207,8 +215,11 @@ class StructureCache:
             facts.footprints,
             facts.kinds,
         )
-        if len(self._data) > self.max_entries:
-            self._data.popitem(last=False)
+        with self._lock:
+            self.misses += 1
+            self._data[key] = stored
+            if len(self._data) > self.max_entries:
+                self._data.popitem(last=False)
         return facts
 
 

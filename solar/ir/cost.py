@@ -103,13 +103,13 @@ from solar.ir.complex_cost import call_cost, complex_value, contraction_multipli
 from solar.ir.dtypes import itemsize, real_part_dtype
 from solar.ir.extern import extern_op
 from solar.ir.footprint import (
-    LIMIT_DEPENDENT_CACHES,
     Footprint,
-    _flat_form,
     distinct_tuples,
     injective_layout,
     union_footprint,
 )
+from solar.ir.footprint import flat_form as _flat_form
+from solar.ir.limits import current_limits
 from solar.ir.ops import REDUCTION_COMBINE_COST
 from solar.ir.program import Dim, Kernel, Program, Statement, with_loops
 from solar.ir.scalar import Call, Expr, Index, Load
@@ -254,14 +254,13 @@ def _signature(program: Program, e: Expr, tags: _Tags = _NO_TAGS) -> list[Affine
     return forms
 
 
-_TAG_CACHE: dict[int, tuple[object, tuple, list[_Tags]]] = {}
-LIMIT_DEPENDENT_CACHES.append(_TAG_CACHE.clear)
+_TAG_CACHE: dict[int, tuple[object, tuple, list[_Tags]]] = {}  # keyed on the limits too
 
 
 def _loop_tags(program: Program, kernel: Kernel) -> list[_Tags]:
     """Per statement of a looped kernel: its :class:`_Tags` (a fixpoint: tagging loads makes
     statements varying, whose rolling writes tag more loads)."""
-    key = (tuple(map(id, kernel.statements)), kernel.loops)
+    key = (tuple(map(id, kernel.statements)), kernel.loops, current_limits())
     hit = _TAG_CACHE.get(id(kernel))
     if hit is not None and hit[0] is kernel and hit[1] == key:
         return hit[2]

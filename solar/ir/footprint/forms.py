@@ -1,0 +1,116 @@
+"""Value sets of affine forms over a domain, and the footprint of one access.
+
+An unguarded loop dim gives a progression, a guarded group its :mod:`groups` set; the groups
+are independent, so the form's value set is the Minkowski sum of one set per group
+(:mod:`sums`). An access's storage offset is an affine form of the loop dims
+(:func:`flat_form`); its footprint is the number of values of that form, at most the base's
+numel (accesses are assumed in bounds).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+
+from solar.ir.affine import Affine
+from solar.ir.footprint.domain import Domain, components, statement_domain
+from solar.ir.footprint.factors import Factor, nothing
+from solar.ir.footprint.groups import group_values
+from solar.ir.footprint.result import Footprint
+from solar.ir.footprint.sums import ValueSet, fold, scaled_range
+from solar.ir.limits import Limits, current_limits
+from solar.ir.program import Program, Statement
+from solar.ir.scalar import Indirect
+
+
+def form_set(dom: Domain, terms: tuple[tuple[str, int], ...], const: int) -> ValueSet:
+    """Values of ``const + Σ terms`` over the domain (under the limits in force)."""
+    return _form_set(dom, terms, const, current_limits())
+
+
+# Keyed on the limits in force: the paths taken (and a lower bound's value) depend on them.
+@lru_cache(maxsize=16384)
+def _form_set(
+    dom: Domain, terms: tuple[tuple[str, int], ...], const: int, limits: Limits
+) -> ValueSet:
+    if dom.empty:
+        return ValueSet(0, (nothing(),))
+    rng = dom.rng
+    f = dict(terms)
+    parts: list[Factor] = []
+    for dims, guards in components(f, dom.guards):
+        if not guards:
+            (d,) = dims
+            lo, p = scaled_range(f[d], *rng[d])
+        else:
+            lo, p = group_values(dims, rng, guards, f)
+        const += lo
+        if p:
+            parts.append(p)
+    return fold(const, parts)
+
+
+def has_indirect(index: Sequence[object]) -> bool:
+    """Whether an index has a data-dependent entry."""
+    return any(isinstance(e, Indirect) for e in index)
+
+
+def injective_layout(program: Program, tensor: str) -> bool:
+    """Whether distinct indices of ``tensor`` address distinct storage elements (a plain
+    tensor, or a view whose strides do not overlap)."""
+    decl = program.tensors[tensor]
+    if decl.view is None:
+        return True
+    span = 0  # largest offset reachable with the smaller strides
+    strides = zip(decl.shape, decl.view.strides, strict=True)
+    for stride, n in sorted((abs(st), n) for n, st in strides if n > 1):
+        if stride <= span:
+            return False
+        span += stride * (n - 1)
+    return True
+
+
+def flat_form(program: Program, tensor: str, index: Sequence[Affine | Indirect]) -> Affine:
+    """Storage offset of ``tensor[index]`` as an affine form; indirect entries contribute
+    nothing (stride 0: the provable-minimum convention of :mod:`solar.ir.footprint`)."""
+    decl = program.tensors[tensor]
+    if len(index) != len(decl.shape):
+        raise ValueError(f"{tensor} has {len(decl.shape)} dims, indexed by {len(index)}")
+    if decl.view is not None:
+        strides, flat = decl.view.strides, Affine((), decl.view.offset)
+    else:
+        strides, acc = [], 1
+        for n in reversed(decl.shape):
+            strides.append(acc)
+            acc *= n
+        strides, flat = tuple(reversed(strides)), Affine()
+    for s, e in zip(strides, index, strict=True):
+        if s and not isinstance(e, Indirect):
+            flat = flat + Affine.of(e) * int(s)
+    return flat
+
+
+def access_set(program: Program, st: Statement, tensor: str, index) -> ValueSet:
+    """Storage offsets ``tensor[index]`` takes over the executed instances of ``st``."""
+    flat = flat_form(program, tensor, index)
+    return form_set(statement_domain(st), flat.terms, flat.const)
+
+
+def indirect_min(program: Program, st: Statement, tensor: str, index) -> int:
+    """Provable minimum of the elements an access with indirect entries touches."""
+    n = access_set(program, st, tensor, index).count  # exact, or itself a lower bound
+    if not injective_layout(program, tensor):
+        n = min(n, 1)
+    return min(n, program.tensors[program.base(tensor)].numel)
+
+
+def access_footprint(
+    program: Program, st: Statement, tensor: str, index: tuple[Affine | Indirect, ...]
+) -> Footprint:
+    """Distinct storage elements of ``tensor``'s base that ``tensor[index]`` touches over the
+    executed instances of ``st`` (with indirect entries: the provable minimum, inexact)."""
+    numel = program.tensors[program.base(tensor)].numel
+    if has_indirect(index):
+        return Footprint(indirect_min(program, st, tensor, index), False)
+    s = access_set(program, st, tensor, index)
+    return Footprint(min(s.count, numel), s.exact)
