@@ -1,7 +1,8 @@
-"""Affine Loop IR: kernels of loop nests with affine accesses; printable, executable, costed.
+"""Affine Loop IR: kernels of loop nests with affine accesses; printable and costed.
 
 Layer: the bottom. The IR knows nothing about frameworks, graphs or GPUs and imports nothing of
-solar outside this package (but :mod:`solar.fmt`).
+solar outside this package (but :mod:`solar.fmt`), nor torch or jax: it is pure data. Running a
+program is an interpreter's job (:mod:`solar.interp.torch`).
 """
 
 from solar.ir.affine import Affine
