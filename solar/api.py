@@ -29,6 +29,8 @@ from solar.ir.program import Program
 
 
 def _is_torch_program(fn, inputs) -> bool:
+    if "torch" not in sys.modules:  # torch modules or tensors imply torch is imported
+        return False
     import torch
 
     if isinstance(fn, torch.nn.Module):
@@ -38,7 +40,7 @@ def _is_torch_program(fn, inputs) -> bool:
 
 def _is_torch_training_step(fn, inputs) -> bool:
     """A step function without tensor arguments that reaches a torch.optim optimizer."""
-    if _is_jax_program(fn, inputs):
+    if "torch" not in sys.modules or _is_jax_program(fn, inputs):
         return False
     from solar.frontend.torch.step_state import find_step_objects
 

@@ -12,7 +12,7 @@ from torch.utils import _pytree as pytree
 
 from solar.frontend.torch import trace_torch
 from solar.graph.lift import lift
-from solar.ir.execute import execute
+from solar.interp.torch.execute import execute
 
 TOL = {torch.bfloat16: 2e-2, torch.float16: 2e-3, torch.float64: 1e-10}
 

@@ -13,8 +13,8 @@ import pytest
 import torch
 from eager_oracle import check
 
+from solar.interp.torch.scalar import threefry2x32
 from solar.ir.cost import statement_ops
-from solar.ir.ops import threefry2x32
 
 
 def rand(*shape, seed=0):

@@ -1,5 +1,5 @@
-"""Analytical counts against the counting oracle (:mod:`solar.ir.oracle`), for every registered
-PyTorch lowering and JAX rule.
+"""Analytical counts against the counting oracle (:mod:`solar.interp.torch.oracle`), for every
+registered PyTorch lowering and JAX rule.
 
 Each case (``oracle_cases_torch``, ``oracle_cases_jax``) draws shapes and parameters with
 hypothesis, traces a program that calls its operator, and compares every count of every
@@ -27,9 +27,9 @@ from oracle_cases_torch import Case
 
 from solar.frontend.torch import LOWERINGS, trace_torch
 from solar.frontend.torch.registry import NAMED_LOWERINGS
+from solar.interp.torch.oracle import check, count
 from solar.ir.cost import contraction_operands, op_counts
 from solar.ir.limits import limits
-from solar.ir.oracle import check, count
 from solar.ir.program import Program
 
 # Tiny limits: larger than any one loop extent of the cases (so a guarded group's short dims

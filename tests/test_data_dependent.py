@@ -122,7 +122,7 @@ def test_python_values_need_observe():
 def test_observed_sizes_that_the_data_contradicts_are_refused():
     """The IR of one input run on another whose sizes differ: a one-line error, not a wrong
     answer."""
-    from solar.ir.execute import execute
+    from solar.interp.torch.execute import execute
 
     trace = trace_torch(lambda x: torch.nonzero(x > 0), (X,), observe=True)
     with pytest.raises(ValueError, match="trace with observe=True on these inputs"):

@@ -22,8 +22,8 @@ from torch.utils import _pytree as pytree
 import solar
 from solar.frontend.torch import UnsupportedOperatorError, trace_torch
 from solar.frontend.torch.fused import FUSED_OPS, fused_op
+from solar.interp.torch.execute import execute
 from solar.ir.cost import kernel_io, program_io, statement_ops
-from solar.ir.execute import execute
 from solar.ir.program import Dim
 
 SDPA = "solar.sdpa.default"

@@ -12,8 +12,8 @@ from eager_oracle import check as _check
 
 from solar.frontend.torch import DataDependentOperatorError, UnsupportedOperatorError, trace_torch
 from solar.graph.lift import lift
+from solar.interp.torch.execute import execute
 from solar.ir.cost import kernel_io, program_io, statement_ops
-from solar.ir.execute import execute
 
 aten = torch.ops.aten
 

@@ -19,8 +19,8 @@ from solar.frontend.jax import (  # noqa: E402
     UnsupportedPrimitiveError,
     trace_jax,
 )
+from solar.interp.torch.execute import execute  # noqa: E402
 from solar.ir.cost import kernel_io, program_io, statement_ops  # noqa: E402
-from solar.ir.execute import execute  # noqa: E402
 
 HERE = os.path.basename(__file__)
 S = jax.ShapeDtypeStruct

@@ -15,7 +15,7 @@ from flax import nnx  # noqa: E402
 
 from solar.api import bound_program  # noqa: E402
 from solar.frontend.jax import load_jax_problem, trace_jax  # noqa: E402
-from solar.ir.execute import execute  # noqa: E402
+from solar.interp.torch.execute import execute  # noqa: E402
 from solar.problem import load_module, load_problem  # noqa: E402
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"

@@ -15,11 +15,11 @@ import torch.nn.functional as F
 from eager_oracle import check
 
 from solar.frontend.torch import LOWERINGS, lowering, trace_torch
+from solar.interp.torch.execute import execute
 from solar.ir.affine import Affine
 from solar.ir.cost import kernel_io, program_io, statement_ops
-from solar.ir.execute import execute
 from solar.ir.ops import SCALAR_OPS
-from solar.ir.program import Guard
+from solar.ir.program import Guard, Scan
 from solar.ir.scalar import call
 
 aten = torch.ops.aten
@@ -454,7 +454,9 @@ def test_statement_forwards_every_builder_keyword(registered):
 
     trace = check(lambda x: torch.cumsum(x, 1), X, kernels=["aten.cumsum.default"])
     (st,) = trace.program.kernels[0].statements
-    assert st.scan == "i1" and st.dtype is None  # the output's dtype is dropped
+    assert (
+        isinstance(st, Scan) and st.along == "i1" and st.dtype is None
+    )  # the output's dtype is dropped
 
 
 def test_begin_kernel_opens_a_kernel_with_sequential_loops(registered):

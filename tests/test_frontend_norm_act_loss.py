@@ -14,8 +14,8 @@ from eager_oracle import by_dtype_and_magnitude, compare, outputs, trace_pre_dis
 from eager_oracle import check as _check
 
 from solar.frontend.torch import UnsupportedOperatorError, trace_torch
+from solar.interp.torch.execute import execute
 from solar.ir.cost import kernel_io, program_io, statement_ops
-from solar.ir.execute import execute
 
 aten = torch.ops.aten
 

@@ -21,7 +21,7 @@ from solar.frontend.torch import (
     trace_torch,
 )
 from solar.frontend.torch.ops.common import pointwise
-from solar.ir.execute import execute
+from solar.interp.torch.execute import execute
 from solar.ir.scalar import call
 
 aten = torch.ops.aten

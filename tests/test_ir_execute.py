@@ -8,9 +8,9 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as hs
 
-import solar.ir.execute as ex
+import solar.interp.torch.execute as ex
+from solar.interp.torch.execute import execute
 from solar.ir.affine import Affine
-from solar.ir.execute import execute
 from solar.ir.program import Guard, ProgramBuilder
 from solar.ir.scalar import Const, Index, Load, call
 
@@ -592,7 +592,8 @@ def _reference(program, values):
     """A per-instance Python interpreter of the IR (no views): the semantics, slowly."""
     import itertools
 
-    from solar.ir.ops import REDUCTIONS, SCALAR_OPS
+    from solar.interp.torch.scalar import TORCH_OPS
+    from solar.ir.ops import REDUCTION_IDENTITY
 
     combine = {None: torch.add, "sum": torch.add, "prod": torch.mul}
     combine |= {"max": torch.maximum, "min": torch.minimum}
@@ -607,7 +608,7 @@ def _reference(program, values):
             return torch.tensor(e.value, dtype=torch.float64)
         if isinstance(e, Index):
             return torch.tensor(e.expr.evaluate(env), dtype=torch.float64)
-        return SCALAR_OPS[e.op].fn(*(ev(a, env) for a in e.args), **dict(e.attrs))
+        return TORCH_OPS[e.op](*(ev(a, env) for a in e.args), **dict(e.attrs))
 
     for k in program.kernels:
         for st in k.statements:
@@ -617,7 +618,7 @@ def _reference(program, values):
                 env = {d.name: i for d, i in zip(par, pi, strict=True)}
                 acc, hit = None, False
                 if st.reduce:
-                    acc = torch.tensor(REDUCTIONS[st.reduce][0], dtype=torch.float64)
+                    acc = torch.tensor(REDUCTION_IDENTITY[st.reduce], dtype=torch.float64)
                 for ri in itertools.product(*(range(d.extent) for d in red)):
                     env2 = {**env, **{d.name: i for d, i in zip(red, ri, strict=True)}}
                     if all(g.lo <= g.expr.evaluate(env2) < g.hi for g in st.guards):

@@ -12,12 +12,12 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as hs
 
-import solar.ir.execute as ex
+import solar.interp.torch.execute as ex
 from solar.graph.export import to_json, to_text
 from solar.graph.lift import lift
+from solar.interp.torch.execute import execute
 from solar.ir.affine import Affine
 from solar.ir.cost import kernel_io, program_io, statement_ops
-from solar.ir.execute import execute
 from solar.ir.footprint import access_footprint, union_footprint
 from solar.ir.program import Dim, Guard, ProgramBuilder, with_loops
 from solar.ir.scalar import Const, Index, Indirect, Load, call
@@ -622,7 +622,8 @@ def test_malformed_externs_are_rejected():
 # ====================================================== per-element oracle, fuzzed
 def _reference(program, values):
     """A per-instance interpreter of the IR with loops, indirect indices and scatters."""
-    from solar.ir.ops import REDUCTIONS, SCALAR_OPS
+    from solar.interp.torch.scalar import TORCH_OPS
+    from solar.ir.ops import REDUCTION_IDENTITY
 
     combine = {None: lambda a, b: a + b, "sum": lambda a, b: a + b, "prod": lambda a, b: a * b}
     combine |= {"max": max, "min": min}
@@ -643,7 +644,7 @@ def _reference(program, values):
         if isinstance(e, Index):
             return float(e.expr.evaluate(env))
         args = [torch.tensor(ev(a, env), dtype=torch.float64) for a in e.args]
-        return float(SCALAR_OPS[e.op].fn(*args, **dict(e.attrs)))
+        return float(TORCH_OPS[e.op](*args, **dict(e.attrs)))
 
     for k in program.kernels:
         for it in itertools.product(*(range(d.extent) for d in k.loops)):
@@ -656,7 +657,7 @@ def _reference(program, values):
                     env = {**loop_env, **{d.name: i for d, i in zip(par, pi, strict=True)}}
                     acc, hit = None, False
                     if st.reduce:
-                        acc = REDUCTIONS[st.reduce][0]
+                        acc = REDUCTION_IDENTITY[st.reduce]
                     for ri in itertools.product(*(range(d.extent) for d in red)):
                         env2 = {**env, **{d.name: i for d, i in zip(red, ri, strict=True)}}
                         if all(g.lo <= g.expr.evaluate(env2) < g.hi for g in st.guards):

@@ -1,14 +1,14 @@
-"""The counting oracle itself (:mod:`solar.ir.oracle`): hand-derived counts on small programs
-built directly in the IR, the provable minimum of gathers met by its tightest data, its checks
-(indices outside a tensor), and :func:`check` reporting disagreements."""
+"""The counting oracle itself (:mod:`solar.interp.torch.oracle`): hand-derived counts on small
+programs built directly in the IR, the provable minimum of gathers met by its tightest data, its
+checks (indices outside a tensor), and :func:`check` reporting disagreements."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
+from solar.interp.torch.oracle import OracleError, check, count
 from solar.ir import Affine, Const, Guard, Index, Indirect, Load, ProgramBuilder, call
-from solar.ir.oracle import OracleError, check, count
 
 A = Affine.of
 

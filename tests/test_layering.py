@@ -17,7 +17,8 @@ PACKAGE = ROOT / "solar"
 #: lowest first; a module may import from its own layer and every layer below it
 LAYERS: list[tuple[str, ...]] = [
     ("solar.fmt", "solar.viewable"),  # formatting helpers, the results' bridge to their views
-    ("solar.ir", "solar.hw"),  # the Affine Loop IR; GPU specs
+    ("solar.ir", "solar.hw"),  # the Affine Loop IR (pure data, no torch or jax); GPU specs
+    ("solar.interp",),  # interpreters of the IR on a framework's arrays (torch)
     ("solar.frontend",),  # PyTorch and JAX programs -> IR
     ("solar.graph",),  # IR -> einsum graph
     ("solar.backend",),  # einsum graph + spec -> bounds (results: solar.backend.result)

@@ -31,7 +31,7 @@ from solar.backend import analyze
 from solar.graph import lift
 from solar.graph.cache import structure_cache
 from solar.hw import list_specs, load_spec
-from solar.ir.execute import execute
+from solar.interp.torch.execute import execute
 
 REL = 1e-9  # float slack for sums taken in different orders
 SETTINGS = settings(

@@ -25,8 +25,8 @@ from solar.gpu.randomness import compare_statistics, random_outputs
 from solar.gpu.subject import make_subject
 from solar.gpu.validate import validate, validate_subject
 from solar.hw import load_spec
+from solar.interp.torch.execute import execute
 from solar.ir.cost import program_io
-from solar.ir.execute import execute
 from solar.llm import decode_step, prefill
 from solar.problem import load_problem
 

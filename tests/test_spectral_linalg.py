@@ -12,8 +12,8 @@ import pytest
 import torch
 from eager_oracle import check
 
+from solar.interp.torch.execute import execute
 from solar.ir.cost import kernel_io, statement_ops
-from solar.ir.execute import execute
 from solar.ir.extern_linalg import getrf_flops, potrf_flops
 from solar.ir.extern_spectral import complex_fft_flops, real_fft_flops
 

@@ -15,7 +15,7 @@ from torch import nn
 import solar
 from solar.frontend.torch.ops.optim import CHUNK, launches
 from solar.frontend.torch.training import trace_training_step
-from solar.ir.execute import execute
+from solar.interp.torch.execute import execute
 
 
 def run_and_compare(step, batch, *, tol=1e-5):

@@ -80,7 +80,7 @@ import jax.numpy as jnp  # noqa: E402
 
 from solar.frontend.jax import load_jax_problem, trace_jax  # noqa: E402
 from solar.frontend.jax.training import make_train_step  # noqa: E402
-from solar.ir.execute import execute  # noqa: E402
+from solar.interp.torch.execute import execute  # noqa: E402
 
 
 def jax_mlp_loss(params, x, y):

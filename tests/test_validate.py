@@ -6,6 +6,7 @@ On CPU at small sizes; the CUDA tests (full size) skip without a GPU.
 import json
 import math
 import types
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -187,7 +188,7 @@ def test_failure_in_one_kernel_is_found():
 
     k = next(k for k in s.program.kernels if k.name == "gelu_1")
     st = k.statements[-1]
-    st.expr = call("mul", st.expr, Const(1.5))
+    k.statements[-1] = replace(st, expr=call("mul", st.expr, Const(1.5)))
     r = validate_subject(s, per_kernel="auto")
     assert r.status == "failed"
     assert r.first_bad_kernel == "gelu_1"
@@ -225,7 +226,9 @@ def test_isolation_does_not_excuse_a_wrong_kernel():
     torch.manual_seed(0)
     s = make_subject(ChaoticRNN(steps=50), (torch.randn(4, 64),))
     k = next(k for k in s.program.kernels if k.op == "aten.tanh.default")
-    k.statements[-1].expr = call("mul", k.statements[-1].expr, Const(1.001))
+    k.statements[-1] = replace(
+        k.statements[-1], expr=call("mul", k.statements[-1].expr, Const(1.001))
+    )
     r = validate_subject(s, per_kernel="auto")
     assert r.status == "failed"
     bad = [c.kernel for c in r.isolated if not c.ok]
@@ -441,8 +444,9 @@ def test_jax_ir_error_beyond_the_sources_own_rounding_fails():
     from solar.ir.scalar import Const, call
 
     s = _jax_chain_subject()
-    st = s.program.kernels[-1].statements[-1]
-    st.expr = call("mul", st.expr, Const(1.1))  # a wrong last step: 10 % off
+    k = s.program.kernels[-1]
+    st = k.statements[-1]
+    k.statements[-1] = replace(st, expr=call("mul", st.expr, Const(1.1)))  # 10 % off
     r = validate_subject(s, tol=1e-4)
     assert r.status == "failed"
     assert any("not within its rounding" in n for n in r.notes)

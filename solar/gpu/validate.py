@@ -45,7 +45,7 @@ from solar.gpu.problems import (
 )
 from solar.gpu.randomness import compare_statistics, random_outputs, reseed
 from solar.gpu.subject import Subject, make_subject
-from solar.ir.execute import execute
+from solar.interp.torch.execute import execute
 from solar.ir.extern import DataSizeMismatch
 from solar.ir.program import Program
 from solar.ir.scalar import Call, Const, Load

@@ -30,6 +30,7 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
+from functools import cache
 
 from solar.ir.affine import Affine
 from solar.ir.cost import KernelIO, kernel_io, statement_kind, statement_ops
@@ -40,9 +41,14 @@ from solar.ir.scalar import Call, Const, Expr, Index, Indirect, Load
 
 MAX_ENTRIES = 4096  # distinct kernel structures kept (least recently used dropped first)
 
-# Statement fields that hold tensor names (renamed); every other field enters the key as is.
+# Statement fields that hold tensor names (renamed); every other field of the statement's kind
+# enters the key as is, after the kind.
 _NAMED_FIELDS = ("out", "expr")
-_PLAIN_FIELDS = tuple(f.name for f in fields(Statement) if f.name not in _NAMED_FIELDS)
+
+
+@cache
+def _plain_fields(kind: type[Statement]) -> tuple[str, ...]:
+    return tuple(f.name for f in fields(kind) if f.name not in _NAMED_FIELDS)
 
 
 @dataclass(frozen=True)
@@ -103,7 +109,8 @@ class _Canon:
 
     def statement(self, st: Statement) -> tuple:
         out = (self.tensor(st.out.tensor), self.index(st.out.index))
-        return (out, self.expr(st.expr), tuple(getattr(st, f) for f in _PLAIN_FIELDS))
+        plain = tuple(getattr(st, f) for f in _plain_fields(type(st)))
+        return (st.kind, out, self.expr(st.expr), plain)
 
     def table(self) -> tuple:
         rows = []

@@ -32,7 +32,7 @@ from solar.graph.ranks import assign_ranks
 from solar.ir.affine import Affine
 from solar.ir.cost import KernelIO, program_io
 from solar.ir.footprint import Footprint
-from solar.ir.program import Kernel, Program, Statement, verify, with_loops
+from solar.ir.program import Extern, Kernel, Program, Scan, Statement, verify, with_loops
 from solar.ir.recurrence import kernel_chains
 from solar.ir.scalar import Indirect
 
@@ -140,8 +140,8 @@ class _Lifter:
             ranks={rename[d.name]: d.extent for d in whole.dims},
             reduction_ranks=[rename[d.name] for d in st.reduction_dims],
             loops=[rename[d.name] for d in k.loops],
-            scan=rename[st.scan] if st.scan is not None else None,
-            extern=st.extern,
+            scan=rename[st.along] if isinstance(st, Scan) else None,
+            extern=st.routine if isinstance(st, Extern) else None,
             reduce=st.reduce,
             ops=facts.ops[si],
             operands=[_access(program, t, i, rename, tensors) for t, i in loads],

@@ -1,18 +1,22 @@
-"""Affine Loop IR: kernels of loop nests with affine accesses; printable, executable, costed.
+"""Affine Loop IR: kernels of loop nests with affine accesses; printable and costed.
 
 Layer: the bottom. The IR knows nothing about frameworks, graphs or GPUs and imports nothing of
-solar outside this package (but :mod:`solar.fmt`).
+solar outside this package (but :mod:`solar.fmt`), nor torch or jax: it is pure data. Running a
+program is an interpreter's job (:mod:`solar.interp.torch`).
 """
 
 from solar.ir.affine import Affine
 from solar.ir.program import (
     Access,
     Dim,
+    Extern,
     Guard,
     Kernel,
     Program,
     ProgramBuilder,
+    Scan,
     Statement,
+    StatementVisitor,
     View,
     with_loops,
 )
@@ -25,6 +29,7 @@ __all__ = [
     "Const",
     "Dim",
     "Expr",
+    "Extern",
     "Guard",
     "Index",
     "Indirect",
@@ -32,7 +37,9 @@ __all__ = [
     "Load",
     "Program",
     "ProgramBuilder",
+    "Scan",
     "Statement",
+    "StatementVisitor",
     "View",
     "call",
     "with_loops",

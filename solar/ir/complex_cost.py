@@ -1,6 +1,7 @@
 """Complex operands in real operations: which expressions are complex-valued, and what a call
 or a contraction costs when some operand is (the rows of :data:`solar.ir.ops.COMPLEX_COST`).
-Shared by the cost model (:mod:`solar.ir.cost`) and the counting oracle (:mod:`solar.ir.oracle`).
+Shared by the cost model (:mod:`solar.ir.cost`) and the counting oracle
+(:mod:`solar.interp.torch.oracle`).
 """
 
 from __future__ import annotations

@@ -82,14 +82,15 @@ Extensions:
   hit get the reduction of the values sent there) counts (terms - parallel instances)
   combines: at most one output per instance. With ``accumulate`` one combine per distinct
   (output, term) pair, the output taken at its minimum.
-- *Scans* (``Statement.scan``): the expression's calls as usual, plus one combine (of the
-  reduce operator's cost, :data:`solar.ir.ops.REDUCTION_COMBINE_COST`) per output element
-  beyond the first of each row: (executed instances - distinct rows). A sequential scan needs
-  exactly that; a work-efficient parallel scan does at most twice as many, so it is a lower
-  bound for any scan algorithm (each output beyond a row's first combines >= 2 inputs).
-- *Extern routines* (``Statement.extern``): the row expression's calls as usual plus the
-  routine's ``ops`` from :data:`solar.ir.extern.EXTERN_OPS` (zero for sort/topk/kthvalue/
-  median: see that module); DRAM traffic from the accesses, as for any statement.
+- *Scans* (:class:`~solar.ir.program.Scan`): the expression's calls as usual, plus one
+  combine (of the reduce operator's cost, :data:`solar.ir.ops.REDUCTION_COMBINE_COST`) per
+  output element beyond the first of each row: (executed instances - distinct rows). A
+  sequential scan needs exactly that; a work-efficient parallel scan does at most twice as
+  many, so it is a lower bound for any scan algorithm (each output beyond a row's first
+  combines >= 2 inputs).
+- *Extern routines* (:class:`~solar.ir.program.Extern`): the row expression's calls as
+  usual plus the routine's ``ops`` from :data:`solar.ir.extern.EXTERN_OPS` (zero for sort,
+  topk, kthvalue, median: see that module); DRAM traffic from the accesses, as for any statement.
 """
 
 from __future__ import annotations
@@ -111,7 +112,16 @@ from solar.ir.footprint import (
 from solar.ir.footprint import flat_form as _flat_form
 from solar.ir.limits import current_limits
 from solar.ir.ops import REDUCTION_COMBINE_COST
-from solar.ir.program import Dim, Kernel, Program, Statement, with_loops
+from solar.ir.program import (
+    Dim,
+    Extern,
+    Kernel,
+    Program,
+    Scan,
+    Statement,
+    StatementVisitor,
+    with_loops,
+)
 from solar.ir.scalar import Call, Expr, Index, Load
 
 OP_CLASSES = (
@@ -170,7 +180,7 @@ def contraction_operands(st: Statement) -> tuple[Load, Load] | None:
     e = st.expr
     if st.reduce != "sum" or not isinstance(e, Call) or e.op != "mul" or len(e.args) != 2:
         return None
-    if st.scan is not None or st.extern is not None:
+    if st.kind != "nest":
         return None
     a, b = (_operand(x) for x in e.args)
     return (a, b) if a is not None and b is not None else None
@@ -183,20 +193,27 @@ def is_contraction(st: Statement, program: Program) -> bool:
 def statement_kind(st: Statement) -> str:
     """The einsum-graph node kind of a statement: extern, scatter, gather, scan, contraction,
     reduction, map (some arithmetic) or copy (loads and casts only)."""
-    if st.extern is not None:
+    return _NodeKind().visit(st)
+
+
+class _NodeKind(StatementVisitor[str]):
+    def extern(self, st: Extern) -> str:
         return "extern"
-    if st.scatters:
-        return "scatter"
-    if st.gathers:
-        return "gather"
-    if st.scan is not None:
-        return "scan"
-    if contraction_operands(st) is not None:
-        return "contraction"
-    if st.reduce:
-        return "reduction"
-    calls = [e for e in st.expr.walk_values() if isinstance(e, Call) and e.op != "cast"]
-    return "map" if calls else "copy"
+
+    def scan(self, st: Scan) -> str:
+        return "gather" if st.gathers else "scan"  # a scan never scatters
+
+    def nest(self, st: Statement) -> str:
+        if st.scatters:
+            return "scatter"
+        if st.gathers:
+            return "gather"
+        if contraction_operands(st) is not None:
+            return "contraction"
+        if st.reduce:
+            return "reduction"
+        calls = [e for e in st.expr.walk_values() if isinstance(e, Call) and e.op != "cast"]
+        return "map" if calls else "copy"
 
 
 def contraction_class(st: Statement, program: Program) -> str:
@@ -365,33 +382,13 @@ def op_counts(program: Program, st: Statement, kernel: Kernel | None = None) -> 
         st_all = with_loops(st, kernel.loops)
     else:
         st_all = st
-    ops = dict.fromkeys(OP_CLASSES, 0)
-    exact = True
-
-    def distinct(forms: list[Affine], nodes: list[Expr] = ()) -> int:
-        nonlocal exact
-        fp = distinct_tuples(st_all, forms)
-        if not fp.exact or any(ld.indirect for n in nodes for ld in n.value_loads()):
-            exact = False
-        return fp.elements
-
-    def at_most(forms: list[Affine]) -> int:
-        """Distinct tuples, or (when only a lower bound is known) the box of their dims: an
-        upper bound, so that subtracting it keeps a difference a lower bound."""
-        nonlocal exact
-        fp = distinct_tuples(st_all, forms)
-        if fp.exact:
-            return fp.elements
-        exact = False
-        ext = st_all.extents
-        return prod(int(ext[d]) for d in {d for f in forms for d in f.dims})
-
+    c = _OpCounter(program, st_all, tags)
     pair = contraction_operands(st)
     if pair is not None:
         forms = [f for ld in pair for f in (_load_form(program, ld), *tags.load(ld))]
         k = contraction_multiplier(program, pair)
-        ops[contraction_class(st, program)] += 2 * k * distinct(forms, list(pair))
-        return OpCounts({k: v for k, v in ops.items() if v}, exact)
+        c.ops[contraction_class(st, program)] += 2 * k * c.distinct(forms, list(pair))
+        return c.result()
     seen: set[str] = set()
     for node in st.expr.walk_values():
         if not isinstance(node, Call) or str(node) in seen:
@@ -403,43 +400,84 @@ def op_counts(program: Program, st: Statement, kernel: Kernel | None = None) -> 
         forms = _signature(program, node, tags)
         if not forms:
             continue  # constant: folded at compile time
-        n = distinct(forms, [node])
-        ops[cuda_class(_call_dtype(program, st, node))] += alu * n
-        ops["sfu"] += sfu * n
-    out = [_flat_form(program, st.out.tensor, st.out.index), *tags.out]
-    cls = cuda_class(_call_dtype(program, st, st.expr))
-    if st.extern is not None:
-        ext = extern_op(st.extern)
+        n = c.distinct(forms, [node])
+        c.ops[cuda_class(_call_dtype(program, st, node))] += alu * n
+        c.ops["sfu"] += sfu * n
+    c.visit(st)
+    return c.result()
+
+
+class _OpCounter(StatementVisitor[None]):
+    """The op counts of one statement being summed (``ops``, ``exact``); visiting the
+    statement adds what its kind combines beyond the calls of its expression (see the
+    module doc: reductions, scans, extern routines)."""
+
+    def __init__(self, program: Program, st_all: Statement, tags: _Tags) -> None:
+        self.program, self.st_all, self.tags = program, st_all, tags
+        self.ops = dict.fromkeys(OP_CLASSES, 0)
+        self.exact = True
+
+    def result(self) -> OpCounts:
+        return OpCounts({k: v for k, v in self.ops.items() if v}, self.exact)
+
+    def distinct(self, forms: list[Affine], nodes: Sequence[Expr] = ()) -> int:
+        fp = distinct_tuples(self.st_all, forms)
+        if not fp.exact or any(ld.indirect for n in nodes for ld in n.value_loads()):
+            self.exact = False
+        return fp.elements
+
+    def at_most(self, forms: list[Affine]) -> int:
+        """Distinct tuples, or (when only a lower bound is known) the box of their dims: an
+        upper bound, so that subtracting it keeps a difference a lower bound."""
+        fp = distinct_tuples(self.st_all, forms)
+        if fp.exact:
+            return fp.elements
+        self.exact = False
+        ext = self.st_all.extents
+        return prod(int(ext[d]) for d in {d for f in forms for d in f.dims})
+
+    def _out(self, st: Statement) -> list[Affine]:
+        return [_flat_form(self.program, st.out.tensor, st.out.index), *self.tags.out]
+
+    def _cls(self, st: Statement) -> str:
+        return cuda_class(_call_dtype(self.program, st, st.expr))
+
+    def extern(self, st: Extern) -> None:
+        ext = extern_op(st.routine)
         n = prod(int(d.extent) for d in st.reduction_dims)
         m = st.parallel_dims[-1].extent
-        rows = distinct([Affine.of(d.name) for d in st_all.parallel_dims[:-1]])
-        for c, k in ext.ops(int(n), int(m), rows, dict(st.extern_attrs)).items():
-            ops[c] += k
-    elif st.scan is not None:
+        rows = self.distinct([Affine.of(d.name) for d in self.st_all.parallel_dims[:-1]])
+        for c, k in ext.ops(int(n), int(m), rows, dict(st.attrs)).items():
+            self.ops[c] += k
+
+    def scan(self, st: Scan) -> None:
         assert st.reduce is not None
-        others = [Affine.of(d.name) for d in st.parallel_dims if d.name != st.scan]
-        n = distinct(out) - at_most([*others, *tags.out])
+        others = [Affine.of(d.name) for d in st.parallel_dims if d.name != st.along]
+        n = self.distinct(self._out(st)) - self.at_most([*others, *self.tags.out])
         alu, sfu = REDUCTION_COMBINE_COST[st.reduce]
-        if complex_value(program, st.expr):
+        if complex_value(self.program, st.expr):
             alu = {"sum": 2, "prod": 6}.get(st.reduce, alu)
-        ops[cls] += alu * max(0, n)
-        ops["sfu"] += sfu * max(0, n)
-    elif st.reduce is not None or st.accumulate:
-        terms = _signature(program, st.expr, tags)
+        self.ops[self._cls(st)] += alu * max(0, n)
+        self.ops["sfu"] += sfu * max(0, n)
+
+    def nest(self, st: Statement) -> None:
+        if st.reduce is None and not st.accumulate:
+            return
+        out = self._out(st)
+        terms = _signature(self.program, st.expr, self.tags)
         if st.out.indirect:
-            exact = False  # the positions a scatter combines into are data
+            self.exact = False  # the positions a scatter combines into are data
         if st.accumulate:
-            n = distinct([*out, *terms], [st.expr])
+            n = self.distinct([*out, *terms], [st.expr])
         else:
             if st.out.indirect:  # at most one distinct output per parallel instance
-                out = [Affine.of(d.name) for d in st.parallel_dims] + list(tags.out)
-            n = distinct(terms, [st.expr]) - at_most(out)
+                out = [Affine.of(d.name) for d in st.parallel_dims] + list(self.tags.out)
+            n = self.distinct(terms, [st.expr]) - self.at_most(out)
         alu, sfu = REDUCTION_COMBINE_COST[st.reduce] if st.reduce else (1, 0)
-        if complex_value(program, st.expr):  # a complex combine: a sum's 2 adds, a product's 6
+        if complex_value(self.program, st.expr):  # a complex combine: a sum's 2 adds, a product's 6
             alu = {"sum": 2, "prod": 6}.get(st.reduce or "sum", alu)
-        ops[cls] += alu * max(0, n)
-        ops["sfu"] += sfu * max(0, n)
-    return OpCounts({k: v for k, v in ops.items() if v}, exact)
+        self.ops[self._cls(st)] += alu * max(0, n)
+        self.ops["sfu"] += sfu * max(0, n)
 
 
 @dataclass(frozen=True)
@@ -541,7 +579,7 @@ def written_instances(st: Statement) -> Statement:
     """The statement whose instances write ``st``'s output: ``st`` itself, except that a
     reduction that does not accumulate (nor scans, nor scatters) writes every output of its
     box, the reduction's identity where no instance executes: its guards dropped."""
-    plain = st.scan is None and st.extern is None and not st.out.indirect
+    plain = st.kind == "nest" and not st.out.indirect
     if st.reduce is not None and not st.accumulate and plain and st.guards:
         return replace(st, guards=())
     return st

@@ -27,8 +27,8 @@ FLOAT |= {"float4_e2m1fn_x2"}  # packed FP4 pairs
 
 # Complex tensors hold their real and imaginary parts in one element; arithmetic on them is
 # counted in real operations (solar.ir.ops.COMPLEX_COST). uint32 (JAX's PRNG keys and random
-# bits) is computed in int64 by the executor (torch's uint32 has no arithmetic), wrapped to 32
-# bits when written. The complex dtypes and the real dtype of their parts:
+# bits) is computed in int64 by the torch interpreter (torch's uint32 has no arithmetic),
+# wrapped to 32 bits when written. The complex dtypes and the real dtype of their parts:
 COMPLEX_PARTS = {"complex64": "float32", "complex128": "float64"}
 
 
@@ -59,15 +59,9 @@ def is_float(dtype: str) -> bool:
     return dtype in FLOAT
 
 
-def torch_dtype(dtype: str):
-    """The torch dtype the executor stores an IR dtype in."""
-    import torch
-
-    return getattr(torch, dtype)
-
-
 def from_torch(dtype) -> str:
-    """IR name of a torch dtype (``torch.float32`` -> ``"float32"``)."""
+    """IR name of a torch dtype (``torch.float32`` -> ``"float32"``), from its printed name
+    (torch is not imported; the reverse map is :mod:`solar.interp.torch.dtypes`)."""
     name = str(dtype).removeprefix("torch.")
     itemsize(name)
     return name

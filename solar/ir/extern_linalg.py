@@ -42,8 +42,6 @@ from __future__ import annotations
 
 import math
 
-import torch
-
 from solar.ir.extern_base import ExternOp
 
 ASSUMPTIONS: dict[str, str] = {}  # merged into solar.ir.extern.ROUTINE_ASSUMPTIONS
@@ -110,83 +108,12 @@ def _ops(routine: str):
     return ops
 
 
-def _parts(routine: str, a: torch.Tensor, b: torch.Tensor | None, attrs: dict) -> dict:
-    """Every output of ``routine`` on the matrices ``a`` (and right-hand sides ``b``), by part
-    name, in their logical shapes ``(*batch, ...)``."""
-    if routine in ("lu", "solve", "det", "inv") or attrs.get("part") in ("factors", "pivots"):
-        lu, piv = torch.linalg.lu_factor(a)
-        parts = {"factors": lu, "pivots": piv, "info": torch.zeros(a.shape[:-2])}
-        parts["pivots0"] = piv - 1  # 0-based (JAX)
-        parts["permutation"] = pivots_to_permutation(piv - 1, a.shape[-2])
-    else:
-        parts = {"info": torch.zeros(a.shape[:-2])}
-    if routine == "cholesky":
-        parts["factor"] = torch.linalg.cholesky(a, upper=bool(attrs.get("upper", False)))
-    elif routine == "triangular_solve":
-        upper = bool(attrs.get("upper", False))
-        parts["coefficients"] = a
-        if attrs.get("transpose", False):
-            a, upper = a.mT, not upper
-        unit = bool(attrs.get("unit", False))
-        x = torch.linalg.solve_triangular(a, b, upper=upper, unitriangular=unit)
-        parts["x"] = x if attrs.get("left", True) else x.mT  # X A = B read as A^T X^T = B^T
-    elif routine == "solve":
-        parts["x"] = torch.linalg.solve(a, b)
-    elif routine == "inv":
-        parts["inverse"] = torch.linalg.inv(a)
-    elif routine == "det":
-        parts["det"] = torch.linalg.det(a)
-        parts["sign"], parts["logabsdet"] = torch.linalg.slogdet(a)
-    elif routine == "qr":
-        parts["q"], parts["r"] = torch.linalg.qr(a, mode=str(attrs.get("mode", "reduced")))
-    elif routine == "eigh":
-        uplo = "U" if attrs.get("upper", False) else "L"
-        parts["values"], parts["vectors"] = torch.linalg.eigh(a, UPLO=uplo)
-    elif routine == "svd":
-        full = bool(attrs.get("full_matrices", False))
-        parts["u"], parts["s"], parts["vh"] = torch.linalg.svd(a, full_matrices=full)
-    return parts
-
-
-def pivots_to_permutation(pivots: torch.Tensor, m: int) -> torch.Tensor:
-    """The row permutation of LAPACK's 0-based row swaps (row i swapped with pivots[i], in
-    order), as ``jax.lax.linalg.lu_pivots_to_permutation`` returns it."""
-    perm = torch.arange(m, dtype=torch.int64).expand(*pivots.shape[:-1], m).clone()
-    piv = pivots.to(torch.int64)
-    for i in range(piv.shape[-1]):
-        j = piv[..., i : i + 1]
-        pi = perm[..., i : i + 1].clone()
-        perm[..., i : i + 1] = torch.gather(perm, -1, j)
-        perm.scatter_(-1, j, pi)
-    return perm
-
-
-def _routine(routine: str):
-    def run(rows: torch.Tensor, m: int, n: int, k: int = 0, part: str = "", perm=(), **attrs):
-        nb = rows.dim() - 1
-        if k:
-            aug = rows.reshape(*rows.shape[:-1], n, n + k)
-            a, b = aug[..., :n], aug[..., n:]
-        else:
-            a, b = rows.reshape(*rows.shape[:-1], m, n), None
-        res = _parts(routine, a, b, {**attrs, "part": part})[part]
-        if perm:  # the output's storage order of its matrix axes
-            res = res.permute(*range(nb), *(nb + int(d) for d in perm))
-        return res.reshape(*rows.shape[:-1], -1)
-
-    return run
-
-
 _NAMES = ("lu", "cholesky", "triangular_solve", "solve", "inv", "det", "qr", "eigh", "svd")
 
-ROWS = [
-    ExternOp(f"linalg.{name}", _routine(name), _ops(name), f"{name} of a (batched) matrix")
-    for name in _NAMES
-]
+ROWS = [ExternOp(f"linalg.{name}", _ops(name), f"{name} of a (batched) matrix") for name in _NAMES]
 ROWS.append(
     ExternOp(
         "linalg.pivots_to_permutation",
-        lambda rows, m, n, **_: pivots_to_permutation(rows, int(m)),
         lambda n, m, rows, attrs: {},
         "the row permutation of 0-based LU pivots (data movement only)",
     )

@@ -1,6 +1,6 @@
 """FFT routines of the extern table (issue 24): one row per transform kind, as cuFFT runs them.
 
-An FFT statement is an extern statement (:class:`solar.ir.program.Statement`) whose row dims are
+An FFT statement is an extern statement (:class:`solar.ir.program.Extern`) whose row dims are
 the transformed axes, in axis order: the row is the ``(*shape)`` block of one transform,
 flattened row-major; the output position spans the transformed block of the output, also
 flattened. ``extern_attrs``: ``shape`` (the input sizes of the transformed axes), ``out_shape``
@@ -27,8 +27,6 @@ The DRAM term is the statement's accesses: every input and output element once.
 from __future__ import annotations
 
 import math
-
-import torch
 
 from solar.ir.extern_base import ExternOp
 
@@ -79,37 +77,10 @@ def _fft_ops(kind: str):
     return ops
 
 
-def _fft_fn(kind: str):
-    def run(rows: torch.Tensor, shape, out_shape, forward=True, scale=1.0, dtype="float32"):
-        k = len(shape)
-        x = rows.reshape(*rows.shape[:-1], *shape)
-        dims = tuple(range(-k, 0))
-        if kind == "c2c":
-            x = x.to(torch.complex128 if dtype == "float64" else torch.complex64)
-            # unscaled both ways ("forward" norm puts no factor on the inverse)
-            if forward:
-                y = torch.fft.fftn(x, dim=dims, norm="backward")
-            else:
-                y = torch.fft.ifftn(x, dim=dims, norm="forward")
-        elif kind == "r2c":
-            x = x.real if x.is_complex() else x
-            if tuple(out_shape) == tuple(shape):  # onesided=False: the full spectrum
-                y = torch.fft.fftn(x, dim=dims, norm="backward")
-            else:
-                y = torch.fft.rfftn(x, dim=dims, norm="backward")
-        else:
-            y = torch.fft.irfftn(x, s=tuple(out_shape), dim=dims, norm="forward")
-        if scale != 1.0:
-            y = y * scale
-        return y.reshape(*rows.shape[:-1], -1)
-
-    return run
-
-
 ROWS = [
-    ExternOp("fft.c2c", _fft_fn("c2c"), _fft_ops("c2c"), "complex n-d DFT (forward, scale)"),
-    ExternOp("fft.r2c", _fft_fn("r2c"), _fft_ops("r2c"), "real-input n-d DFT, half spectrum"),
-    ExternOp("fft.c2r", _fft_fn("c2r"), _fft_ops("c2r"), "half spectrum to real n-d signal"),
+    ExternOp("fft.c2c", _fft_ops("c2c"), "complex n-d DFT (forward, scale)"),
+    ExternOp("fft.r2c", _fft_ops("r2c"), "real-input n-d DFT, half spectrum"),
+    ExternOp("fft.c2r", _fft_ops("c2r"), "half spectrum to real n-d signal"),
 ]
 ASSUMPTIONS["fft."] = (
     "FFTs: one cuFFT kernel each, inputs and outputs once through DRAM; compute = the best "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from solar.ir.program import Kernel, Program, Statement
+from solar.ir.program import Extern, Kernel, Program, Scan, Statement, StatementVisitor
 
 _ASSIGN = {
     None: "=",
@@ -14,23 +14,36 @@ _ASSIGN = {
 }
 
 
+class _Assignment(StatementVisitor[tuple[str, str, list[str]]]):
+    """The assignment operator, right-hand side and kind-specific notes of a statement."""
+
+    def nest(self, st: Statement) -> tuple[str, str, list[str]]:
+        op = _ASSIGN[st.reduce] if st.reduce or not st.accumulate else "+="
+        tail = []
+        if st.reduce and not st.accumulate:
+            tail.append(
+                "init identity at the positions hit" if st.out.indirect else "init identity"
+            )
+        return op, str(st.expr), tail
+
+    def scan(self, st: Scan) -> tuple[str, str, list[str]]:
+        return "=", f"scan_{st.reduce}[{st.along}]({st.expr})", []
+
+    def extern(self, st: Extern) -> tuple[str, str, list[str]]:
+        attrs = "".join(f", {k}={v}" for k, v in st.attrs)
+        row = ",".join(d.name for d in st.reduction_dims)
+        return "=", f"{st.routine}[{row}]({st.expr}{attrs})", []
+
+
 def format_statement(st: Statement) -> str:
     par = ", ".join(f"{d.name}<{d.extent}" for d in st.parallel_dims)
     red = ", ".join(f"{d.name}<{d.extent}" for d in st.reduction_dims)
     head = f"for {par} | {red}:" if red else f"for {par}:" if par else "do:"
-    op = _ASSIGN[st.reduce] if st.reduce or not st.accumulate else "+="
-    rhs = str(st.expr)
+    op, rhs, notes = _Assignment().visit(st)
     tail = []
     if st.guards:
         tail.append("where " + ", ".join(map(str, st.guards)))
-    if st.scan is not None:
-        op, rhs = "=", f"scan_{st.reduce}[{st.scan}]({rhs})"
-    elif st.extern is not None:
-        attrs = "".join(f", {k}={v}" for k, v in st.extern_attrs)
-        row = ",".join(d.name for d in st.reduction_dims)
-        op, rhs = "=", f"{st.extern}[{row}]({rhs}{attrs})"
-    elif st.reduce and not st.accumulate:
-        tail.append("init identity at the positions hit" if st.out.indirect else "init identity")
+    tail += notes
     if st.precision:
         tail.append(f"precision {st.precision}")
     line = f"  {st.out} {op} {rhs}"

@@ -18,20 +18,26 @@ Extensions beyond plain loop nests (each executed vectorised and costed soundly)
   iteration, in order (a recurrence over time); statements may index with the loop dims.
 - *indirect indices* (:class:`~solar.ir.scalar.Indirect`): a load or output index entry whose
   value is data (``table[ids[i], j]`` gathers, ``out[ids[i], j] += src[i, j]`` scatters).
-- *scans* (``Statement.scan``): ``out[.., i] = ⊕_{i' <= i} expr[.., i']`` along one parallel
+- *scans* (:class:`Scan`): ``out[.., i] = ⊕_{i' <= i} expr[.., i']`` along one parallel
   dim, in increasing order of that dim (cumsum, cumprod, cummax, logcumsumexp).
-- *extern statements* (``Statement.extern``): an opaque library routine over rows (sort, topk,
+- *extern statements* (:class:`Extern`): an opaque library routine over rows (sort, topk,
   kthvalue, median, FFTs, dense linear algebra) from :data:`solar.ir.extern.EXTERN_OPS`.
+
+The statement kinds are distinct frozen types sharing :class:`Statement`'s fields; a pass
+handles each kind in one method of a :class:`StatementVisitor`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from math import prod
+from typing import ClassVar, Generic, TypeVar
 
 from solar.ir.affine import Affine, AffineLike, affines
 from solar.ir.dtypes import itemsize
 from solar.ir.scalar import Call, Expr, Index, Indirect, Load
+
+R = TypeVar("R")
 
 ROLES = ("input", "weight", "constant", "intermediate", "output", "local")
 # logsumexp combines a, b as log(exp(a) + exp(b)) (logcumsumexp, logsumexp).
@@ -105,26 +111,15 @@ class TensorDecl:
         return itemsize(self.dtype)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Statement:
-    """One loop nest. Beyond ``for dims: out op= expr``:
+    """One plain loop nest, and the fields every statement kind shares (:class:`Scan` and
+    :class:`Extern` add theirs). Frozen: a pass that changes a statement builds a new one
+    (``dataclasses.replace`` keeps the kind).
 
-    - guards: an instance outside a guard does not execute. A reduction that does not
-      accumulate still writes every output of its box: the reduction's identity (0 for a sum)
-      where none of its instances executes.
-
-    - ``scan``: the name of a parallel dim; the statement is then an inclusive prefix
-      reduction along it, ``out[.., i] = reduce_{i' <= i} expr[.., i']`` (in increasing order
-      of the dim; reverse and exclusive scans are index arithmetic on the output and the
-      loads). Needs ``reduce``, no reduction dims, no ``accumulate``.
-    - ``extern``: the name of an opaque row routine of :data:`solar.ir.extern.EXTERN_OPS`.
-      Its dims are ``(*batch, pos | *row)``: parallel batch dims, then the output position
-      dim ``pos`` (the *last* parallel dim; extent 1 when the routine returns one element per
-      row), and the reduction dims, which span the row (flattened row-major in nest order).
-      ``expr`` is evaluated per element of the rows (over the batch and row dims; it must not
-      use ``pos``), the routine maps each row to ``extent(pos)`` outputs, written to ``out``
-      (indexed by the parallel dims). No ``reduce``, ``accumulate`` or guards.
-      ``extern_attrs`` are its static arguments.
+    Guards: an instance outside a guard does not execute. A reduction that does not
+    accumulate still writes every output of its box: the reduction's identity (0 for a sum)
+    where none of its instances executes.
     """
 
     dims: tuple[Dim, ...]
@@ -135,9 +130,12 @@ class Statement:
     guards: tuple[Guard, ...] = ()
     precision: str | None = None  # math mode of a contraction: None (native), "tf32", "ieee"
     dtype: str | None = None  # compute dtype of the scalar ops; None: promoted from the loads
-    scan: str | None = None  # the parallel dim of an inclusive prefix scan (see above)
-    extern: str | None = None  # name of an opaque row routine (solar.ir.extern.EXTERN_OPS)
-    extern_attrs: tuple[tuple[str, object], ...] = ()
+
+    #: the visitor method a pass runs for this kind (:class:`StatementVisitor`)
+    kind: ClassVar[str] = "nest"
+
+    def accept(self, visitor: StatementVisitor[R]) -> R:
+        return visitor.nest(self)
 
     @property
     def extents(self) -> dict[str, int]:
@@ -170,6 +168,93 @@ class Statement:
     def scatters(self) -> bool:
         """Whether the output is written through a data-dependent index."""
         return self.out.indirect
+
+
+@dataclass(frozen=True)
+class Scan(Statement):
+    """An inclusive prefix reduction along the parallel dim ``along``:
+    ``out[.., i] = reduce_{i' <= i} expr[.., i']`` (in increasing order of the dim; reverse and
+    exclusive scans are index arithmetic on the output and the loads). Needs ``reduce``, no
+    reduction dims, no ``accumulate``, no scatter."""
+
+    along: str = field(kw_only=True)
+    kind: ClassVar[str] = "scan"
+
+    def accept(self, visitor: StatementVisitor[R]) -> R:
+        return visitor.scan(self)
+
+
+@dataclass(frozen=True)
+class Extern(Statement):
+    """An opaque row routine ``routine`` of :data:`solar.ir.extern.EXTERN_OPS`. Its dims are
+    ``(*batch, pos | *row)``: parallel batch dims, then the output position dim ``pos`` (the
+    *last* parallel dim; extent 1 when the routine returns one element per row), and the
+    reduction dims, which span the row (flattened row-major in nest order). ``expr`` is
+    evaluated per element of the rows (over the batch and row dims; it must not use ``pos``),
+    the routine maps each row to ``extent(pos)`` outputs, written to ``out`` (indexed by the
+    parallel dims). No ``reduce``, ``accumulate`` or guards. ``attrs`` are the routine's static
+    arguments (sorted ``(name, value)`` pairs)."""
+
+    routine: str = field(kw_only=True)
+    attrs: tuple[tuple[str, object], ...] = field(default=(), kw_only=True)
+    kind: ClassVar[str] = "extern"
+
+    def accept(self, visitor: StatementVisitor[R]) -> R:
+        return visitor.extern(self)
+
+
+class StatementVisitor(Generic[R]):
+    """One pass over statements, one method per kind: ``visit(st)`` runs the method of
+    ``st``'s kind. A pass overrides the kinds it handles; the others fail naming the pass."""
+
+    def visit(self, st: Statement) -> R:
+        return st.accept(self)
+
+    def nest(self, st: Statement) -> R:
+        raise NotImplementedError(f"{type(self).__name__} does not handle plain loop nests")
+
+    def scan(self, st: Scan) -> R:
+        raise NotImplementedError(f"{type(self).__name__} does not handle scan statements")
+
+    def extern(self, st: Extern) -> R:
+        raise NotImplementedError(f"{type(self).__name__} does not handle extern statements")
+
+
+def new_statement(
+    dims: tuple[Dim, ...],
+    out: Access,
+    expr: Expr,
+    *,
+    reduce: str | None = None,
+    accumulate: bool = False,
+    guards=(),
+    precision: str | None = None,
+    dtype: str | None = None,
+    scan: str | None = None,
+    extern: str | None = None,
+    extern_attrs=(),
+) -> Statement:
+    """The statement of the kind the keywords ask for: a :class:`Scan` along ``scan``, an
+    :class:`Extern` running ``extern`` with ``extern_attrs`` (a dict or pairs), else a plain
+    nest. Not checked (see :func:`check_statement`)."""
+    common = dict(
+        reduce=reduce,
+        accumulate=accumulate,
+        guards=tuple(guards),
+        precision=precision,
+        dtype=dtype,
+    )
+    if scan is not None and extern is not None:
+        raise ValueError(f"statement writing {out}: a scan cannot be an extern routine")
+    if scan is not None:
+        return Scan(dims, out, expr, **common, along=scan)
+    if extern is not None:
+        attrs = extern_attrs.items() if isinstance(extern_attrs, dict) else extern_attrs
+        pairs = tuple(sorted((str(k), v) for k, v in attrs))
+        return Extern(dims, out, expr, **common, routine=extern, attrs=pairs)
+    if extern_attrs:
+        raise ValueError(f"statement writing {out}: extern_attrs given without an extern routine")
+    return Statement(dims, out, expr, **common)
 
 
 def with_loops(st: Statement, loops: tuple[Dim, ...]) -> Statement:
@@ -297,26 +382,26 @@ class ProgramBuilder:
         extern: str | None = None,
         extern_attrs=(),
     ) -> Statement:
-        """Add a statement to the open kernel (see :class:`Statement` for ``scan`` and
-        ``extern``; ``extern_attrs`` is a dict or a tuple of pairs)."""
+        """Add a statement to the open kernel: a :class:`Scan` along ``scan``, an
+        :class:`Extern` running ``extern`` with ``extern_attrs`` (a dict or a tuple of pairs),
+        else a plain :class:`Statement`."""
         if self._kernel is None:
             raise RuntimeError("begin_kernel() before adding statements")
         if reduce is not None and reduce not in REDUCE_OPS:
             raise ValueError(f"unknown reduction {reduce!r}; one of {REDUCE_OPS}")
         dims = tuple(d if isinstance(d, Dim) else Dim(*d) for d in dims)
-        attrs = extern_attrs.items() if isinstance(extern_attrs, dict) else extern_attrs
-        st = Statement(
+        st = new_statement(
             dims,
             Access(out[0], affines(out[1])),
             expr,
-            reduce,
-            accumulate,
-            tuple(guards),
-            precision,
-            dtype,
-            scan,
-            extern,
-            tuple(sorted((str(k), v) for k, v in attrs)),
+            reduce=reduce,
+            accumulate=accumulate,
+            guards=guards,
+            precision=precision,
+            dtype=dtype,
+            scan=scan,
+            extern=extern,
+            extern_attrs=extern_attrs,
         )
         try:
             check_statement(st, self.program, self._kernel.loops)
@@ -353,16 +438,13 @@ def check_statement(st: Statement, program: Program, loops: tuple[Dim, ...] = ()
         if isinstance(node, Call):
             _check_call(node)
     reduction = {d.name for d in st.reduction_dims}
-    if reduction and st.reduce is None and st.extern is None:
+    if reduction and st.reduce is None and not isinstance(st, Extern):  # an extern's row dims
         raise ValueError("reduction dims given without a reduction operator")
     if any(set(e.dims) & reduction for e in st.out.index):
         raise ValueError(f"output {st.out} is indexed by a reduction dim")
     if st.out.indirect and st.reduce == "logsumexp":
         raise ValueError(f"output {st.out}: a logsumexp scatter is not supported")
-    if st.scan is not None:
-        _check_scan(st)
-    if st.extern is not None:
-        _check_extern(st)
+    _KindCheck().visit(st)
 
 
 def _check_call(node: Call) -> None:
@@ -390,32 +472,37 @@ def verify(program: Program) -> None:
                 raise ValueError(f"kernel {k.name}: {e}") from None
 
 
-def _check_scan(st: Statement) -> None:
-    where = f"scan statement writing {st.out}"
-    if st.scan not in {d.name for d in st.parallel_dims}:
-        raise ValueError(f"{where}: scan dim {st.scan!r} is not a parallel dim of the nest")
-    if st.reduce is None or st.reduction_dims or st.accumulate:
-        raise ValueError(
-            f"{where}: a scan needs a reduce operator, no reduction dims and no accumulate"
-        )
-    if st.out.indirect or st.extern is not None:
-        raise ValueError(f"{where}: a scan cannot scatter or be extern")
+class _KindCheck(StatementVisitor[None]):
+    """The rules of each statement kind."""
 
+    def nest(self, st: Statement) -> None:
+        pass
 
-def _check_extern(st: Statement) -> None:
-    from solar.ir.extern import extern_op
+    def scan(self, st: Scan) -> None:
+        where = f"scan statement writing {st.out}"
+        if st.along not in {d.name for d in st.parallel_dims}:
+            raise ValueError(f"{where}: scan dim {st.along!r} is not a parallel dim of the nest")
+        if st.reduce is None or st.reduction_dims or st.accumulate:
+            raise ValueError(
+                f"{where}: a scan needs a reduce operator, no reduction dims and no accumulate"
+            )
+        if st.out.indirect:
+            raise ValueError(f"{where}: a scan cannot scatter")
 
-    extern_op(st.extern)  # type: ignore[arg-type]
-    where = f"extern statement {st.extern} writing {st.out}"
-    par, red = st.parallel_dims, st.reduction_dims
-    if not red or not par:
-        raise ValueError(f"{where}: needs parallel dims (*batch, pos) and row (reduction) dims")
-    if st.reduce is not None or st.accumulate or st.guards or st.out.indirect:
-        raise ValueError(f"{where}: takes no reduce, accumulate, guards or scatter")
-    pos = par[-1].name
-    used = {d for n in st.expr.walk() for d in _expr_node_dims(n)}
-    if pos in used:
-        raise ValueError(f"{where}: the row expression uses the output position dim {pos}")
+    def extern(self, st: Extern) -> None:
+        from solar.ir.extern import extern_op
+
+        extern_op(st.routine)
+        where = f"extern statement {st.routine} writing {st.out}"
+        par, red = st.parallel_dims, st.reduction_dims
+        if not red or not par:
+            raise ValueError(f"{where}: needs parallel dims (*batch, pos) and row (reduction) dims")
+        if st.reduce is not None or st.accumulate or st.guards or st.out.indirect:
+            raise ValueError(f"{where}: takes no reduce, accumulate, guards or scatter")
+        pos = par[-1].name
+        used = {d for n in st.expr.walk() for d in _expr_node_dims(n)}
+        if pos in used:
+            raise ValueError(f"{where}: the row expression uses the output position dim {pos}")
 
 
 def _expr_node_dims(e: Expr) -> set[str]:

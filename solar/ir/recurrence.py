@@ -190,7 +190,7 @@ class _Kernel:
     def _covers(self, st: Statement) -> bool:
         """Whether ``st`` writes every element of its output's per-step slice."""
         decl = self.p.tensors[st.out.tensor]
-        if decl.view is not None or st.out.indirect or st.guards or st.scan or st.extern:
+        if decl.view is not None or st.out.indirect or st.guards or st.kind != "nest":
             return False
         seen = set()
         for p, e in enumerate(st.out.index):
@@ -229,7 +229,7 @@ class _Kernel:
                 continue
             flow.loads[i] = dep_loads
             flow.full_in[i] = frozenset.intersection(*(d.full for _, _, d in pairs))
-            if st.scan or st.extern:
+            if st.kind != "nest":  # a scan or an extern routine
                 flow.deps[i] = _Dep({})  # depends; an opaque pattern: nothing claimed
             else:
                 flow.deps[i] = self._combine(st, pairs, lanes)

@@ -4,7 +4,7 @@ abstract values and lower every jaxpr primitive to Affine Loop IR.
     trace = trace_jax(mlp, (params, x))
     trace.program        # the IR
     trace.bindings       # IR input -> ("weight", "params/dense1/kernel") / ("input", "x")
-    trace.values(mlp, (params, x))   # real values for solar.ir.execute.execute
+    trace.values(mlp, (params, x))   # real values for solar.interp.torch.execute.execute
 
 Pipeline: :mod:`.trace` (make_jaxpr, pytree names) -> :mod:`.lower` (walk the jaxpr; inline
 calls, unroll or loop scans, fold known values) -> :mod:`.registry` (primitive -> loop nests) ->

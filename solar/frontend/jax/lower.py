@@ -45,6 +45,7 @@ from solar.ir.program import (
     ProgramBuilder,
     Statement,
     check_statement,
+    new_statement,
 )
 from solar.ir.scalar import Const, Expr, Load
 
@@ -345,18 +346,18 @@ class LoweringContext:
             self.unit = self.lowerer.begin_unit(self.prim, kind, self.source, self.module)
         return self.lowerer.emit(
             self.unit,
-            Statement(
+            new_statement(
                 tuple(dims),
                 Access(out.name, affines(index)),
                 expr,
-                reduce,
-                accumulate,
-                tuple(guards),
-                precision,
-                dtype,
-                scan,
-                extern,
-                tuple(sorted((extern_attrs or {}).items())),
+                reduce=reduce,
+                accumulate=accumulate,
+                guards=guards,
+                precision=precision,
+                dtype=dtype,
+                scan=scan,
+                extern=extern,
+                extern_attrs=extern_attrs or (),
             ),
         )
 

@@ -26,7 +26,7 @@ from solar.frontend.jax.fusion import group_units
 from solar.frontend.jax.lower import Lowerer, V, to_torch
 from solar.frontend.jax.precision import PrecisionPolicy
 from solar.frontend.jax.training import assign_phases
-from solar.ir.program import Program
+from solar.ir.program import Program, verify
 
 WEIGHT_NAMES = frozenset({"params", "variables", "weights", "state", "theta", "parameters"})
 
@@ -73,8 +73,9 @@ class JaxTrace:
         return [FUSION_NOTE, *self.notes]
 
     def values(self, fn: object, inputs: object) -> dict:
-        """The ``values`` mapping for :func:`solar.ir.execute.execute`: torch tensors of the
-        concrete arrays in ``inputs`` (and of ``fn``'s state for an nnx module), by IR name."""
+        """The ``values`` mapping for :func:`solar.interp.torch.execute.execute`: torch tensors
+        of the concrete arrays in ``inputs`` (and of ``fn``'s state for an nnx module), by IR
+        name."""
         prep = prepare(fn, inputs, self.weight_args)
         leaves = _leaves(prep.args)
         out = {}
@@ -163,6 +164,7 @@ def trace_jax(
     results = lowerer.lower_jaxpr(jaxpr, consts, args)
     output_names = [lowerer.materialize(v, "output").name for v in results]
     lowerer.program.outputs = list(dict.fromkeys(output_names))
+    verify(lowerer.program)  # every kernel's statements well formed (names the kernel if not)
     group_units(lowerer)
     assign_phases(lowerer.program)  # a training step's forward / backward / optimizer
     return JaxTrace(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from solar.ir.program import Program, Statement
+from solar.ir.program import Extern, Program, Statement
 from solar.ir.scalar import Call
 
 
@@ -18,9 +18,8 @@ def training_modules(module: torch.nn.Module | None) -> list[str]:
 
 def draws(st: Statement) -> bool:
     """Whether a statement draws random numbers (``random`` calls, a random permutation)."""
-    return st.extern == "randperm" or any(
-        isinstance(e, Call) and e.op == "random" for e in st.expr.walk()
-    )
+    permutes = isinstance(st, Extern) and st.routine == "randperm"
+    return permutes or any(isinstance(e, Call) and e.op == "random" for e in st.expr.walk())
 
 
 def random_kernels(program: Program) -> list[str]:

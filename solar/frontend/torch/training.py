@@ -53,6 +53,7 @@ from solar.frontend.torch.trace import (
     _tracing_error,
 )
 from solar.frontend.torch.wrappers import unwrap_module
+from solar.ir.program import verify
 
 _TRAINING_NAMES = {"backward", "grad"}
 
@@ -236,6 +237,7 @@ def trace_training_step(
     updated = _written_inputs(lowerer.program)
     output_names = [*lowerer.outputs(), *updated]
     lowerer.program.outputs = list(dict.fromkeys(output_names))
+    verify(lowerer.program)  # every kernel's statements well formed (names the kernel if not)
     notes = _notes(sg, lowerer.program, len(updated))
     return TrainingTrace(
         lowerer.program, bindings, output_names, sg.gm, notes, state=sg.state, updated=updated

@@ -22,6 +22,7 @@ float32 operands carry the precision policy's mode (:mod:`solar.frontend.jax.pre
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from itertools import product
 
 from solar.frontend.common import T, dims_of, nest
@@ -116,8 +117,8 @@ def fold_bias(ctx: LoweringContext, x: V, y: V) -> bool:
             continue
         init = Statement(st.parallel_dims, st.out, ctx.operand(other, names, out.dtype))
         check_statement(init, ctx.lowerer.program)
-        kernel.statements.insert(kernel.statements.index(st), init)
-        st.accumulate = True
+        i = kernel.statements.index(st)
+        kernel.statements[i : i + 1] = [init, replace(st, accumulate=True)]
         ctx.bind_out(0, V(d.shape, d.dtype, out, owned=True, producer=d.producer))
         return True
     return False

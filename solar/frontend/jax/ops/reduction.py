@@ -3,8 +3,8 @@
 - ``reduce_sum/max/min/prod/and/or``: ``out[kept] op= x[kept, reduced]``.
 - ``argmax/argmin``: the extremum into a kernel-local tensor, then the first index attaining it
   (``min`` over ``where(x == m, r, R)``).
-- ``cumsum/cumprod/cummax/cummin/cumlogsumexp``: a ``scan`` statement (``Statement.scan``,
-  one combine per element beyond a row's first); ``reverse`` reads and writes at ``n-1-i``.
+- ``cumsum/cumprod/cummax/cummin/cumlogsumexp``: a :class:`~solar.ir.program.Scan` statement
+  (one combine per element beyond a row's first); ``reverse`` reads and writes at ``n-1-i``.
 - ``reduce_window_sum/max/min`` (pooling): ``out[o] op= x[s*o + d*w - lo]``, padding guarded.
 - ``reduce``/``reduce_window`` with a jaxpr body: when the body is a single add/max/min/mul.
 """

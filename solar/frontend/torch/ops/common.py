@@ -16,7 +16,8 @@ from solar.frontend.common import (  # noqa: F401  (re-exported for the op famil
     norm_dim,
 )
 from solar.frontend.torch.lower import LoweringContext, cast
-from solar.ir.dtypes import from_torch, torch_dtype
+from solar.interp.torch.dtypes import torch_dtype
+from solar.ir.dtypes import from_torch
 from solar.ir.scalar import Const, Expr, call
 
 

@@ -310,7 +310,7 @@ def _rms_norm(ctx, x: T, normalized_shape, weight, eps, out: T, rstd_out: T | No
         count *= int(n)
     acc = acc_dtype(x.dtype)
     if eps is None:  # PyTorch's default: the machine epsilon of the accumulation type
-        from solar.ir.dtypes import torch_dtype
+        from solar.interp.torch.dtypes import torch_dtype
 
         eps = torch.finfo(torch_dtype(acc)).eps
     stat_shape = (*x.shape[:lead], *([1] * (x.ndim - lead)))

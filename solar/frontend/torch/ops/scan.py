@@ -1,8 +1,8 @@
 """Scans (prefix reductions) along one dim: ONE kernel each, one ``scan`` statement per output.
 
-``out[.., i, ..] = ⊕_{i' <= i} x[.., i', ..]`` is a ``Statement.scan`` over the output's dims
-(not a guarded reduction, which would count n²/2 combines): the cost is one combine per
-element beyond the first of each row.
+``out[.., i, ..] = ⊕_{i' <= i} x[.., i', ..]`` is a :class:`~solar.ir.program.Scan` over the
+output's dims (not a guarded reduction, which would count n²/2 combines): the cost is one
+combine per element beyond the first of each row.
 
 - ``cumsum`` / ``cumprod`` (``dtype``; half inputs accumulate in float32, integers in int64);
 - ``logcumsumexp`` (combine: ``log(exp(a) + exp(b))``);

@@ -6,8 +6,8 @@ force at small sizes, sharing nothing with those derivations, so that the two ca
 every executed instance of every statement is enumerated on numpy index grids (guards
 evaluated), every access is mapped to storage offsets of its base (a view's offset and strides,
 or row-major strides; indirect entries from the index data as the program computes it, read
-through :func:`solar.ir.execute.execute`'s observer), and each quantity the cost rules define
-is counted as a set.
+through :func:`solar.interp.torch.execute.execute`'s observer), and each quantity the cost
+rules define is counted as a set.
 
 *Values.* Every storage element holds a value with an integer id. A write gives the elements
 it writes new ids. In a kernel with sequential loops the new id is a *value number*: the id of
@@ -52,11 +52,12 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import torch
 
+from solar.interp.torch.scalar import torch_op
 from solar.ir.complex_cost import call_cost, complex_value, contraction_multiplier
 from solar.ir.cost import contraction_class, cuda_class
 from solar.ir.extern import extern_op
-from solar.ir.ops import REDUCTION_COMBINE_COST, scalar_op
-from solar.ir.program import Kernel, Program, Statement
+from solar.ir.ops import REDUCTION_COMBINE_COST
+from solar.ir.program import Extern, Kernel, Program, Scan, Statement, StatementVisitor
 from solar.ir.scalar import Call, Const, Expr, Index, Indirect, Load
 
 MAX_INSTANCES = 1 << 20  # largest statement domain (per loop iteration) the oracle enumerates
@@ -174,7 +175,7 @@ class _Counter:
     def _identity_writes(self, ki, si, st: Statement, env, inst: _Instances, where) -> None:
         """A reduction that does not accumulate writes every output of its box: the
         identity where no instance executes (as the executor does)."""
-        if st.reduce is None or st.accumulate or st.scan or st.extern or st.out.indirect:
+        if st.reduce is None or st.accumulate or st.kind != "nest" or st.out.indirect:
             return
         box = _Instances(self, replace(st, dims=st.parallel_dims, guards=()), env, None, where)
         base, off = box.offsets(st.out.tensor, st.out.index)
@@ -251,27 +252,7 @@ class _Counter:
         if complex_value(self.p, st.expr):  # a complex combine: a sum's 2 adds, a product's 6
             combine.update(sum=(2, 0), prod=(6, 0))
         terms = _signature(st.expr, load_ids, inst)
-        if st.extern is not None:
-            batch = [inst.dim(d.name) for d in st.parallel_dims[:-1]]
-            loop = [np.full(inst.n, v, np.int64) for v in env.values()]
-            self.extern_rows[key].add([*loop, *batch], inst.n)
-        elif st.scan is not None:  # distinct outputs less distinct rows
-            t = self.tally(key, "combines", cls, combine[st.reduce], minus=True)
-            t.plus.add([new_out], inst.n)
-            t.minus.add(_scan_rows(st, inst, new_out), inst.n)  # type: ignore[union-attr]
-        elif st.accumulate:  # distinct (output, term) pairs
-            cost = (
-                combine[st.reduce]
-                if st.reduce
-                else combine["sum"]
-                if complex_value(self.p, st.expr)
-                else (1, 0)
-            )
-            self.tally(key, "combines", cls, cost).plus.add([new_out, *terms], inst.n)
-        elif st.reduce is not None:  # distinct terms less distinct outputs
-            t = self.tally(key, "combines", cls, combine[st.reduce], minus=True)
-            t.plus.add(terms, inst.n)
-            t.minus.add([new_out], inst.n)  # type: ignore[union-attr]
+        _Combines(self, key, inst, new_out, env, terms, cls, combine).visit(st)
 
     def totals(self) -> dict[tuple[int, int], dict[str, int]]:
         ops: dict[tuple[int, int], dict[str, int]] = defaultdict(lambda: defaultdict(int))
@@ -281,12 +262,57 @@ class _Counter:
             ops[key]["sfu"] += t.sfu * n
         for (ki, si), rows in self.extern_rows.items():
             st = self.p.kernels[ki].statements[si]
-            routine = extern_op(st.extern)  # type: ignore[arg-type]
+            assert isinstance(st, Extern)
+            routine = extern_op(st.routine)
             n = math.prod(int(d.extent) for d in st.reduction_dims)
             m = int(st.parallel_dims[-1].extent)
-            for c, k in routine.ops(n, m, rows.distinct(), dict(st.extern_attrs)).items():
+            for c, k in routine.ops(n, m, rows.distinct(), dict(st.attrs)).items():
                 ops[(ki, si)][c] += k
         return {k: {c: v for c, v in d.items() if v} for k, d in ops.items()}
+
+
+@dataclass
+class _Combines(StatementVisitor[None]):
+    """What a statement combines beyond its expression's calls, by kind, tallied on the
+    counter (or, for an extern routine, its rows collected for the routine's count)."""
+
+    c: _Counter
+    key: tuple[int, int]
+    inst: _Instances
+    new_out: np.ndarray
+    env: Mapping[str, int]
+    terms: list[np.ndarray]
+    cls: str
+    combine: dict[str, tuple[int, int]]
+
+    def extern(self, st: Extern) -> None:
+        batch = [self.inst.dim(d.name) for d in st.parallel_dims[:-1]]
+        loop = [np.full(self.inst.n, v, np.int64) for v in self.env.values()]
+        self.c.extern_rows[self.key].add([*loop, *batch], self.inst.n)
+
+    def scan(self, st: Scan) -> None:  # distinct outputs less distinct rows
+        assert st.reduce is not None
+        t = self.c.tally(self.key, "combines", self.cls, self.combine[st.reduce], minus=True)
+        t.plus.add([self.new_out], self.inst.n)
+        t.minus.add(_scan_rows(st, self.inst, self.new_out), self.inst.n)  # type: ignore[union-attr]
+
+    def nest(self, st: Statement) -> None:
+        n = self.inst.n
+        if st.accumulate:  # distinct (output, term) pairs
+            cost = (
+                self.combine[st.reduce]
+                if st.reduce
+                else self.combine["sum"]
+                if complex_value(self.c.p, st.expr)
+                else (1, 0)
+            )
+            self.c.tally(self.key, "combines", self.cls, cost).plus.add(
+                [self.new_out, *self.terms], n
+            )
+        elif st.reduce is not None:  # distinct terms less distinct outputs
+            t = self.c.tally(self.key, "combines", self.cls, self.combine[st.reduce], minus=True)
+            t.plus.add(self.terms, n)
+            t.minus.add([self.new_out], n)  # type: ignore[union-attr]
 
 
 class _Instances:
@@ -349,7 +375,7 @@ class _Instances:
         if isinstance(e, Index):
             return torch.from_numpy(self.affine(e.expr))
         if isinstance(e, Call):
-            return scalar_op(e.op).fn(*(self.value(a) for a in e.args), **dict(e.attrs))
+            return torch_op(e.op)(*(self.value(a) for a in e.args), **dict(e.attrs))
         raise OracleError(f"{self.where}: cannot evaluate {e!r}")
 
 
@@ -406,7 +432,7 @@ def _operand(e: Expr) -> Load | None:
 
 def _contraction_pair(st: Statement) -> tuple[Load, Load] | None:
     e = st.expr
-    if st.reduce != "sum" or st.scan or st.extern or not isinstance(e, Call):
+    if st.reduce != "sum" or st.kind != "nest" or not isinstance(e, Call):
         return None
     if e.op != "mul" or len(e.args) != 2:
         return None
@@ -427,17 +453,18 @@ def _call_dtype(program: Program, st: Statement, node: Expr) -> str:
 def _contributors(st: Statement, inst: _Instances, inverse: np.ndarray, n: int) -> list:
     """Per written element: the instances its value is computed from (for a scan, the
     instances of its row up to it; for an extern routine, its whole row)."""
-    if st.scan is None and st.extern is None:
+    if st.kind == "nest":
         order = np.argsort(inverse, kind="stable")
         return np.split(order, np.cumsum(np.bincount(inverse, minlength=n))[:-1])
-    along = st.scan or st.parallel_dims[-1].name
+    prefix = isinstance(st, Scan)
+    along = st.along if isinstance(st, Scan) else st.parallel_dims[-1].name
     others = [inst.dim(d.name) for d in st.parallel_dims if d.name != along]
     row = np.unique(np.stack(others, 1), axis=0, return_inverse=True)[1] if others else None
     row = np.zeros(inst.n, np.int64) if row is None else row.reshape(-1)
     groups: list = [None] * n
     pos = inst.dim(along)
     for j in range(inst.n):
-        if st.scan is not None:
+        if prefix:
             members = np.flatnonzero((row == row[j]) & (pos <= pos[j]))
         else:
             members = np.flatnonzero(row == row[j])
@@ -445,11 +472,11 @@ def _contributors(st: Statement, inst: _Instances, inverse: np.ndarray, n: int) 
     return groups
 
 
-def _scan_rows(st: Statement, inst: _Instances, new_out: np.ndarray) -> list[np.ndarray]:
+def _scan_rows(st: Scan, inst: _Instances, new_out: np.ndarray) -> list[np.ndarray]:
     """Per instance, its row: the other parallel dims and the id written at the row's last
     executed position (which changes whenever anything in the row does)."""
-    others = [inst.dim(d.name) for d in st.parallel_dims if d.name != st.scan]
-    pos = inst.dim(st.scan)  # type: ignore[arg-type]
+    others = [inst.dim(d.name) for d in st.parallel_dims if d.name != st.along]
+    pos = inst.dim(st.along)
     key = np.stack(others, 1) if others else np.zeros((inst.n, 0), np.int64)
     _, row = np.unique(key, axis=0, return_inverse=True)
     row = row.reshape(-1)
@@ -476,12 +503,12 @@ def _needs_values(program: Program) -> bool:
 
 def count(program: Program, values: Mapping[str, torch.Tensor] | None = None) -> OracleCounts:
     """Count ``program`` by enumeration. ``values`` (inputs and weights, as for
-    :func:`solar.ir.execute.execute`) are needed when it has indirect indices."""
+    :func:`solar.interp.torch.execute.execute`) are needed when it has indirect indices."""
     c = _Counter(program)
     if _needs_values(program):
         if values is None:
             raise OracleError(f"{program.name}: indirect indices need the program's values")
-        from solar.ir.execute import execute
+        from solar.interp.torch.execute import execute
 
         def observe(ki: int, si: int, env, storage: Storage) -> None:
             c.visit(ki, si, program.kernels[ki], env, storage)
