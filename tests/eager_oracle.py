@@ -77,10 +77,10 @@ def trace_pre_dispatch(fn, *inputs):
     from torch.fx.experimental.proxy_tensor import make_fx
 
     from solar.frontend.torch.lower import Lowerer
-    from solar.frontend.torch.precision import PrecisionPolicy
+    from solar.frontend.torch.precision import torch_policy
 
     gm = make_fx(fn, tracing_mode="fake", pre_dispatch=True)(*inputs)
-    lowerer = Lowerer(gm, "pre_dispatch", PrecisionPolicy.from_torch())
+    lowerer = Lowerer(gm, "pre_dispatch", torch_policy())
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     names = [lowerer.declare_input(n, n.name, "input", n.name).name for n in placeholders]
     lowerer.run()

@@ -435,10 +435,8 @@ def test_pixel_shuffle_is_pure_data_movement():
 @pytest.fixture
 def registered():
     """Register a test lowering for an operator and restore the registry afterwards."""
-    saved = dict(LOWERINGS)
-    yield lambda op: lowering(op)
-    LOWERINGS.clear()
-    LOWERINGS.update(saved)
+    with LOWERINGS.scoped():
+        yield lambda op: lowering(op, replace=op in LOWERINGS)
 
 
 def test_statement_forwards_every_builder_keyword(registered):

@@ -1,5 +1,5 @@
-"""Framework-neutral helpers shared by the frontends: tensor references, loop-dim names,
-numpy-style broadcasting of operand indices, and small expression builders.
+"""Framework-neutral helpers shared by the frontends: tensor references, dense strides,
+loop-dim names, numpy-style broadcasting of operand indices, and small expression builders.
 
 Nothing here knows about torch or JAX; a frontend's lowering code imports these instead of
 redefining them.
@@ -37,6 +37,16 @@ class T:
 def acc_dtype(dtype: str) -> str:
     """The dtype reductions of ``dtype`` accumulate in (float32 for the half types)."""
     return "float32" if dtype in HALF else dtype
+
+
+def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    """Row-major strides (in elements) of a dense tensor of ``shape``; a size-0 dim counts as
+    1, so the strides of an empty tensor are those of its non-empty dims."""
+    strides, acc = [], 1
+    for s in reversed(shape):
+        strides.append(acc)
+        acc *= max(int(s), 1)
+    return tuple(reversed(strides))
 
 
 def dims_of(shape: Sequence[int], prefix: str = "i") -> list[str]:

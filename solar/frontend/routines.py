@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from math import prod
 
-from solar.frontend.common import T, broadcast_index
+from solar.frontend.common import T, broadcast_index, contiguous_strides
 from solar.ir.affine import Affine
 from solar.ir.dtypes import real_part_dtype
 from solar.ir.scalar import Expr
@@ -32,20 +32,12 @@ class Emitter:
     storage: Callable[[T, int], tuple[T, tuple[int, ...]]]
 
 
-def _contiguous(shape: Sequence[int]) -> tuple[int, ...]:
-    strides, acc = [], 1
-    for n in reversed(shape):
-        strides.append(acc)
-        acc *= max(int(n), 1)
-    return tuple(reversed(strides))
-
-
 def _merged(em: Emitter, out: T, first: int, last: int) -> T:
     """``out`` with axes ``first..last`` merged into one (a free view of its storage)."""
     if last == first:
         return out
     shape = (*out.shape[:first], prod(out.shape[first : last + 1]), *out.shape[last + 1 :])
-    return em.view(out, shape, _contiguous(shape))
+    return em.view(out, shape, contiguous_strides(shape))
 
 
 def fft(

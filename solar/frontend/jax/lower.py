@@ -18,35 +18,21 @@ from __future__ import annotations
 import functools
 import os
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from math import prod
-from typing import NoReturn
 
 import numpy as np
 
+from solar.frontend import lowering
 from solar.frontend.cells import source_label
-from solar.frontend.common import T, broadcast_index, cast
+from solar.frontend.common import T, broadcast_index, cast, contiguous_strides, dims_of, nest
 from solar.frontend.jax.precision import PrecisionPolicy
-from solar.frontend.jax.registry import (
-    LOWERINGS,
-    UnsupportedDtypeError,
-    UnsupportedPrimitiveError,
-)
+from solar.frontend.jax.registry import LOWERINGS, UnsupportedPrimitiveError
+from solar.frontend.lowering.errors import expressible
 from solar.ir.affine import AffineLike, affines
 from solar.ir.dtypes import ITEMSIZE
-from solar.ir.program import (
-    REDUCE_OPS,
-    Access,
-    Dim,
-    Guard,
-    Kernel,
-    Program,
-    ProgramBuilder,
-    Statement,
-    check_statement,
-    new_statement,
-)
+from solar.ir.program import REDUCE_OPS, Kernel, Statement, check_statement
 from solar.ir.scalar import Const, Expr, Load
 
 FOLD_LIMIT = 1 << 12  # largest output (elements) evaluated at trace time from known operands
@@ -122,13 +108,9 @@ def is_prng_key(dtype: object) -> bool:
 
 
 def ir_dtype(dtype: object, what: str) -> str:
-    name = dtype_name(dtype) if not isinstance(dtype, str) else dtype
-    if name not in ITEMSIZE:
-        raise UnsupportedDtypeError(
-            f"{what} has dtype {name}, which the IR cannot express "
-            f"(supported: {', '.join(ITEMSIZE)})"
-        )
-    return name
+    """The IR name of a numpy/JAX dtype (or dtype name), or an
+    :class:`~solar.frontend.lowering.UnsupportedDtypeError` naming ``what``."""
+    return expressible(dtype_name(dtype) if not isinstance(dtype, str) else dtype, what)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -169,17 +151,11 @@ def name_stack(source_info: object) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
-    strides, acc = [], 1
-    for s in reversed(shape):
-        strides.append(acc)
-        acc *= max(int(s), 1)
-    return tuple(reversed(strides))
-
-
-class LoweringContext:
+class LoweringContext(lowering.LoweringContext):
     """What a lowering sees of the equation it lowers: operands, params, outputs, and a unit
     (provisional kernel) to emit statements into."""
+
+    error = UnsupportedPrimitiveError
 
     def __init__(
         self,
@@ -194,16 +170,14 @@ class LoweringContext:
         uses: list[int],
         dests: dict[int, T],
     ) -> None:
-        self.lowerer = lowerer
+        prim: str = eqn.primitive.name  # type: ignore[attr-defined]
+        super().__init__(lowerer, prim, source=source, module=module)
+        self.lowerer: Lowerer = lowerer
         self.eqn = eqn
-        self.prim: str = eqn.primitive.name  # type: ignore[attr-defined]
+        self.prim = prim
         self.params: dict = dict(eqn.params)  # type: ignore[attr-defined]
         self.ins = ins
         self.kind = kind
-        self.source = source
-        self.module = module
-        self.policy: PrecisionPolicy = lowerer.policy
-        self.builder: ProgramBuilder = lowerer.builder
         self._dead = dead  # operand i's variable is not used after this equation
         self._uses = uses  # uses of operand i's variable in its jaxpr
         self._dests = dests  # output position -> tensor the result should be written into
@@ -233,9 +207,6 @@ class LoweringContext:
         if s is not None and v.t is None:
             return Const(s)
         return self.load(self.tensor(v), index, dtype)
-
-    def load(self, t: T, index: Sequence[AffineLike], dtype: str | None = None) -> Expr:
-        return cast(Load(t.name, affines(index)), t.dtype, dtype)
 
     def dead(self, i: int) -> bool:
         """Whether operand ``i`` may be overwritten: owned, and its last use is here."""
@@ -295,10 +266,6 @@ class LoweringContext:
         """A view of ``x``'s storage: ``strides``/``offset`` in elements of the storage base."""
         return self.lowerer.view(x, shape, strides, offset, stem or self.prim)
 
-    def local(self, stem: str, shape: Sequence[int], dtype: str) -> T:
-        """Kernel-local scratch (row maxima, accumulators): never leaves the chip."""
-        return self.lowerer.fresh_tensor(f"{self.prim}_{stem}", shape, dtype, "local")
-
     def reset_outs(self) -> None:
         """Forget the outputs declared so far (after a failed attempt was rolled back)."""
         self._outs = [None] * len(self.out_avals)
@@ -317,49 +284,12 @@ class LoweringContext:
 
     # -- statements ----------------------------------------------------------------------
 
-    def statement(
-        self,
-        dims: Iterable[Dim | tuple],
-        out: T,
-        index: Sequence[AffineLike],
-        expr: Expr,
-        *,
-        reduce: str | None = None,
-        accumulate: bool = False,
-        precision: str | None = None,
-        dtype: str | None = None,
-        guards: Sequence[Guard] = (),
-        scan: str | None = None,
-        extern: str | None = None,
-        extern_attrs: dict | None = None,
-    ) -> Statement | None:
-        """Emit one loop nest into this equation's unit (opened on the first statement). A
-        nest with an empty dim runs nothing and is skipped. ``scan``/``extern``: see
-        :class:`solar.ir.program.Statement`."""
-        dims = [d if isinstance(d, Dim) else Dim(*d) for d in dims]
-        if any(int(d.extent) == 0 for d in dims):
-            return None
-        if dtype == out.dtype:
-            dtype = None
+    def kernel(self) -> Kernel:
+        """This equation's unit's kernel (the unit opened on the first statement)."""
         if self.unit is None:
             kind = "light" if self.kind in ("view", "control") else self.kind
             self.unit = self.lowerer.begin_unit(self.prim, kind, self.source, self.module)
-        return self.lowerer.emit(
-            self.unit,
-            new_statement(
-                tuple(dims),
-                Access(out.name, affines(index)),
-                expr,
-                reduce=reduce,
-                accumulate=accumulate,
-                guards=guards,
-                precision=precision,
-                dtype=dtype,
-                scan=scan,
-                extern=extern,
-                extern_attrs=extern_attrs or (),
-            ),
-        )
+        return self.unit.kernel
 
     # -- sub-jaxprs ----------------------------------------------------------------------
 
@@ -388,18 +318,13 @@ class LoweringContext:
     def operand_dead(self, i: int) -> bool:
         return self._dead[i]
 
-    def fail(self, reason: str) -> NoReturn:
-        raise UnsupportedPrimitiveError(self.prim, self.source, reason)
 
-
-class Lowerer:
+class Lowerer(lowering.Lowerer):
     """Lower jaxprs into one Program: inputs and constants become tensors, equations units."""
 
     def __init__(self, name: str, policy: PrecisionPolicy) -> None:
-        self.builder = ProgramBuilder(name)
-        self.policy = policy
+        super().__init__(name, policy)
         self.units: list[Unit] = []
-        self.notes: list[str] = []
         self.base_refs: Counter[str] = Counter()
         self.equations = 0
         self.scratch = False  # a trial lowering (cond branch costing): never edit old units
@@ -407,17 +332,12 @@ class Lowerer:
         self.in_loop = False  # lowering the body of a looped kernel
         self._splats: dict[tuple, T] = {}
 
-    @property
-    def program(self) -> Program:
-        return self.builder.program
-
     # -- tensors -------------------------------------------------------------------------
 
     def fresh_tensor(self, stem: str, shape: Sequence[int], dtype: str, role="intermediate") -> T:
-        shape = tuple(int(s) for s in shape)
-        name = self.builder.tensor(stem, shape, dtype, role)
-        self.base_refs[name] += 1
-        return T(name, shape, dtype)
+        t = super().fresh_tensor(stem, shape, dtype, role)
+        self.base_refs[t.name] += 1
+        return t
 
     def declare_input(self, stem: str, shape, dtype: object, role: str, what: str) -> V:
         if is_prng_key(dtype):  # a typed key array: its uint32[*shape, 2] key data
@@ -514,6 +434,7 @@ class Lowerer:
         return u
 
     def emit(self, unit: Unit, st: Statement) -> Statement:
+        """Move ``st``, built earlier (a loop body's statement), into ``unit``."""
         if st.reduce is not None and st.reduce not in REDUCE_OPS:
             raise ValueError(f"unknown reduction {st.reduce!r}; one of {REDUCE_OPS}")
         check_statement(st, self.program, unit.kernel.loops)
@@ -522,8 +443,6 @@ class Lowerer:
 
     def copy(self, src: V, dst: T, source: str = "", module: str = "") -> None:
         """A light unit ``dst[...] = src[...]`` (cast to ``dst``'s dtype)."""
-        from solar.frontend.common import dims_of, nest
-
         dims = dims_of(dst.shape)
         if any(n == 0 for n in dst.shape):
             return
@@ -533,15 +452,8 @@ class Lowerer:
         else:
             t = self.materialize(src, "copy")
             expr = cast(Load(t.name, affines(broadcast_index(t.shape, dims))), t.dtype, dst.dtype)
-        u = self.begin_unit("copy", "light", source, module)
-        self.emit(
-            u,
-            Statement(
-                tuple(Dim(*d) for d in nest(dims, dst.shape)),
-                Access(dst.name, affines(dims)),
-                expr,
-            ),
-        )
+        self.begin_unit("copy", "light", source, module)  # the builder's open kernel
+        self.builder.statement(nest(dims, dst.shape), (dst.name, dims), expr)
 
     # -- the walk ------------------------------------------------------------------------
 

@@ -14,34 +14,22 @@ a :class:`jax.lax.DotAlgorithmPreset`. On GPU, XLA runs a float32 contraction
   lower bound.
 
 Other operand dtypes run natively (bf16/fp16/fp8/int8 tensor cores, fp64). A user override
-(``trace_jax(..., precision="ieee")``) replaces the mode of every float32 contraction.
+(``trace_jax(..., precision="ieee")``) replaces the mode of every float32 contraction. The
+policy itself is the frameworks' shared :class:`solar.frontend.lowering.PrecisionPolicy`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from solar.frontend.lowering.precision import MODES, PrecisionPolicy, checked_mode
 
-MODES = ("tf32", "ieee")
+__all__ = ["MODES", "PrecisionPolicy", "jax_policy", "mode_of"]
 
 
-@dataclass(frozen=True)
-class PrecisionPolicy:
-    override: str | None = None
-
-    @staticmethod
-    def from_jax(override: str | None = None) -> PrecisionPolicy:
-        if override is not None and override not in MODES:
-            raise ValueError(f"precision must be one of {MODES}, not {override!r}")
-        return PrecisionPolicy(override)
-
-    def mode(self, precision: object, dtype: str) -> str | None:
-        """``"tf32"``, ``"ieee"``, ``"bf16"`` for float32 operands of ``dtype`` (and complex64 ones,
-        whose parts are float32); None otherwise."""
-        if dtype not in ("float32", "complex64"):
-            return None
-        if self.override is not None:
-            return self.override
-        return mode_of(precision)
+def jax_policy(override: str | None = None) -> PrecisionPolicy:
+    """Each dot's and convolution's own ``precision`` parameter decides (:func:`mode_of`), or
+    ``override`` for every one (``trace_jax(..., precision=...)``)."""
+    mode = checked_mode(override)
+    return PrecisionPolicy(mode, mode, per_operation=mode_of)
 
 
 _TF32 = ("DEFAULT", "HIGH", "FASTEST", "BFLOAT16", "TENSORFLOAT32", "BFLOAT16_3X")

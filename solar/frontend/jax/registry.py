@@ -6,8 +6,9 @@ A lowering is ``fn(ctx, *args, **params)``: ``ctx`` is the
 both) and ``params`` the equation's parameters. It declares the outputs (``ctx.out()``, or
 ``ctx.set_out`` for views and aliases) and emits statements with ``ctx.statement``.
 
-Register with ``@lowering("cumsum", kind="heavy")``. The ``kind`` decides kernel grouping
-(:mod:`solar.frontend.jax.fusion`):
+Register with ``@lowering("cumsum", kind="heavy")`` (the table is a
+:class:`solar.frontend.lowering.Registry`: a primitive registered twice is an error). The
+``kind`` decides kernel grouping (:mod:`solar.frontend.jax.fusion`):
 
 - ``"light"``: elementwise and data-movement work XLA fuses into neighbouring kernels;
 - ``"heavy"``: a kernel of its own (dot_general, conv, reductions, scatter, sort, ...), with the
@@ -23,8 +24,23 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from solar.frontend.lowering import errors
+from solar.frontend.lowering.errors import UnsupportedDtypeError
+from solar.frontend.lowering.registry import Registry
+
 KINDS = ("light", "heavy", "view", "control")
 HOW_TO_ADD = "see solar/frontend/jax/ops/"
+
+__all__ = [
+    "KINDS",
+    "LOWERINGS",
+    "DataDependentError",
+    "Rule",
+    "UnsupportedDtypeError",
+    "UnsupportedPrimitiveError",
+    "lowering",
+    "primitive_name",
+]
 
 
 @dataclass(frozen=True)
@@ -34,18 +50,22 @@ class Rule:
     fold: bool = True  # may be evaluated at trace time when every operand is known
 
 
-LOWERINGS: dict[str, Rule] = {}
-
-
 def primitive_name(p: object) -> str:
     return p if isinstance(p, str) else str(getattr(p, "name", p))
 
 
+#: primitive name -> its rule
+LOWERINGS: Registry[str, Rule] = Registry(
+    "JAX", key=primitive_name, function_of=lambda rule: rule.fn
+)
+
+
 def lowering(
-    *prims: object, kind: str = "light", fold: bool = True
+    *prims: object, kind: str = "light", fold: bool = True, replace: bool = False
 ) -> Callable[[Callable[..., None]], Callable[..., None]]:
     """Register ``fn`` as the loop-nest definition of each primitive in ``prims`` (names such as
-    ``"exp"`` or ``jax.extend.core.Primitive`` objects)."""
+    ``"exp"`` or ``jax.extend.core.Primitive`` objects). A primitive registered twice is an
+    error; ``replace``: this rule replaces, and may wrap, the one registered."""
     if not prims:
         raise TypeError("@lowering needs at least one primitive")
     if kind not in KINDS:
@@ -53,24 +73,25 @@ def lowering(
 
     def register(fn: Callable[..., None]) -> Callable[..., None]:
         for p in prims:
-            LOWERINGS[primitive_name(p)] = Rule(fn, kind, fold)
+            LOWERINGS.add(p, Rule(fn, kind, fold), replace=replace)
         return fn
 
     return register
 
 
-class UnsupportedPrimitiveError(ValueError):
+class UnsupportedPrimitiveError(errors.UnsupportedOperatorError):
     """A primitive the frontend has no loop-nest definition for (or cannot express)."""
 
-    def __init__(self, prim: object, source: str = "", reason: str = "") -> None:
-        self.prim = primitive_name(prim)
-        self.source = source
-        where = f" at {source}" if source else ""
-        reason = reason or (
-            f"has no loop-nest definition; register one with "
-            f'@solar.frontend.jax.lowering("{self.prim}") — {HOW_TO_ADD}'
-        )
-        super().__init__(f"jax primitive {self.prim}{where} {reason}")
+    label = "jax primitive "
+    how_to_add = f'@solar.frontend.jax.lowering("{{op}}") — {HOW_TO_ADD}'
+
+    @staticmethod
+    def op_name(op: object) -> str:
+        return primitive_name(op)
+
+    @property
+    def prim(self) -> str:
+        return self.op
 
 
 class DataDependentError(UnsupportedPrimitiveError):
@@ -84,7 +105,3 @@ class DataDependentError(UnsupportedPrimitiveError):
             "affine loop nests cannot express; make it static (Python ints, static_argnums) "
             "or keep it out of the analysed function",
         )
-
-
-class UnsupportedDtypeError(ValueError):
-    """A value whose dtype (complex, uint32, PRNG keys, ...) the IR cannot express."""

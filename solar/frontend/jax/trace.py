@@ -24,7 +24,7 @@ import numpy as np
 from solar.frontend.jax import ops  # noqa: F401  (registers the lowerings)
 from solar.frontend.jax.fusion import group_units
 from solar.frontend.jax.lower import Lowerer, V, to_torch
-from solar.frontend.jax.precision import PrecisionPolicy
+from solar.frontend.jax.precision import jax_policy
 from solar.frontend.jax.training import assign_phases
 from solar.ir.program import Program, verify
 
@@ -122,7 +122,7 @@ def trace_jax(
     """
     import jax
 
-    policy = PrecisionPolicy.from_jax(precision)
+    policy = jax_policy(precision)
     prep = prepare(fn, inputs, weights)
     leaves = _leaves(prep.args)
     treedef = jax.tree_util.tree_structure(prep.args)
@@ -168,7 +168,7 @@ def trace_jax(
     group_units(lowerer)
     assign_phases(lowerer.program)  # a training step's forward / backward / optimizer
     return JaxTrace(
-        lowerer.program,
+        lowerer.verified(),  # every statement checked again, after fusion grouped them
         bindings,
         output_names,
         closed,

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Iterable, Sequence
-from typing import Any, NoReturn
 
 import torch
 import torch.fx as fx
 from torch.utils import _pytree as pytree
 
-from solar.frontend.common import T, cast
+from solar.frontend import lowering
+from solar.frontend.common import T, cast, contiguous_strides
+from solar.frontend.lowering.errors import UnsupportedDtypeError, expressible
 from solar.frontend.torch.precision import PrecisionPolicy
 from solar.frontend.torch.provenance import module_label, node_source
 from solar.frontend.torch.registry import (
@@ -28,48 +29,36 @@ from solar.frontend.torch.registry import (
 )
 from solar.frontend.torch.sizes import SizePolicy
 from solar.ir.affine import Affine, AffineLike, affines
-from solar.ir.dtypes import ITEMSIZE, from_torch
-from solar.ir.program import Dim, Kernel, Program, ProgramBuilder, Statement
-from solar.ir.scalar import Const, Expr, Load
+from solar.ir.dtypes import from_torch
+from solar.ir.program import Dim, Kernel
 
-# what a reduction over no terms writes (torch's sum/prod of an empty tensor)
-EMPTY_REDUCTION = {
-    "sum": 0,
-    "prod": 1,
-    "max": float("-inf"),
-    "min": float("inf"),
-    "logsumexp": float("-inf"),
-}
+__all__ = [
+    "OPAQUE",
+    "Lowerer",
+    "LoweringContext",
+    "T",
+    "UnsupportedDtypeError",
+    "cast",
+    "contiguous_strides",
+    "ir_dtype",
+]
 
 #: The stand-in for an output of a node that could not be lowered and whose shape or dtype the
 #: IR cannot even declare; nodes that read it are skipped (see :meth:`Lowerer.run`).
 OPAQUE = object()
 
 
-class UnsupportedDtypeError(ValueError):
-    """A tensor whose dtype (complex, ...) the IR cannot express."""
-
-
 def ir_dtype(dtype: torch.dtype, what: str) -> str:
+    """The IR name of a torch dtype, or an :class:`UnsupportedDtypeError` naming ``what``."""
     try:
-        return from_torch(dtype)
+        name = from_torch(dtype)
     except ValueError:
-        raise UnsupportedDtypeError(
-            f"{what} has dtype {dtype}, which the IR cannot express "
-            f"(supported: {', '.join(ITEMSIZE)})"
-        ) from None
+        name = None
+    return expressible(name, what, dtype)
 
 
 # ---------------------------------------------------------------------------------------------
 # Layouts: torch's strides over a storage, and writes through them.
-
-
-def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
-    strides, acc = [], 1
-    for s in reversed(shape):
-        strides.append(acc)
-        acc *= max(int(s), 1)
-    return tuple(reversed(strides))
 
 
 def dense_storage_shape(shape: Sequence[int], strides: Sequence[int]) -> tuple[int, ...] | None:
@@ -107,23 +96,24 @@ def storage_index(
 # ---------------------------------------------------------------------------------------------
 
 
-class LoweringContext:
-    """What a lowering sees of the node it lowers: its outputs, and a kernel to emit into."""
+class LoweringContext(lowering.LoweringContext):
+    """What a lowering sees of the aten node it lowers: its arguments and outputs, and the
+    node's kernel to emit into (a reduction over no terms writes its identity)."""
+
+    error = UnsupportedOperatorError
+    empty_reductions_write_identity = True
 
     def __init__(self, lowerer: Lowerer, node: fx.Node, args: list[object]) -> None:
+        super().__init__(lowerer, node.target, source=node_source(node), module=module_label(node))
         self.node = node
         self.target = node.target  # the operator recorded (``aten.add_.Tensor``)
         # the operator lowerings dispatch on: in-place ones run their functional form's code
         self.op = functional_form(node.target)
         self.args = args
-        self.policy: PrecisionPolicy = lowerer.policy
+        self.lowerer: Lowerer = lowerer
         self.sizes: SizePolicy = lowerer.sizes
-        self.builder: ProgramBuilder = lowerer.builder
-        self.source = node_source(node)
-        self.module = module_label(node)
-        self._lowerer = lowerer
         self._outs: list[T | None] | None = None
-        self._kernel_open = False
+        self._kernel: Kernel | None = None
 
     # -- outputs ---------------------------------------------------------------------------
 
@@ -172,12 +162,8 @@ class LoweringContext:
         """The FakeTensor (or tuple of them) the node produced while tracing."""
         return self.node.meta.get("val")
 
-    def local(self, stem: str, shape: Sequence[int], dtype: str) -> T:
-        """Kernel-local scratch (row maxima, accumulators): never leaves the chip."""
-        shape = tuple(int(s) for s in shape)
-        return T(
-            self.builder.tensor(f"{self.node.name}_{stem}", shape, dtype, "local"), shape, dtype
-        )
+    def local_stem(self) -> str:
+        return self.node.name
 
     # -- statements ------------------------------------------------------------------------
 
@@ -191,42 +177,11 @@ class LoweringContext:
         )
         if name is None:
             k.name = f"{kernel_stem(self.target)}_{len(self.builder.program.kernels) - 1}"
-        self._kernel_open = True
+        self._kernel = k
         return k
 
-    def statement(
-        self,
-        dims: Iterable[Dim | tuple],
-        out: T,
-        index: Sequence[AffineLike],
-        expr: Expr,
-        *,
-        dtype: str | None = None,
-        **kw: Any,
-    ) -> Statement | None:
-        """Emit one loop nest into this node's kernel (opened on the first statement). A nest
-        with an empty dim runs nothing and is skipped, except a reduction over no terms, which
-        writes its identity (0 for a sum) to every output. ``out`` may be a view (a non-contiguous
-        output, or the ``self`` of an in-place op): the write goes to its storage. Every
-        keyword of :meth:`solar.ir.program.ProgramBuilder.statement` is forwarded (``reduce``,
-        ``accumulate``, ``guards``, ``precision``, ``scan``, ``extern``, ``extern_attrs``,
-        ...); ``dtype`` is dropped when it is the output's dtype."""
-        dims = [d if isinstance(d, Dim) else Dim(*d) for d in dims]
-        empty = [d for d in dims if int(d.extent) == 0]
-        # an empty reduction (a sum of no terms) still writes its identity to every output
-        writes_identity = kw.get("reduce") and not kw.get("accumulate") and not kw.get("extern")
-        if empty and not (writes_identity and all(d.reduction for d in empty)):
-            return None
-        if empty:  # the identity, written over the parallel dims
-            dims = [d for d in dims if not d.reduction]
-            expr = Const(EMPTY_REDUCTION[kw.pop("reduce")])
-            kw.pop("precision", None)
-        name, index = self.store_target(out, index)
-        if dtype == out.dtype:
-            dtype = None
-        if not self._kernel_open:
-            self.begin_kernel()
-        return self.builder.statement(dims, (name, tuple(index)), expr, dtype=dtype, **kw)
+    def kernel(self) -> Kernel:
+        return self._kernel if self._kernel is not None else self.begin_kernel()
 
     def store_target(self, t: T, index: Sequence[AffineLike]) -> tuple[str, tuple[Affine, ...]]:
         """The storage tensor and index a write of ``t[index]`` goes to."""
@@ -240,14 +195,9 @@ class LoweringContext:
         env = {f"v{i}": Affine.of(x) for i, x in enumerate(index)}
         return base.name, tuple(e.substitute(env) for e in mapping)
 
-    def load(self, t: T, index: Sequence[AffineLike], dtype: str | None = None) -> Expr:
-        """``t[index]``, cast to ``dtype`` if given and different."""
-        e: Expr = Load(t.name, affines(index))
-        return cast(e, t.dtype, dtype)
-
     def constant(self, stem: str, value: torch.Tensor) -> T:
         """A tensor whose value is known while tracing (no kernel)."""
-        return self._lowerer.declare_constant(stem, value)
+        return self.lowerer.declare_constant(stem, value)
 
     def set_outs(self, outs: Sequence[T | None]) -> None:
         """Bind the node's outputs to existing tensors (views, constants) instead of fresh ones.
@@ -272,15 +222,12 @@ class LoweringContext:
 
     def input_tensors(self) -> list[tuple[T, torch.Tensor]]:
         """Each tensor input of the node with the FakeTensor it had while tracing."""
-        env = self._lowerer.env
+        env = self.lowerer.env
         return [
             (env[n], n.meta["val"])  # type: ignore[misc]
             for n in self.node.all_input_nodes
             if isinstance(n.meta.get("val"), torch.Tensor)
         ]
-
-    def fail(self, reason: str) -> NoReturn:
-        raise UnsupportedOperatorError(self.target, self.source, reason)
 
 
 def output_stem(node: fx.Node, i: int) -> str:
@@ -299,21 +246,16 @@ def kernel_stem(op: object) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-class Lowerer:
+class Lowerer(lowering.Lowerer):
     """Lower a make_fx graph to a Program: placeholders and constants become tensors, each
     aten node a kernel (or a view), the graph outputs the program's outputs."""
 
     def __init__(self, gm: fx.GraphModule, name: str, policy: PrecisionPolicy) -> None:
+        super().__init__(name, policy)
         self.gm = gm
-        self.policy = policy
-        self.builder = ProgramBuilder(name)
-        self.env: dict[fx.Node, object] = {}
+        self.env: dict[fx.Node, object] = {}  # graph node -> its value (T, tuple, constant)
         self._fake_mode: object = None  # the tracing FakeTensorMode (False: none), found once
         self.sizes = SizePolicy()  # data-dependent sizes and grouped-GEMM routing
-
-    @property
-    def program(self) -> Program:
-        return self.builder.program
 
     # -- declarations ----------------------------------------------------------------------
 

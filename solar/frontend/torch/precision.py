@@ -2,42 +2,27 @@
 
 Matmuls follow ``torch.backends.cuda.matmul.allow_tf32`` / ``torch.get_float32_matmul_precision()``;
 convolutions follow ``torch.backends.cudnn.allow_tf32`` (on by default). A user override
-(``trace_torch(..., precision="ieee")``) applies to every family.
+(``trace_torch(..., precision="ieee")``) applies to every family. The policy itself is the
+frameworks' shared :class:`solar.frontend.lowering.PrecisionPolicy`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import torch
 
-MODES = ("tf32", "ieee")
+from solar.frontend.lowering.precision import MODES, PrecisionPolicy, checked_mode
+
+__all__ = ["MODES", "PrecisionPolicy", "torch_policy"]
 
 
-@dataclass(frozen=True)
-class PrecisionPolicy:
-    """Math mode per operator family for float32 operands; other dtypes run natively."""
-
-    matmul_fp32: str = "ieee"
-    conv_fp32: str = "tf32"
-
-    @staticmethod
-    def from_torch(override: str | None = None) -> PrecisionPolicy:
-        """The policy the current PyTorch settings imply, or ``override`` for every family."""
-        if override is not None:
-            if override not in MODES:
-                raise ValueError(f"precision must be one of {MODES}, not {override!r}")
-            return PrecisionPolicy(override, override)
-        return PrecisionPolicy(_matmul_mode(), _conv_mode())
-
-    def matmul(self, dtype: str) -> str | None:
-        """``Statement.precision`` of a matmul-family contraction computing in ``dtype``."""
-        return self.matmul_fp32 if dtype in ("float32", "complex64") else None
-
-    def conv(self, dtype: str) -> str | None:
-        """``Statement.precision`` of a convolution computing in ``dtype``."""
-        return self.conv_fp32 if dtype == "float32" else None
+def torch_policy(override: str | None = None) -> PrecisionPolicy:
+    """The policy the current PyTorch settings imply, or ``override`` for every family
+    (``trace_torch(..., precision=...)``)."""
+    if checked_mode(override) is not None:
+        return PrecisionPolicy(override, override)
+    return PrecisionPolicy(_matmul_mode(), _conv_mode())
 
 
 def _read(getter: Callable[[], object]) -> object:

@@ -1,97 +1,76 @@
 """The operator registry: aten operator -> function that emits its loop nests.
 
-A lowering is ``fn(ctx, *args)``: ``ctx`` is the :class:`~solar.frontend.torch.lower.Lowering`
-of one graph node and ``args`` are the operator's schema arguments in order, defaults filled in,
-with tensors replaced by :class:`~solar.frontend.torch.lower.T` references. It declares the node's
+A lowering is ``fn(ctx, *args)``: ``ctx`` is the
+:class:`~solar.frontend.torch.lower.LoweringContext` of one graph node and ``args`` are the
+operator's schema arguments in order, defaults filled in, with tensors replaced by
+:class:`~solar.frontend.common.T` references. It declares the node's
 outputs (``ctx.out()``) and emits statements (``ctx.statement``); everything it emits forms one
 kernel. Register with ``@lowering(torch.ops.aten.foo.default)`` (an overload) or
-``@lowering(torch.ops.aten.foo)`` (every overload of the packet).
+``@lowering(torch.ops.aten.foo)`` (every overload of the packet). The table is a
+:class:`solar.frontend.lowering.Registry`: an operator registered twice is an error naming both
+functions.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 import torch
 
-LOWERINGS: dict[object, Callable[..., None]] = {}
+from solar.frontend.lowering import errors
+from solar.frontend.lowering.errors import NO_DEFINITION, MissingOperator
+from solar.frontend.lowering.registry import Registry
 
 HOW_TO_ADD = "see solar/frontend/torch/ops/"
-NO_DEFINITION = "has no loop-nest definition"
+
+__all__ = [
+    "LOWERINGS",
+    "NAMED_LOWERINGS",
+    "NO_DEFINITION",
+    "DataDependentOperatorError",
+    "MissingOperator",
+    "UnsupportedOperatorError",
+    "find_lowering",
+    "functional_form",
+    "lowering",
+    "mutated_args",
+    "named_lowering",
+]
 
 
-def lowering(*ops: object) -> Callable[[Callable[..., None]], Callable[..., None]]:
-    """Register ``fn`` as the loop-nest definition of each of ``ops``."""
+def _aten_op(op: object) -> object:
+    if not isinstance(op, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
+        raise TypeError(f"@lowering takes torch.ops.aten operators, not {op!r}")
+    return op
+
+
+#: aten overload or packet -> the function that emits its loop nests
+LOWERINGS: Registry[object, Callable[..., None]] = Registry("PyTorch", key=_aten_op)
+
+
+def lowering(
+    *ops: object, replace: bool = False
+) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Register ``fn`` as the loop-nest definition of each of ``ops`` (an operator registered
+    twice is an error; ``replace``: this one replaces, and may wrap, the one registered)."""
     if not ops:
         raise TypeError("@lowering needs at least one aten operator")
 
     def register(fn: Callable[..., None]) -> Callable[..., None]:
         for op in ops:
-            if not isinstance(op, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
-                raise TypeError(f"@lowering takes torch.ops.aten operators, not {op!r}")
-            LOWERINGS[op] = fn
+            LOWERINGS.add(op, fn, replace=replace)
         return fn
 
     return register
 
 
-@dataclass
-class MissingOperator:
-    """One operator a program needs and the frontend cannot lower: why, how many nodes of the
-    traced graph call it, and the source line of each (in graph order)."""
-
-    op: str
-    reason: str
-    sources: list[str] = field(default_factory=list)
-    count: int = 1
-
-    def line(self, all_sources: bool = False) -> str:
-        where = [s for s in self.sources if s]
-        shown = where if all_sources else where[:1]
-        at = f", at {', '.join(shown)}" if shown else ""
-        more = len(where) - len(shown)
-        rest = f" and {more} more: --debug lists them" if more else ""
-        return f"{self.op} ({self.count}x{at}{rest}): {self.reason}"
-
-
-class UnsupportedOperatorError(ValueError):
-    """An operator the frontend has no loop-nest definition for (or cannot express).
+class UnsupportedOperatorError(errors.UnsupportedOperatorError):
+    """An aten operator the frontend has no loop-nest definition for (or cannot express).
 
     ``missing`` lists every such operator of the program once (:class:`MissingOperator`):
     tracing goes on past each one to collect them all, and raises this error at the end."""
 
-    def __init__(self, op: object, source: str = "", reason: str = "") -> None:
-        self.op = str(op)
-        self.source = source
-        where = f" at {source}" if source else ""
-        self.reason = reason or NO_DEFINITION
-        self.missing: list[MissingOperator] = [MissingOperator(self.op, self.reason, [source])]
-        reason = reason or (
-            f"{NO_DEFINITION}; register one with "
-            f"@solar.frontend.torch.lowering(torch.ops.{self.op}) — {HOW_TO_ADD}"
-        )
-        super().__init__(f"{self.op}{where} {reason}")
-
-    @classmethod
-    def collected(cls, missing: list[MissingOperator]) -> UnsupportedOperatorError:
-        """One error listing every operator of ``missing`` (at least two)."""
-        err = cls(missing[0].op, next(iter(missing[0].sources), ""), missing[0].reason)
-        err.missing = list(missing)
-        ValueError.__init__(err, err.report())
-        return err
-
-    def report(self, all_sources: bool = False) -> str:
-        """Every missing operator, one line each (``all_sources``: every source line)."""
-        if len(self.missing) == 1 and not all_sources:
-            return str(self.args[0]) if self.args else ""
-        n = len(self.missing)
-        head = (
-            f"{n} operators cannot be lowered (tracing went on past each to list them all; no "
-            f"bound is computed until each is lowered: register one with "
-            f"@solar.frontend.torch.lowering(torch.ops.<op>) — {HOW_TO_ADD}):"
-        )
-        return "\n".join([head, *(f"  {m.line(all_sources)}" for m in self.missing)])
+    how_to_add = f"@solar.frontend.torch.lowering(torch.ops.{{op}}) — {HOW_TO_ADD}"
 
 
 class DataDependentOperatorError(UnsupportedOperatorError):
@@ -107,9 +86,15 @@ class DataDependentOperatorError(UnsupportedOperatorError):
         )
 
 
+def _name(op: object) -> str:
+    if not isinstance(op, str):
+        raise TypeError(f"@named_lowering takes operator names, not {op!r}")
+    return op
+
+
 # lowerings of operators of libraries that define them when imported (torchvision::nms), by
 # the name ``str(op)`` has: "torchvision.nms.default"
-NAMED_LOWERINGS: dict[str, Callable[..., None]] = {}
+NAMED_LOWERINGS: Registry[str, Callable[..., None]] = Registry("PyTorch (by name)", key=_name)
 
 
 def named_lowering(*names: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
@@ -117,7 +102,7 @@ def named_lowering(*names: str) -> Callable[[Callable[..., None]], Callable[...,
 
     def register(fn: Callable[..., None]) -> Callable[..., None]:
         for name in names:
-            NAMED_LOWERINGS[name] = fn
+            NAMED_LOWERINGS.add(name, fn)
         return fn
 
     return register

@@ -28,7 +28,7 @@ from solar.frontend.torch.fused import intercept_fused
 from solar.frontend.torch.known import known_values
 from solar.frontend.torch.lower import Lowerer, ir_dtype
 from solar.frontend.torch.modes import mode_notes
-from solar.frontend.torch.precision import PrecisionPolicy
+from solar.frontend.torch.precision import torch_policy
 from solar.frontend.torch.provenance import is_user_file, record_provenance
 from solar.frontend.torch.registry import DataDependentOperatorError, UnsupportedOperatorError
 from solar.frontend.torch.sizes import Routing, SizePolicy, sized_fake_ops
@@ -110,7 +110,7 @@ def trace_torch(
     ``routing`` splits the rows of grouped GEMMs over the experts (see
     :mod:`solar.frontend.torch.sizes`). The trace's assumptions list every size taken.
     """
-    policy = PrecisionPolicy.from_torch(precision)
+    policy = torch_policy(precision)
     fn, wrapper_notes = unwrap_module(fn)
     sizes = SizePolicy(Routing.parse(routing))
     if observe:
@@ -185,8 +185,8 @@ def trace_torch(
         for d in sorted(remapped)
     ]
     notes += wrapper_notes + mode_notes(module, lowerer.program)
-    notes += [line for k in routers[:1] for line in k.notes()] + sizes.notes()
-    return TorchTrace(lowerer.program, bindings, output_names, gm, notes)
+    notes += [line for k in routers[:1] for line in k.notes()] + sizes.notes() + lowerer.notes
+    return TorchTrace(lowerer.verified(), bindings, output_names, gm, notes)
 
 
 def _observe(fn: object, inputs: object, kwargs: Mapping[str, object] | None) -> dict:

@@ -35,7 +35,7 @@ from torch.utils import _pytree as pytree
 
 from solar.frontend.torch import fused_grad  # noqa: F401  (backward of the fused calls)
 from solar.frontend.torch.fused import intercept_fused
-from solar.frontend.torch.precision import PrecisionPolicy
+from solar.frontend.torch.precision import torch_policy
 from solar.frontend.torch.provenance import record_provenance
 from solar.frontend.torch.step_graph import PhaseRecorder, StepLowerer, drop_host_work
 from solar.frontend.torch.step_state import (
@@ -53,7 +53,6 @@ from solar.frontend.torch.trace import (
     _tracing_error,
 )
 from solar.frontend.torch.wrappers import unwrap_module
-from solar.ir.program import verify
 
 _TRAINING_NAMES = {"backward", "grad"}
 
@@ -223,7 +222,7 @@ def trace_training_step(
 ) -> TrainingTrace:
     """Trace one training step ``fn(*inputs)`` (:func:`trace_step_graph`) and lower it to the
     IR (see the module docstring)."""
-    policy = PrecisionPolicy.from_torch(precision)
+    policy = torch_policy(precision)
     sg = trace_step_graph(fn, inputs, modules=modules, optimizers=optimizers)
     prog_name = name or getattr(fn, "__name__", "") or "train_step"
     lowerer = StepLowerer(sg.gm, prog_name, policy, sg.recorder)
@@ -237,10 +236,9 @@ def trace_training_step(
     updated = _written_inputs(lowerer.program)
     output_names = [*lowerer.outputs(), *updated]
     lowerer.program.outputs = list(dict.fromkeys(output_names))
-    verify(lowerer.program)  # every kernel's statements well formed (names the kernel if not)
-    notes = _notes(sg, lowerer.program, len(updated))
+    notes = _notes(sg, lowerer.program, len(updated)) + lowerer.notes
     return TrainingTrace(
-        lowerer.program, bindings, output_names, sg.gm, notes, state=sg.state, updated=updated
+        lowerer.verified(), bindings, output_names, sg.gm, notes, state=sg.state, updated=updated
     )
 
 

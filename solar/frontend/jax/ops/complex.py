@@ -35,7 +35,7 @@ _REAL_ABS = LOWERINGS["abs"].fn if "abs" in LOWERINGS else None
 assert "abs" in ROWS  # the real row this rule defers to
 
 
-@lowering("abs")
+@lowering("abs", replace=True)  # replaces elementwise.py's, which it defers to
 def abs_(ctx: LoweringContext, x: V) -> None:
     """``|x|``: the elementwise row for real operands; ``sqrt(re^2 + im^2)`` for complex."""
     if not is_complex(x.dtype):

@@ -73,7 +73,7 @@ def dot_general(
     res = [f"b{j}" for j in range(len(lb))] + m + n
     ks = [f"k{j}" for j in range(len(lc))]
     dims = [(d, extent[d], False) for d in res] + [(k, extent[k], True) for k in ks]
-    mode = ctx.policy.mode(precision, lhs.dtype)
+    mode = ctx.policy.matmul(lhs.dtype, precision)
     a = ctx.load(prepare(ctx, lhs, mode), li, out.dtype)
     b = ctx.load(prepare(ctx, rhs, mode), ri, out.dtype)
     st = ctx.statement(
@@ -180,7 +180,7 @@ def conv_general_dilated(
                 )
         classes.append(opts)
     combos = list(product(*classes))
-    mode = ctx.policy.mode(precision, lhs.dtype)
+    mode = ctx.policy.conv(lhs.dtype, precision)
     lt, rt = prepare(ctx, lhs, mode), prepare(ctx, rhs, mode)
     single = len(combos) == 1 and all(int(d) == 1 for d in lhs_dilation)
     st = None

@@ -178,4 +178,4 @@ def _on_key_data(prim: str, rule):
 
 for _prim in ("slice", "squeeze", "reshape", "broadcast_in_dim", "concatenate", "transpose"):
     _rule = LOWERINGS[_prim]
-    LOWERINGS[_prim] = Rule(_on_key_data(_prim, _rule.fn), _rule.kind, _rule.fold)
+    LOWERINGS.add(_prim, Rule(_on_key_data(_prim, _rule.fn), _rule.kind, _rule.fold), replace=True)

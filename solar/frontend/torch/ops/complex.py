@@ -54,7 +54,8 @@ def _magnitude(name: str, op: object):
     return lower
 
 
-lowering(aten.abs.default)(_magnitude("abs", aten.abs.default))
+# replaces elementwise.py's abs (real operands), which it defers to
+lowering(aten.abs.default, replace=True)(_magnitude("abs", aten.abs.default))
 lowering(aten.angle.default)(_magnitude("angle", aten.angle.default))
 
 

@@ -36,6 +36,7 @@ from collections.abc import Callable, Sequence
 
 import torch
 
+from solar.frontend.common import contiguous_strides
 from solar.frontend.torch.lower import LoweringContext, T
 from solar.frontend.torch.ops.common import acc_dtype
 from solar.frontend.torch.ops.elementwise import lerp
@@ -111,21 +112,14 @@ def flat(ctx: LoweringContext, t: T) -> T:
     if decl.view is not None:
         strides = tuple(decl.view.strides)
         dense = [s for s, n in zip(strides, decl.shape, strict=True) if n != 1]
-        want = [s for s, n in zip(_contiguous(decl.shape), decl.shape, strict=True) if n != 1]
+        dense_strides = contiguous_strides(decl.shape)
+        want = [s for s, n in zip(dense_strides, decl.shape, strict=True) if n != 1]
         if dense != want:
             ctx.fail(f"has a non-contiguous tensor {t.name} in its list")
         base, offset = decl.view.base, decl.view.offset
     n = max(t.numel, 1)
     name = ctx.builder.view(f"{t.name}_flat", base, (n,), (1,), offset)
     return T(name, (n,), t.dtype)
-
-
-def _contiguous(shape) -> tuple[int, ...]:
-    out, acc = [], 1
-    for s in reversed(shape):
-        out.append(acc)
-        acc *= max(int(s), 1)
-    return tuple(reversed(out))
 
 
 def emit_launches(
