@@ -49,8 +49,9 @@ _OWNER: dict[str, str | None] = {}
 
 def is_user_file(path: str) -> bool:
     """Whether ``path`` may be named as a source: not torch, solar, the standard library,
-    the environment's console scripts or generated code (``<string>``); an IPython cell (``<ipython-input-...>``) is the user's.
-    Libraries' files may be named (see :func:`source_frame`)."""
+    the environment's console scripts or generated code (``<string>``); an IPython cell
+    (``<ipython-input-...>``) is the user's. Libraries' files may be named (see
+    :func:`source_frame`)."""
     if path.startswith("<"):  # <string>, <frozen ...>: generated code, unless a cell
         return cell_name(path) is not None
     path = os.path.abspath(path)
