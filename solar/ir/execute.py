@@ -268,15 +268,23 @@ class _Executor:
         return torch.zeros(decl.numel, dtype=dtype, device=self.device)
 
     def layout(self, name: str) -> tuple[str, tuple[int, ...], tuple[int, ...], int]:
-        """Base name, shape, strides and offset (in base elements) of tensor ``name``."""
+        """Base name, shape, strides and offset (in elements of ``name``'s dtype over the base's
+        storage: :meth:`storage`) of tensor ``name``."""
         decl = self.p.tensors[name]
         if decl.view is not None:
             return decl.view.base, decl.shape, decl.view.strides, decl.view.offset
         return name, decl.shape, _contiguous_strides(decl.shape), 0
 
+    def storage(self, name: str, flat: torch.Tensor | None = None) -> torch.Tensor:
+        """The flat storage of ``name``'s base (or ``flat``, a copy of it) seen as ``name``'s
+        element type: a view that reinterprets its base's bytes reads them as its own dtype."""
+        flat = self.flat[self.p.base(name)] if flat is None else flat
+        dtype = torch_dtype(self.p.tensors[name].dtype)
+        return flat if flat.dtype == dtype else flat.view(dtype)
+
     def materialise(self, name: str) -> torch.Tensor:
-        base, shape, strides, offset = self.layout(name)
-        flat = self.flat[base]
+        _, shape, strides, offset = self.layout(name)
+        flat = self.storage(name)
         return torch.as_strided(flat, shape, strides, flat.storage_offset() + offset)
 
     # ------------------------------------------------------------------------------- run
@@ -432,9 +440,8 @@ class _StatementRun:
         if tensor in self.sources:
             return self.sources[tensor]
         base, shape, strides, offset = self.ex.layout(tensor)
-        flat = self.ex.flat[base]
-        if base == self.out_base and self.snapshot is not None:
-            flat = self.snapshot
+        snap = self.snapshot if base == self.out_base else None
+        flat = self.ex.storage(tensor, snap)
         if tensor in self.pads:
             plo, phi = self.pads[tensor]
             logical = torch.as_strided(flat, shape, strides, flat.storage_offset() + offset)
@@ -617,8 +624,8 @@ class _StatementRun:
         if st.out.indirect:
             self._scatter(box, val, mask)
             return
-        base, _, strides, offset = self.ex.layout(st.out.tensor)
-        flat = self.ex.flat[base]
+        _, _, strides, offset = self.ex.layout(st.out.tensor)
+        flat = self.ex.storage(st.out.tensor)
         offset += sum(_at_start(e, box) * s for e, s in zip(st.out.index, strides, strict=True))
         sizes, vstrides, flips = [], [], []
         for i, d in enumerate(self.par):
@@ -650,8 +657,8 @@ class _StatementRun:
         """Write ``val`` (over the parallel dims) through an output with indirect entries,
         skipping instances where ``mask`` is false."""
         st = self.st
-        base, shape, strides, offset = self.ex.layout(st.out.tensor)
-        flat = self.ex.flat[base]
+        _, shape, strides, offset = self.ex.layout(st.out.tensor)
+        flat = self.ex.storage(st.out.tensor)
         sizes = [box[d][1] for d in self.par]
         red_axes = sorted((self.axis[d] for d in self.red), reverse=True)
         off: object = offset

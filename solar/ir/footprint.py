@@ -29,6 +29,11 @@ Method (all integer arithmetic; nothing enumerates a large set):
    failing that, Cauchy–Davenport ``|A+B| >= |A|+|B|-1`` gives a lower bound.
 5. A footprint never exceeds the base's numel (accesses are assumed in bounds).
 
+A view that reinterprets its base's bytes as another element type counts base elements too:
+an element of a wider type covers ``k`` consecutive base elements, one of a narrower type lies
+inside one base element (which is touched whole: a memory transaction moves at least a sector,
+never part of an element), see :func:`_access_set`.
+
 :func:`union_footprint` counts distinct elements over several accesses of one base: identical
 value sets once; exactly via a digit-space box union when every access is a strided box of a
 common mixed radix (slices), via a boolean mask when the base has at most ``MASK_LIMIT``
@@ -75,6 +80,7 @@ _INF = 1 << 100  # stands in for an unbounded guard side
 # memo caches that depend on the limits above (cleared when they change)
 LIMIT_DEPENDENT_CACHES: list[Callable[[], None]] = []
 _NP_SAFE = 1 << 61  # magnitudes above this are not handed to int64 numpy arithmetic
+_PART = "·part"  # the loop dim over the base elements one element of a wider view covers
 
 
 @contextmanager
@@ -693,8 +699,43 @@ def _flat_form(program: Program, tensor: str, index: Sequence[Affine | Indirect]
 
 
 def _access_set(program: Program, st: Statement, tensor: str, index) -> _Set:
+    """Value set of the base elements ``tensor[index]`` touches. A view that reinterprets its
+    base as a wider type (``view_as_complex``) covers ``k`` base elements per element: the
+    form ``k·F + j`` with a part dim ``j < k``; a narrower one (``view_as_real``, ``view(uint8)``)
+    touches the base element ``floor(F / k)``, an affine form when the terms not divisible by
+    ``k`` stay inside one element (a trailing part index), else counted as a lower bound."""
     flat = _flat_form(program, tensor, index)
-    return _form_set(_statement_domain(st), flat.terms, flat.const)
+    dom = _statement_domain(st)
+    size = program.tensors[tensor].itemsize
+    base = program.tensors[program.base(tensor)].itemsize
+    if size > base:
+        k = size // base
+        ext = tuple((d.name, _concrete(d.extent)) for d in st.dims) + ((_PART, k),)
+        wide = flat * k + Affine.of(_PART)
+        return _form_set(_domain(ext, tuple(st.guards)), wide.terms, wide.const)
+    if size < base and not dom.empty:
+        k = base // size
+        rest = {d: a for d, a in flat.terms if a % k}
+        lo, hi = _bounds(rest, flat.const % k, dom.rng)
+        if lo >= 0 and hi < k:
+            terms = tuple((d, a // k) for d, a in flat.terms if d not in rest)
+            return _form_set(dom, terms, flat.const // k)
+        return _floor_set(_form_set(dom, flat.terms, flat.const), k)
+    return _form_set(dom, flat.terms, flat.const)
+
+
+def _floor_set(s: _Set, k: int) -> _Set:
+    """``{floor(v / k) : v in s}``: exact for an interval or a set small enough to enumerate,
+    else a lower bound (each of its values holds at most ``k`` values of ``s``)."""
+    diam = sum(f.diam for f in s.factors)
+    if s.exact and all(f.kind == "ap" and f.step == 1 for f in s.factors) and len(s.factors) < 2:
+        n = (s.const + diam) // k - s.const // k + 1
+        return _Set(s.const // k, tuple(f for f in [_ap(1, n)] if f))
+    v = _materialize(s.factors) if s.exact else None
+    if v is not None:
+        lo, f = _vals(np.unique((v + s.const) // k))
+        return _Set(lo, (f,) if f else ())
+    return _Set(s.const // k, (_opq(_cdiv(s.count, k), False, diam // k + 1, 1),))
 
 
 def _indirect_min(program: Program, st: Statement, tensor: str, index) -> int:
@@ -757,7 +798,8 @@ def _merge_complementary(program: Program, accesses: Sequence[tuple]) -> list[tu
     its complement: ``tril``), merged into one access without that guard."""
     groups: dict[tuple, list[tuple]] = {}
     for st, t, idx in accesses:
-        key = (_flat_form(program, t, idx), tuple((d.name, int(d.extent)) for d in st.dims))
+        form, size = _flat_form(program, t, idx), program.tensors[t].itemsize
+        key = (form, size, tuple((d.name, int(d.extent)) for d in st.dims))
         groups.setdefault(key, []).append((st, t, idx))
     out = []
     for group in groups.values():

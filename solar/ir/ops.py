@@ -127,6 +127,15 @@ _ROWS = [
     ScalarOp("bitwise_or", 2, torch.bitwise_or, infix="|"),
     ScalarOp("bitwise_xor", 2, torch.bitwise_xor, infix="^"),
     ScalarOp("bitwise_not", 1, torch.bitwise_not),
+    # a shift is one SHF (torch's semantics: arithmetic right shift of signed integers, a
+    # shift by the width or more fills with the sign (right) or zeros (left))
+    ScalarOp("bitwise_right_shift", 2, torch.bitwise_right_shift, infix=">>"),
+    ScalarOp("bitwise_left_shift", 2, torch.bitwise_left_shift, infix="<<"),
+    # logaddexp(a, b) = max(a, b) + log1p(exp(-|a - b|)): a max, a subtract, an exp (MUFU;
+    # the sign and |.| are operand modifiers), log1p (an add and a MUFU.LG2) and an add: 4
+    # flops and 2 MUFU ops; logaddexp2 the same with exp2 and log2.
+    ScalarOp("logaddexp", 2, torch.logaddexp, alu=4, sfu=2),
+    ScalarOp("logaddexp2", 2, torch.logaddexp2, alu=4, sfu=2),
     # one compare each (x != x; |x| == inf, the abs a free modifier; |x| < inf)
     ScalarOp("isnan", 1, torch.isnan),
     ScalarOp("isinf", 1, torch.isinf),
