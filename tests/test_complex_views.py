@@ -191,3 +191,32 @@ def test_complex_rope_example_bounds_at_full_size():
 def test_unsqueeze_in_place_is_a_view():
     trace = check(lambda a: (a * 3).unsqueeze_(1).transpose_(0, 1) + a, torch.randn(5), tol=exact)
     assert [k.op for k in trace.program.kernels] == ["aten.mul.Tensor", "aten.add.Tensor"]
+
+
+def test_real_and_imag_views_of_a_complex_tensor():
+    """``z.real``/``z.imag`` trace as ``view_as_real`` and a select: each part read in place,
+    the complex elements counted whole (8 bytes each, both kernels)."""
+    z = cplx(3)
+    trace = check(lambda z: z.real * 2 + z.imag, z, tol=exact)
+    mul, add = trace.program.kernels
+    assert io_bytes(trace.program, mul)[0] == {"z": 3 * 8}
+    assert io_bytes(trace.program, add)[0] == {"z": 3 * 8, "mul": 3 * 4}
+
+
+def test_nvfp4_definition_declares_fp4_and_executes_exactly():
+    """The NVFP4 GEMM definition takes ``float4_e2m1fn_x2`` operands and unpacks them as its
+    reference is written (``.view(torch.uint8)``, ``& 0x0F``, ``>> 4``, a lookup table); its IR
+    reproduces the reference exactly on the first workload."""
+    from solar.definition.bound import traced_reference
+    from solar.definition.inputs import make_inputs, reference_module
+    from solar.definition.schema import default_workloads_path, load_definition, load_workloads
+    from solar.gpu.validate import validate
+
+    path = ROOT / "examples/definitions/gemm_nvfp4_block_scaled_n4096_k4096.json"
+    defn = load_definition(path)
+    assert {defn.inputs[n].dtype for n in ("A", "B")} == {"float4_e2m1fn_x2"}
+    module = reference_module(defn)
+    wl = load_workloads(default_workloads_path(path), defn)[0]
+    inputs = make_inputs(defn, wl, module=module, real_floats=True)
+    rep = validate(*traced_reference(defn, inputs, module), name=defn.name)
+    assert rep.ok and rep.worst.max_abs_err == 0.0, rep
