@@ -220,3 +220,50 @@ def test_nvfp4_definition_declares_fp4_and_executes_exactly():
     inputs = make_inputs(defn, wl, module=module, real_floats=True)
     rep = validate(*traced_reference(defn, inputs, module), name=defn.name)
     assert rep.ok and rep.worst.max_abs_err == 0.0, rep
+
+
+def _owners(view: torch.Tensor, base_itemsize: int) -> int:
+    """Distinct base elements whose bytes the elements of ``view`` occupy (by enumeration)."""
+    idx = torch.zeros(view.shape, dtype=torch.int64) + view.storage_offset()
+    for d, (n, s) in enumerate(zip(view.shape, view.stride(), strict=True)):
+        shape = [1] * view.ndim
+        shape[d] = n
+        idx = idx + (torch.arange(n) * s).reshape(shape)
+    size = view.element_size()
+    first = idx.reshape(-1, 1) * size + torch.arange(size)
+    return int(torch.unique(first // base_itemsize).numel())
+
+
+VIEWS = {
+    "real parts": (lambda z: torch.view_as_real(z)[..., 0], lambda: cplx(3, 4)),
+    "imaginary parts, every other row": (
+        lambda z: torch.view_as_real(z)[::2, :, 1],
+        lambda: cplx(5, 3),
+    ),
+    "floats of a complex column": (lambda z: torch.view_as_real(z[:, 1]), lambda: cplx(4, 3)),
+    "bytes 1..4 of each row": (lambda x: x.view(torch.uint8)[:, 1:5], lambda: torch.randn(3, 4)),
+    "every third byte": (lambda x: x.view(torch.uint8)[:, ::3], lambda: torch.randn(3, 4)),
+    "high halves": (lambda x: x.view(torch.int16)[..., 1::2], lambda: torch.randn(2, 6)),
+    "complex of a column slice": (
+        lambda x: torch.view_as_complex(x[:, 2:6].reshape(3, 2, 2)),
+        lambda: torch.randn(3, 8),
+    ),
+    "every other complex": (lambda x: x.view(torch.complex64)[:, 1::2], lambda: torch.randn(4, 8)),
+    "complex128 of bytes": (
+        lambda x: x.view(torch.complex128)[1:],
+        lambda: torch.randn(4, 8).view(torch.uint8),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(VIEWS))
+def test_reinterpreting_view_footprints_equal_enumeration(name):
+    """A copy through a reinterpreting view reads the base elements its bytes lie in: the
+    footprint (exact) equals the count enumerated from the view's strides."""
+    view, make = VIEWS[name]
+    x = make()
+    trace = check(lambda x: view(x).clone(), x, tol=exact)
+    p = trace.program
+    io = program_io(p)
+    ((base, fp),) = io.reads.items()
+    assert fp.exact and fp.elements == _owners(view(x), x.element_size()), name
