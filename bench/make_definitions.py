@@ -114,15 +114,15 @@ DEFINITIONS = [
     dict(
         name="gemm_nvfp4_block_scaled_n4096_k4096",
         op_type="gemm",
-        description="NVFP4 GEMM: e2m1 values packed two per byte (held as uint8 bytes), an e4m3 "
-        "scale per 16 values, a float32 global scale; unpacked through a lookup "
-        "table, matmul in float32",
+        description="NVFP4 GEMM: e2m1 values packed two per byte (float4_e2m1fn_x2), an e4m3 "
+        "scale per 16 values, a float32 global scale; the bytes unpacked with shifts and "
+        "masks through a lookup table, matmul in float32",
         axes={"M": VAR, "N": const(4096), "K": const(4096), "K2": const(2048), "KS": const(256)},
         constraints=["K == 2 * K2", "K == 16 * KS"],
         inputs={
-            "A": t(["M", "K2"], "uint8"),
+            "A": t(["M", "K2"], "float4_e2m1fn_x2"),
             "A_scale": t(["M", "KS"], "float8_e4m3fn"),
-            "B": t(["N", "K2"], "uint8"),
+            "B": t(["N", "K2"], "float4_e2m1fn_x2"),
             "B_scale": t(["N", "KS"], "float8_e4m3fn"),
             "alpha": t([], "float32"),
         },
@@ -136,9 +136,9 @@ DEFINITIONS = [
             def dequant(x, scale):
                 rows, half = x.shape
                 lut = torch.tensor(E2M1, dtype=torch.float32, device=x.device)
-                byte = x.to(torch.int64)
-                lo = lut[byte & 15]
-                hi = lut[byte // 16]
+                byte = x.view(torch.uint8)
+                lo = lut[(byte & 0x0F).to(torch.long)]
+                hi = lut[(byte >> 4).to(torch.long)]
                 v = torch.stack([lo, hi], dim=-1).reshape(rows, half * 2)
                 v = v.view(rows, -1, 16) * scale.to(torch.float32).unsqueeze(-1)
                 return v.reshape(rows, half * 2)

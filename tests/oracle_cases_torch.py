@@ -1307,6 +1307,7 @@ for _name in ("lstm", "gru", "rnn_tanh", "rnn_relu"):
         return m, (x,)
 
     case(getattr(solar_ops, _name).default, examples=4)(_rnn)
+import oracle_cases_bits  # noqa: E402,F401  (shifts, logaddexp, in-place views)
 import oracle_cases_complex  # noqa: E402,F401  (FFT, linear algebra, complex numbers)
 import oracle_cases_dynamic  # noqa: E402,F401  (data-dependent sizes, grouped GEMM)
 import oracle_cases_models  # noqa: E402,F401  (view copies, random, transformer, cells)

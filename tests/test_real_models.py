@@ -424,9 +424,12 @@ def test_view_copies(fn):
     assert_same(got, want, tol=0)
 
 
-def test_view_copy_to_another_dtype_is_refused():
-    with pytest.raises(UnsupportedOperatorError, match="cannot express"):
-        trace_torch(lambda x: torch.ops.aten.view_copy(x, torch.int32), (rand(6, 8),))
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int16, torch.complex64])
+def test_view_copy_to_another_dtype_copies_the_bytes(dtype):
+    fn = lambda x: torch.ops.aten.view_copy(x, dtype)  # noqa: E731
+    t, got, want = run_ir(fn, (rand(6, 8),))
+    assert [k.op for k in t.program.kernels] == ["aten.view_copy.dtype"]
+    assert_same(got, want, tol=0)
 
 
 # ----------------------------------------------------------------------------- programs

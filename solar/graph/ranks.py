@@ -40,8 +40,8 @@ def _letters():
 def _base_dim_of_view_dim(program: Program, name: str, d: int) -> int | None:
     decl = program.tensors[name]
     base = program.tensors[decl.view.base]
-    stride = decl.view.strides[d]
-    contiguous = [1] * len(base.shape)
+    stride = decl.view.strides[d] * decl.itemsize  # in bytes: a view may reinterpret its base
+    contiguous = [base.itemsize] * len(base.shape)
     for i in range(len(base.shape) - 2, -1, -1):
         contiguous[i] = contiguous[i + 1] * base.shape[i + 1]
     for j, (size, s) in enumerate(zip(base.shape, contiguous)):

@@ -91,6 +91,15 @@ _ROWS = [
     ScalarOp("bitwise_or", 2, infix="|"),
     ScalarOp("bitwise_xor", 2, infix="^"),
     ScalarOp("bitwise_not", 1),
+    # a shift is one SHF (torch's semantics: arithmetic right shift of signed integers, a
+    # shift by the width or more fills with the sign (right) or zeros (left))
+    ScalarOp("bitwise_right_shift", 2, infix=">>"),
+    ScalarOp("bitwise_left_shift", 2, infix="<<"),
+    # logaddexp(a, b) = max(a, b) + log1p(exp(-|a - b|)): a max, a subtract, an exp (MUFU;
+    # the sign and |.| are operand modifiers), log1p (an add and a MUFU.LG2) and an add: 4
+    # flops and 2 MUFU ops; logaddexp2 the same with exp2 and log2.
+    ScalarOp("logaddexp", 2, alu=4, sfu=2),
+    ScalarOp("logaddexp2", 2, alu=4, sfu=2),
     # one compare each (x != x; |x| == inf, the abs a free modifier; |x| < inf)
     ScalarOp("isnan", 1),
     ScalarOp("isinf", 1),

@@ -68,8 +68,9 @@ def format_program(p: Program) -> str:
     for name, t in p.tensors.items():
         if t.view:
             v = t.view
+            cast = f" {t.dtype}" if t.dtype != p.tensors[v.base].dtype else ""  # reinterpreted
             lines.append(
-                f"  view   {name}{list(t.shape)} = as_strided({v.base}, "
+                f"  view   {name}{list(t.shape)}{cast} = as_strided({v.base}, "
                 f"stride={list(v.strides)}, offset={v.offset})"
             )
         elif t.role != "intermediate" or name in p.outputs:

@@ -10,7 +10,9 @@ holds one or more :class:`Statement` s. A statement is one loop nest::
 parallel dims before the bar, reduction dims after, an output access, a scalar expression
 over affine loads, a reduction operator and optional affine guards (instances outside a guard
 do not execute). Views are declared, not computed: a view tensor is ``as_strided`` over a
-contiguous base tensor, so reading it is reading the base at an affine offset.
+contiguous base tensor, so reading it is reading the base at an affine offset. A view may
+reinterpret its base's bytes as another element type (``Tensor.view(dtype)``,
+``view_as_real``/``view_as_complex``): its strides and offset are then in its own elements.
 
 Extensions beyond plain loop nests (each executed vectorised and costed soundly):
 
@@ -83,7 +85,13 @@ class Guard:
 
 @dataclass(frozen=True)
 class View:
-    """``as_strided(base, shape, strides, offset)`` over a contiguous, non-view base."""
+    """``as_strided(base, shape, strides, offset)`` over a contiguous, non-view base.
+
+    The strides and offset are in elements of the view's own dtype (its :class:`TensorDecl`'s),
+    as torch reports them. When that dtype differs from the base's, the view reinterprets the
+    base's bytes (``Tensor.view(dtype)``): the base is read as an array of the view's elements
+    (one itemsize divides the other). Footprints stay in base elements (a wider element covers
+    several, a narrower one lies inside one: :mod:`solar.ir.footprint`)."""
 
     base: str
     strides: tuple[int, ...]
@@ -341,15 +349,23 @@ class ProgramBuilder:
             self.program.inputs.append(name)
         return name
 
-    def view(self, stem: str, of: str, shape, strides, offset: int = 0) -> str:
+    def view(
+        self, stem: str, of: str, shape, strides, offset: int = 0, dtype: str | None = None
+    ) -> str:
         """Declare a view of ``of``'s storage. ``strides`` and ``offset`` are in elements of
-        the base storage (as torch reports them), so views of views need no composition."""
+        the storage seen as the view's dtype (as torch reports them), so views of views need
+        no composition. ``dtype``: reinterpret the storage's bytes as that element type
+        (default: ``of``'s dtype)."""
         base = self.program.base(of)
+        dtype = self.program.tensors[of].dtype if dtype is None else dtype
+        a, b = itemsize(dtype), itemsize(self.program.tensors[base].dtype)
+        if max(a, b) % min(a, b):
+            raise ValueError(f"cannot view {of} ({b}-byte elements) as {dtype} ({a} bytes)")
         name = self.fresh(stem)
         self.program.tensors[name] = TensorDecl(
             name,
             tuple(int(s) for s in shape),
-            self.program.tensors[of].dtype,
+            dtype,
             self.program.tensors[base].role,
             View(base, tuple(int(s) for s in strides), int(offset)),
         )

@@ -29,7 +29,7 @@ from solar.frontend.torch.registry import (
 )
 from solar.frontend.torch.sizes import SizePolicy
 from solar.ir.affine import Affine, AffineLike, affines
-from solar.ir.dtypes import from_torch
+from solar.ir.dtypes import from_torch, itemsize
 from solar.ir.program import Dim, Kernel
 
 __all__ = [
@@ -189,6 +189,8 @@ class LoweringContext(lowering.LoweringContext):
         if decl.view is None:
             return t.name, affines(index)
         base = self.builder.program.tensors[decl.view.base]
+        if base.dtype != decl.dtype:  # a view reinterpreting its storage: write through it
+            return t.name, affines(index)
         mapping = storage_index(decl.shape, decl.view.strides, decl.view.offset, base.shape)
         if mapping is None:  # e.g. a reshaped view: write through the view itself
             return t.name, affines(index)
@@ -418,21 +420,17 @@ def lower_view(ctx: LoweringContext) -> None:
         src = next((t for t, iv in inputs if torch._C._is_alias_of(v, iv)), None)
         if src is None:
             ctx.fail("returns both views and new tensors, which the frontend cannot split")
-        if str(v.dtype).removeprefix("torch.") != src.dtype:
-            hint = ""
-            if v.is_complex() or "complex" in src.dtype:
-                hint = (
-                    " (the IR's views keep their storage's dtype); compute on the complex "
-                    "tensor itself (complex arithmetic, .abs(), torch.polar, torch.complex)"
-                )
-            ctx.fail(
-                f"views {src.name} ({src.dtype}) as {v.dtype}, which the IR cannot express{hint}"
-            )
+        dtype = str(v.dtype).removeprefix("torch.")
+        if dtype != src.dtype:  # Tensor.view(dtype), view_as_real/complex: the same bytes
+            try:
+                itemsize(dtype)
+            except ValueError as e:
+                ctx.fail(str(e))
         multi = isinstance(ctx.val, (tuple, list))
         stem = output_stem(ctx.node, i) if multi else ctx.node.name
         shape = tuple(int(s) for s in v.shape)
-        name = ctx.builder.view(stem, src.name, shape, v.stride(), v.storage_offset())
-        outs.append(T(name, shape, src.dtype))
+        name = ctx.builder.view(stem, src.name, shape, v.stride(), v.storage_offset(), dtype)
+        outs.append(T(name, shape, dtype))
     ctx.set_outs(outs)
 
 

@@ -185,15 +185,23 @@ class Executor:
         return torch.zeros(decl.numel, dtype=dtype, device=self.device)
 
     def layout(self, name: str) -> tuple[str, tuple[int, ...], tuple[int, ...], int]:
-        """Base name, shape, strides and offset (in base elements) of tensor ``name``."""
+        """Base name, shape, strides and offset (in elements of ``name``'s dtype over the base's
+        storage: :meth:`storage`) of tensor ``name``."""
         decl = self.p.tensors[name]
         if decl.view is not None:
             return decl.view.base, decl.shape, decl.view.strides, decl.view.offset
         return name, decl.shape, contiguous_strides(decl.shape), 0
 
+    def storage(self, name: str, flat: torch.Tensor | None = None) -> torch.Tensor:
+        """The flat storage of ``name``'s base (or ``flat``, a copy of it) seen as ``name``'s
+        element type: a view that reinterprets its base's bytes reads them as its own dtype."""
+        flat = self.flat[self.p.base(name)] if flat is None else flat
+        dtype = torch_dtype(self.p.tensors[name].dtype)
+        return flat if flat.dtype == dtype else flat.view(dtype)
+
     def materialise(self, name: str) -> torch.Tensor:
-        base, shape, strides, offset = self.layout(name)
-        flat = self.flat[base]
+        _, shape, strides, offset = self.layout(name)
+        flat = self.storage(name)
         return torch.as_strided(flat, shape, strides, flat.storage_offset() + offset)
 
     # ------------------------------------------------------------------------------- run

@@ -149,6 +149,12 @@ class _Counter:
     def layout(self, tensor: str) -> tuple[str, tuple[int, ...], tuple[int, ...], int]:
         decl = self.p.tensors[tensor]
         if decl.view is not None:
+            if decl.itemsize != self.p.tensors[decl.view.base].itemsize:
+                raise OracleError(
+                    f"{tensor} reinterprets {decl.view.base} as {decl.dtype} (another element "
+                    "size), which the oracle does not enumerate; footprints count it "
+                    "(solar.ir.footprint._access_set)"
+                )
             return decl.view.base, decl.shape, decl.view.strides, decl.view.offset
         strides = [math.prod(decl.shape[i + 1 :]) for i in range(len(decl.shape))]
         return tensor, decl.shape, tuple(strides), 0

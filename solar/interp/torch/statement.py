@@ -29,7 +29,8 @@ Box = dict[str, tuple[int, int]]  # loop dim -> (start, size)
 
 class Executor(Protocol):
     """What a statement's run reads of the executor (:class:`solar.interp.torch.execute.Executor`):
-    the program, the 1-D storage of each base, the device, the chunk limit, the layouts."""
+    the program, the 1-D storage of each base, the device, the chunk limit, the layouts and the
+    storage seen as a tensor's own element type."""
 
     p: Program
     flat: dict[str, torch.Tensor]
@@ -37,6 +38,8 @@ class Executor(Protocol):
     chunk: int
 
     def layout(self, name: str) -> tuple[str, tuple[int, ...], tuple[int, ...], int]: ...
+
+    def storage(self, name: str, flat: torch.Tensor | None = None) -> torch.Tensor: ...
 
 
 def upcast(dtype: torch.dtype) -> torch.dtype:
@@ -188,9 +191,8 @@ class StatementRun:
         if tensor in self.sources:
             return self.sources[tensor]
         base, shape, strides, offset = self.ex.layout(tensor)
-        flat = self.ex.flat[base]
-        if base == self.out_base and self.snapshot is not None:
-            flat = self.snapshot
+        snap = self.snapshot if base == self.out_base else None
+        flat = self.ex.storage(tensor, snap)
         if tensor in self.pads:
             plo, phi = self.pads[tensor]
             logical = torch.as_strided(flat, shape, strides, flat.storage_offset() + offset)
@@ -378,8 +380,8 @@ class StatementRun:
         if st.out.indirect:
             self._scatter(box, val, mask)
             return
-        base, _, strides, offset = self.ex.layout(st.out.tensor)
-        flat = self.ex.flat[base]
+        _, _, strides, offset = self.ex.layout(st.out.tensor)
+        flat = self.ex.storage(st.out.tensor)
         offset += sum(_at_start(e, box) * s for e, s in zip(st.out.index, strides, strict=True))
         sizes, vstrides, flips = [], [], []
         for i, d in enumerate(self.par):
@@ -411,8 +413,8 @@ class StatementRun:
         """Write ``val`` (over the parallel dims) through an output with indirect entries,
         skipping instances where ``mask`` is false."""
         st = self.st
-        base, shape, strides, offset = self.ex.layout(st.out.tensor)
-        flat = self.ex.flat[base]
+        _, shape, strides, offset = self.ex.layout(st.out.tensor)
+        flat = self.ex.storage(st.out.tensor)
         sizes = [box[d][1] for d in self.par]
         red_axes = sorted((self.axis[d] for d in self.red), reverse=True)
         off: object = offset

@@ -5,6 +5,11 @@ are independent, so the form's value set is the Minkowski sum of one set per gro
 (:mod:`sums`). An access's storage offset is an affine form of the loop dims
 (:func:`flat_form`); its footprint is the number of values of that form, at most the base's
 numel (accesses are assumed in bounds).
+
+A view that reinterprets its base's bytes as another element type counts base elements too:
+an element of a wider type covers ``k`` consecutive base elements, one of a narrower type lies
+inside one base element (which is touched whole: a memory transaction moves at least a sector,
+never part of an element), see :func:`access_set`.
 """
 
 from __future__ import annotations
@@ -12,9 +17,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import lru_cache
 
+import numpy as np
+
 from solar.ir.affine import Affine
-from solar.ir.footprint.domain import Domain, components, statement_domain
-from solar.ir.footprint.factors import Factor, nothing
+from solar.ir.footprint.arith import cdiv, concrete, form_range
+from solar.ir.footprint.domain import Domain, components, domain, statement_domain
+from solar.ir.footprint.factors import (
+    Factor,
+    Progression,
+    listed,
+    materialize,
+    nothing,
+    opaque,
+    progression,
+)
 from solar.ir.footprint.groups import group_values
 from solar.ir.footprint.result import Footprint
 from solar.ir.footprint.sums import ValueSet, fold, scaled_range
@@ -90,10 +106,51 @@ def flat_form(program: Program, tensor: str, index: Sequence[Affine | Indirect])
     return flat
 
 
+#: the loop dim over the base elements one element of a wider view covers
+_PART = "·part"
+
+
 def access_set(program: Program, st: Statement, tensor: str, index) -> ValueSet:
-    """Storage offsets ``tensor[index]`` takes over the executed instances of ``st``."""
+    """Storage offsets (base elements) ``tensor[index]`` takes over the executed instances of
+    ``st``. A view that reinterprets its base as a wider type (``view_as_complex``) covers
+    ``k`` base elements per element: the form ``k·F + j`` with a part dim ``j < k``; a
+    narrower one (``view_as_real``, ``view(uint8)``) touches the base element ``floor(F / k)``,
+    an affine form when the terms not divisible by ``k`` stay inside one element (a trailing
+    part index), else :func:`_floor_set`."""
     flat = flat_form(program, tensor, index)
-    return form_set(statement_domain(st), flat.terms, flat.const)
+    dom = statement_domain(st)
+    size = program.tensors[tensor].itemsize
+    base = program.tensors[program.base(tensor)].itemsize
+    if size > base:
+        k = size // base
+        ext = tuple((d.name, concrete(d.extent)) for d in st.dims) + ((_PART, k),)
+        wide = flat * k + Affine.of(_PART)
+        return form_set(domain(ext, tuple(st.guards)), wide.terms, wide.const)
+    if size < base and not dom.empty:
+        k = base // size
+        rest = {d: a for d, a in flat.terms if a % k}
+        lo, hi = form_range(rest, flat.const % k, dom.rng)
+        if lo >= 0 and hi < k:
+            terms = tuple((d, a // k) for d, a in flat.terms if d not in rest)
+            return form_set(dom, terms, flat.const // k)
+        return _floor_set(form_set(dom, flat.terms, flat.const), k)
+    return form_set(dom, flat.terms, flat.const)
+
+
+def _floor_set(s: ValueSet, k: int) -> ValueSet:
+    """``{floor(v / k) : v in s}``: exact for an interval or a set small enough to enumerate,
+    else a lower bound (each of its values holds at most ``k`` values of ``s``)."""
+    diam = sum(f.diam for f in s.factors)
+    one_run = all(isinstance(f, Progression) and f.step == 1 for f in s.factors)
+    if s.exact and one_run and len(s.factors) < 2:
+        n = (s.const + diam) // k - s.const // k + 1
+        return ValueSet(s.const // k, tuple(f for f in [progression(1, n)] if f))
+    v = materialize(s.factors) if s.exact else None
+    if v is not None:
+        lo, f = listed(np.unique((v + s.const) // k))
+        return ValueSet(lo, (f,) if f else ())
+    f = opaque(cdiv(s.count, k), False, diam // k + 1, 1)
+    return ValueSet(s.const // k, (f,) if f else ())
 
 
 def indirect_min(program: Program, st: Statement, tensor: str, index) -> int:

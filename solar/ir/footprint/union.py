@@ -63,7 +63,8 @@ def _merge_complementary(program: Program, accesses: Sequence[Access]) -> list[A
     its complement: ``tril``), merged into one access without that guard."""
     groups: dict[tuple, list[Access]] = {}
     for st, t, idx in accesses:
-        key = (flat_form(program, t, idx), tuple((d.name, int(d.extent)) for d in st.dims))
+        form, size = flat_form(program, t, idx), program.tensors[t].itemsize
+        key = (form, size, tuple((d.name, int(d.extent)) for d in st.dims))
         groups.setdefault(key, []).append((st, t, idx))
     out = []
     for group in groups.values():

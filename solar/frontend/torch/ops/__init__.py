@@ -49,6 +49,8 @@ operator's schema arguments, and emits statements with ``ctx.statement``.
 - ``spectral``: ``_fft_r2c``/``_fft_c2r``/``_fft_c2c`` (``torch.fft``), one cuFFT kernel each
 - ``linalg``: ``torch.linalg`` factorizations and solves, one cuSOLVER/cuBLAS kernel each
 - ``complex``: complex construction and parts (``polar``, ``complex``, ``real``/``imag``...)
+- ``bits``: shifts (``>>``, ``<<``, ``bitwise_{right,left}_shift``) and ``logaddexp``/``2``
+- ``view_inplace``: in-place view operators (``unsqueeze_``, ``squeeze_``, ``transpose_``...)
 - ``upsample``: ``upsample_nearest{1,2,3}d``, ``_upsample_nearest_exact{1,2,3}d``,
   ``upsample_linear1d``/``bilinear2d``/``trilinear3d``/``bicubic2d`` and their backward
   (``resample``: PyTorch's source-index arithmetic per dim, split into affine classes)
@@ -59,6 +61,7 @@ from solar.frontend.torch.ops import (  # noqa: F401  (registration side effects
     activation,
     attention,
     backward,
+    bits,
     cells,
     complex,  # imports elementwise first: its abs (complex operands) wins
     conv,
@@ -91,5 +94,6 @@ from solar.frontend.torch.ops import (  # noqa: F401  (registration side effects
     transformer,
     upsample,
     view_copies,
+    view_inplace,
     views,
 )

@@ -10,8 +10,10 @@ the operators whose operands and result differ in kind:
   the elementwise row);
 - ``_conj_physical`` (``torch.conj_physical``): the conjugate, materialised (a sign flip: free).
 
-``view_as_real``/``view_as_complex`` and ``real``/``imag`` (views that reinterpret the
-storage's element type) are not expressible: the IR's views keep their base's dtype.
+``view_as_real``/``view_as_complex`` (and ``Tensor.view(dtype)``) need no lowering here: they
+are views that reinterpret their storage's bytes (:class:`solar.ir.program.View`), declared like
+every view. ``real``/``imag`` views are lazy in PyTorch too: they trace as ``view_as_real`` and a
+select.
 """
 
 from __future__ import annotations

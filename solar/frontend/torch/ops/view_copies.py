@@ -7,9 +7,8 @@ tensor: the view itself is computed by running ``<view>`` on the input's fake va
 sizes, strides and offset are torch's) and declared as a view of the input's storage; the
 kernel copies it. Two forms are not views of the input: ``view_copy(x, size)`` of an ``x`` whose
 strides admit no such view is torch's reshape copy (``_reshape_copy``: ``x`` in row-major order,
-written to the contiguous output through a view of it with ``x``'s shape), and
-``view_copy(x, dtype)`` to another dtype reinterprets bits, which the IR cannot express (refused,
-as a plain ``view(dtype)`` is).
+written to the contiguous output through a view of it with ``x``'s shape). ``view_copy(x, dtype)``
+to another dtype copies a view that reinterprets ``x``'s bytes (as a plain ``view(dtype)`` is).
 
 ``as_strided_scatter(self, src, size, stride, offset)`` is ONE kernel that copies ``self`` as
 torch's ``clone_preserve_strides`` does (a dense ``self``: its elements, in its layout; one with
@@ -27,6 +26,7 @@ import torch.fx as fx
 from solar.frontend.torch.lower import LoweringContext, T, contiguous_strides
 from solar.frontend.torch.ops.common import dims_of, nest
 from solar.frontend.torch.registry import lowering
+from solar.ir.dtypes import from_torch
 
 aten = torch.ops.aten
 
@@ -66,9 +66,9 @@ def _fake_args(node: fx.Node) -> tuple[tuple, dict]:
 
 def _copy_through(ctx: LoweringContext, src: T, fake: torch.Tensor, out: T, stem: str) -> None:
     """``out[...] = src viewed as fake (sizes, strides, offset of src's storage)[...]``."""
-    shape = tuple(int(s) for s in fake.shape)
-    name = ctx.builder.view(stem, src.name, shape, fake.stride(), fake.storage_offset())
-    view = T(name, shape, src.dtype)
+    shape, dtype = tuple(int(s) for s in fake.shape), from_torch(fake.dtype)
+    name = ctx.builder.view(stem, src.name, shape, fake.stride(), fake.storage_offset(), dtype)
+    view = T(name, shape, dtype)
     dims = dims_of(shape)
     ctx.statement(nest(dims, shape), out, dims, ctx.load(view, dims, out.dtype))
 
@@ -98,8 +98,6 @@ def view_copy(ctx: LoweringContext, x: T, *args: object) -> None:
     packet = VIEW_COPIES[ctx.target.overloadpacket]
     view_op = getattr(packet, ctx.target._overloadname)
     fake_args, fake_kwargs = _fake_args(ctx.node)
-    if view_op == aten.view.dtype and ctx.out().dtype != x.dtype:
-        ctx.fail(f"views {x.name} ({x.dtype}) as {ctx.out().dtype}, which the IR cannot express")
     if view_op == aten.view.default and _reshapes(fake_args[0], ctx.val):
         ctx.begin_kernel()
         _reshape_copy(ctx, x, ctx.out())
