@@ -13,9 +13,9 @@ import pytest
 import torch
 from eager_oracle import check, exact
 
+from solar.interp.torch.oracle import OracleError
+from solar.interp.torch.oracle import check as oracle_check
 from solar.ir.cost import kernel_io, program_io, statement_ops
-from solar.ir.oracle import OracleError
-from solar.ir.oracle import check as oracle_check
 
 ROOT = Path(__file__).resolve().parents[1]
 
