@@ -43,6 +43,8 @@ operator's schema arguments, and emits statements with ``ctx.statement``.
   ``_addmm_activation``, ``_transform_bias_rescale_qkv``
 - ``backward``: the backward operators of a training step (``*_backward``, softmax/layer/batch
   norm backward, embedding/nll/max-pool gradient scatters, ``convolution_backward``)
+- ``slice_scatter``: ``slice_backward``/``select_backward`` (zeros, the gradient into the
+  slice) and ``slice_scatter``/``select_scatter``, each element written once
 - ``group_norm_backward``: ``native_group_norm_backward`` (one kernel)
 - ``fused_backward``: ``solar.sdpa_backward`` (FlashAttention-style) and
   ``solar.rms_norm_backward``, the backward of the intercepted fused calls
@@ -85,6 +87,7 @@ from solar.frontend.torch.ops import (  # noqa: F401  (registration side effects
     reduction,
     scan,
     shape,
+    slice_scatter,
     softmax,
     sort,
     spectral,
