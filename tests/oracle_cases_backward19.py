@@ -60,3 +60,73 @@ def _select_backward(draw):
 def _select_scatter(draw):
     shp, d, index, src = _selected(draw)
     return (lambda x, s: aten.select_scatter(x, s, d, index)), (rand(tuple(shp)), rand(tuple(src)))
+
+
+# ------------------------------------------------------------- activation and loss backward
+
+
+def _grad_input(draw: Draw):
+    """A gradient and an input of one shape (values spread over every branch: |x| up to 6)."""
+    shp = (draw(st.integers(1, 4)), draw(st.integers(1, 4)))
+    return rand(shp), rand(shp) * 12 - 6
+
+
+ACTIVATIONS = {
+    aten.leaky_relu_backward.default: lambda g, x: aten.leaky_relu_backward(g, x, 0.02, False),
+    aten.hardtanh_backward.default: lambda g, x: aten.hardtanh_backward(g, x, -1.0, 6.0),
+    aten.mish_backward.default: aten.mish_backward,
+    aten.softplus_backward.default: lambda g, x: aten.softplus_backward(g, x, 2.0, 3.0),
+    aten.hardswish_backward.default: aten.hardswish_backward,
+    aten.hardsigmoid_backward.default: aten.hardsigmoid_backward,
+    aten.log_sigmoid_backward.default: lambda g, x: aten.log_sigmoid_backward(
+        g, x, aten.log_sigmoid_forward(x)[1]
+    ),
+    aten.softshrink_backward.default: lambda g, x: aten.softshrink_backward(g, x, 0.5),
+    aten.hardshrink_backward.default: lambda g, x: aten.hardshrink_backward(g, x, 0.5),
+    aten.sgn.default: lambda g, x: aten.sgn(x) + g,
+}
+
+for _op, _fn in ACTIVATIONS.items():
+
+    @case(_op)
+    def _activation(draw, fn=_fn):
+        return fn, _grad_input(draw)
+
+
+@case(aten.elu_backward.default)
+def _elu_backward(draw):
+    alpha, scale, input_scale = draw(st.sampled_from([(1.0, 1.0, 1.0), (1.3, 1.05, 0.7)]))
+    is_result = draw(st.booleans())
+
+    def fn(g, x):
+        y = aten.elu(x, alpha, scale, input_scale) if is_result else x
+        return aten.elu_backward(g, alpha, scale, input_scale, is_result, y)
+
+    return fn, _grad_input(draw)
+
+
+@case(aten.binary_cross_entropy_backward.default)
+def _bce_backward(draw):
+    reduction = draw(st.integers(0, 2))
+    weighted = draw(st.booleans())
+    g, x = _grad_input(draw)
+    g = g if reduction == 0 else g.sum()
+
+    def fn(g, x, w):
+        p = x.sigmoid()
+        return aten.binary_cross_entropy_backward(
+            g, p, w.cos().abs(), w if weighted else None, reduction
+        )
+
+    return fn, (g, x, rand(tuple(x.shape)))
+
+
+for _op in (aten.huber_loss_backward.default, aten.smooth_l1_loss_backward.default):
+
+    @case(_op)
+    def _regression_backward(draw, op=_op):
+        reduction = draw(st.integers(0, 2))
+        param = draw(st.sampled_from([0.5, 1.0, 2.0]))
+        g, x = _grad_input(draw)
+        g = g if reduction == 0 else g.sum()
+        return (lambda g, x, t: op(g, x, t, reduction, param)), (g, x, rand(tuple(x.shape)) * 2)

@@ -45,6 +45,9 @@ operator's schema arguments, and emits statements with ``ctx.statement``.
   norm backward, embedding/nll/max-pool gradient scatters, ``convolution_backward``)
 - ``slice_scatter``: ``slice_backward``/``select_backward`` (zeros, the gradient into the
   slice) and ``slice_scatter``/``select_scatter``, each element written once
+- ``activation_backward``: the pointwise backward of the other activations (elu, leaky_relu,
+  hardtanh, mish, softplus, hardswish, hardsigmoid, log_sigmoid, shrinks) and losses (bce,
+  huber, smooth_l1; ``sgn``)
 - ``group_norm_backward``: ``native_group_norm_backward`` (one kernel)
 - ``fused_backward``: ``solar.sdpa_backward`` (FlashAttention-style) and
   ``solar.rms_norm_backward``, the backward of the intercepted fused calls
@@ -59,6 +62,7 @@ operator's schema arguments, and emits statements with ``ctx.statement``.
 
 from solar.frontend.torch.ops import (  # noqa: F401  (registration side effects)
     activation,
+    activation_backward,
     attention,
     backward,
     cells,
