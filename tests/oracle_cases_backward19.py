@@ -130,3 +130,34 @@ for _op in (aten.huber_loss_backward.default, aten.smooth_l1_loss_backward.defau
         g, x = _grad_input(draw)
         g = g if reduction == 0 else g.sum()
         return (lambda g, x, t: op(g, x, t, reduction, param)), (g, x, rand(tuple(x.shape)) * 2)
+
+
+# ------------------------------------------------------------------------- pooling backward
+
+
+for _op, _nsp in ((aten.avg_pool2d_backward.default, 2), (aten.avg_pool3d_backward.default, 3)):
+
+    @case(_op, examples=8)
+    def _avg_pool_backward(draw, op=_op, nsp=_nsp):
+        k = [draw(st.integers(1, 3)) for _ in range(nsp)]
+        s = [draw(st.integers(1, 3)) for _ in range(nsp)]
+        p = [draw(st.integers(0, kk // 2)) for kk in k]
+        size = [draw(st.integers(kk, 6)) for kk in k]
+        ceil, include = draw(st.booleans()), draw(st.booleans())
+        override = draw(st.sampled_from([None, 5]))
+        fwd = aten.avg_pool2d if nsp == 2 else aten.avg_pool3d
+        x = rand((2, 2, *size))
+        g = rand(tuple(fwd(x, k, s, p, ceil, include, override).shape))
+        return (lambda g, x: op(g, x, k, s, p, ceil, include, override)), (g, x)
+
+
+for _op, _nsp in (
+    (aten._adaptive_avg_pool2d_backward.default, 2),
+    (aten._adaptive_avg_pool3d_backward.default, 3),
+):
+
+    @case(_op, examples=8)
+    def _adaptive_avg_pool_backward(draw, op=_op, nsp=_nsp):
+        size = [draw(st.integers(1, 7 if nsp == 2 else 4)) for _ in range(nsp)]
+        outs = [draw(st.integers(1, 2 * n if nsp == 2 else n + 1)) for n in size]
+        return op, (rand((2, 2, *outs)), rand((2, 2, *size)))

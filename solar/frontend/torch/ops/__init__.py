@@ -48,6 +48,8 @@ operator's schema arguments, and emits statements with ``ctx.statement``.
 - ``activation_backward``: the pointwise backward of the other activations (elu, leaky_relu,
   hardtanh, mish, softplus, hardswish, hardsigmoid, log_sigmoid, shrinks) and losses (bce,
   huber, smooth_l1; ``sgn``)
+- ``pool_backward``: ``avg_pool{2,3}d_backward``, ``_adaptive_avg_pool{2,3}d_backward`` (the
+  forward's windows, each tap adding its share into the input position it read)
 - ``group_norm_backward``: ``native_group_norm_backward`` (one kernel)
 - ``fused_backward``: ``solar.sdpa_backward`` (FlashAttention-style) and
   ``solar.rms_norm_backward``, the backward of the intercepted fused calls
@@ -86,6 +88,7 @@ from solar.frontend.torch.ops import (  # noqa: F401  (registration side effects
     norms,
     optim,
     pool,
+    pool_backward,
     random,
     recurrent,
     reduction,
