@@ -161,3 +161,42 @@ for _op, _nsp in (
         size = [draw(st.integers(1, 7 if nsp == 2 else 4)) for _ in range(nsp)]
         outs = [draw(st.integers(1, 2 * n if nsp == 2 else n + 1)) for n in size]
         return op, (rand((2, 2, *outs)), rand((2, 2, *size)))
+
+
+# ------------------------------------------------------------------------------- searching
+
+
+def _sorted_and_values(draw: Draw, batched: bool):
+    n = draw(st.integers(0, 9))
+    lead = (draw(st.integers(1, 3)),)
+    seq = torch.randint(-5, 6, (*lead, n) if batched else (n,)).float().sort(-1)[0]
+    return seq, torch.randint(-7, 8, (*lead, draw(st.integers(1, 4)))).float()
+
+
+@case(aten.searchsorted.Tensor, examples=8)
+def _searchsorted(draw):
+    seq, x = _sorted_and_values(draw, draw(st.booleans()))
+    right, out_int32 = draw(st.booleans()), draw(st.booleans())
+    return (lambda s, x: torch.searchsorted(s, x, right=right, out_int32=out_int32)), (seq, x)
+
+
+@case(aten.searchsorted.Scalar)
+def _searchsorted_scalar(draw):
+    seq, _ = _sorted_and_values(draw, False)
+    v = draw(st.sampled_from([-6.0, 0.0, 0.5, 6.0]))
+    side = draw(st.sampled_from(["left", "right"]))
+    return (lambda s: torch.searchsorted(s, v, side=side)), (seq,)
+
+
+@case(aten.bucketize.Tensor, examples=8)
+def _bucketize(draw):
+    seq, x = _sorted_and_values(draw, False)
+    right = draw(st.booleans())
+    return (lambda x, b: torch.bucketize(x, b, right=right)), (x, seq)
+
+
+@case(aten.bucketize.Scalar)
+def _bucketize_scalar(draw):
+    seq, _ = _sorted_and_values(draw, False)
+    v = draw(st.sampled_from([-6.0, 0.0, 0.5, 6.0]))
+    return (lambda b: torch.bucketize(v, b) + 0), (seq,)

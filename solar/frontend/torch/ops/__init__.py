@@ -30,6 +30,7 @@ operator's schema arguments, and emits statements with ``ctx.statement``.
   index.Tensor, scatter*, index_add/copy/fill, index_put)
 - ``nll``: nll_loss_forward, nll_loss2d_forward
 - ``scan``: cumsum, cumprod, cummax, cummin, logcumsumexp
+- ``search``: ``searchsorted``/``bucketize`` (a branchless binary search, ⌈log2(n+1)⌉ steps)
 - ``dynamic``: data-dependent sizes (nonzero, boolean-mask indexing, masked_select, unique,
   bincount, histc, ``.item()``) at the size the trace took (``solar.frontend.torch.sizes``)
 - ``grouped``: ``_grouped_mm`` (mixture-of-experts grouped GEMM, split by the routing)
@@ -93,6 +94,7 @@ from solar.frontend.torch.ops import (  # noqa: F401  (registration side effects
     recurrent,
     reduction,
     scan,
+    search,
     shape,
     slice_scatter,
     softmax,
