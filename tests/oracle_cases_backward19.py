@@ -200,3 +200,23 @@ def _bucketize_scalar(draw):
     seq, _ = _sorted_and_values(draw, False)
     v = draw(st.sampled_from([-6.0, 0.0, 0.5, 6.0]))
     return (lambda b: torch.bucketize(v, b) + 0), (seq,)
+
+
+# ------------------------------------------------------------------------------ cdist backward
+
+
+@case(aten._cdist_backward.default, examples=8)
+def _cdist_backward(draw):
+    p = draw(st.sampled_from([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, float("inf")]))
+    lead = draw(st.sampled_from([(), (2,)]))
+    m = draw(st.integers(1, 3))
+    x1 = rand((*lead, draw(st.integers(1, 3)), m))
+    x2 = rand((*lead, draw(st.integers(1, 3)), m))
+    x2[..., 0, :] = x1[..., 0, :]  # a zero distance
+    dist = aten._cdist_forward(x1, x2, p, None)
+    return (lambda g, a, b, d: aten._cdist_backward(g, a, b, p, d)), (
+        rand(tuple(dist.shape)),
+        x1,
+        x2,
+        dist,
+    )

@@ -51,6 +51,7 @@ operator's schema arguments, and emits statements with ``ctx.statement``.
   huber, smooth_l1; ``sgn``)
 - ``pool_backward``: ``avg_pool{2,3}d_backward``, ``_adaptive_avg_pool{2,3}d_backward`` (the
   forward's windows, each tap adding its share into the input position it read)
+- ``cdist_backward``: ``_cdist_backward`` (every p, ATen's per-term formulas)
 - ``group_norm_backward``: ``native_group_norm_backward`` (one kernel)
 - ``fused_backward``: ``solar.sdpa_backward`` (FlashAttention-style) and
   ``solar.rms_norm_backward``, the backward of the intercepted fused calls
@@ -68,6 +69,7 @@ from solar.frontend.torch.ops import (  # noqa: F401  (registration side effects
     activation_backward,
     attention,
     backward,
+    cdist_backward,
     cells,
     complex,  # imports elementwise first: its abs (complex operands) wins
     conv,
