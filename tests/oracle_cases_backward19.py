@@ -220,3 +220,20 @@ def _cdist_backward(draw):
         x2,
         dist,
     )
+
+
+# ------------------------------------------------------------------- grid sampling backward
+
+
+@case(aten.grid_sampler_2d_backward.default, examples=8)
+def _grid_sampler_2d_backward(draw):
+    h, w = draw(st.integers(1, 4)), draw(st.integers(1, 4))
+    oh, ow = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    mode, pad, align = draw(st.integers(0, 1)), draw(st.integers(0, 2)), draw(st.booleans())
+    mask = [draw(st.booleans()), True]
+    grid = rand((2, oh, ow, 2)) * 2.6 - 1.4  # some points outside [-1, 1]
+
+    def fn(g, x, grid):
+        return aten.grid_sampler_2d_backward(g, x, grid, mode, pad, align, mask)
+
+    return fn, (rand((2, 2, oh, ow)), rand((2, 2, h, w)), grid)

@@ -221,3 +221,23 @@ def test_searchsorted_with_sorter_is_refused_in_one_line():
     b, x = torch.arange(5.0), rand(3)
     with pytest.raises(solar.frontend.torch.UnsupportedOperatorError, match="sorter"):
         trace_torch(lambda b, x, s: torch.searchsorted(b, x, sorter=s), (b, x, torch.arange(5)))
+
+
+# ---------------------------------------------------------------------- grid sampling backward
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+@pytest.mark.parametrize("padding", ["zeros", "border", "reflection"])
+def test_grid_sample_backward_equals_autograd(mode, padding):
+    """Input and grid gradients of ``F.grid_sample`` (some points outside the input)."""
+    x, grid = rand(2, 3, 5, 6), rand(2, 4, 7, 2, seed=3).clamp(-1.3, 1.3)
+    for align in (False, True):
+
+        def grad(x, grid, g, a=align):
+            with torch.enable_grad():
+                x, grid = x.detach().requires_grad_(), grid.detach().requires_grad_()
+                y = F.grid_sample(x, grid, mode=mode, padding_mode=padding, align_corners=a)
+                return torch.autograd.grad(y, (x, grid), g)
+
+        t = check(grad, x, grid, rand(2, 3, 4, 7, seed=5))
+        assert "aten.grid_sampler_2d_backward.default" in [k.op for k in t.program.kernels]

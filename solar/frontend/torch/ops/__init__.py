@@ -23,6 +23,8 @@ operator's schema arguments, and emits statements with ``ctx.statement``.
   ``as_strided_scatter``
 - ``grid_sample``: ``grid_sampler_2d``/``3d`` (bilinear, nearest; zeros, border, reflection)
   and ``affine_grid_generator``
+- ``grid_sample_backward``: ``grid_sampler_2d_backward`` (input gradient scattered to the
+  corners, grid gradient from the corner differences)
 - ``im2col``: ``im2col`` (``F.unfold``) and ``col2im`` (``F.fold``)
 - ``attention``: ``solar.sdpa`` (intercepted ``scaled_dot_product_attention``, one kernel)
 - ``recurrent``: ``solar.lstm``/``gru``/``rnn_tanh``/``rnn_relu`` (intercepted cuDNN RNNs)
@@ -79,6 +81,7 @@ from solar.frontend.torch.ops import (  # noqa: F401  (registration side effects
     elementwise,
     fused_backward,
     grid_sample,
+    grid_sample_backward,
     group_norm_backward,
     grouped,
     im2col,
