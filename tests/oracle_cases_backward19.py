@@ -237,3 +237,13 @@ def _grid_sampler_2d_backward(draw):
         return aten.grid_sampler_2d_backward(g, x, grid, mode, pad, align, mask)
 
     return fn, (rand((2, 2, oh, ow)), rand((2, 2, h, w)), grid)
+
+
+# ------------------------------------------------------------- repeat_interleave with a tensor
+
+
+@case(aten.repeat_interleave.Tensor, observe=True)
+def _repeat_interleave(draw):
+    n = draw(st.integers(1, 5))
+    repeats = torch.tensor([draw(st.integers(0, 3)) for _ in range(n)])
+    return (lambda x, r: torch.repeat_interleave(x, r, dim=0)), (rand((n, 2)), repeats)

@@ -241,3 +241,29 @@ def test_grid_sample_backward_equals_autograd(mode, padding):
 
         t = check(grad, x, grid, rand(2, 3, 4, 7, seed=5))
         assert "aten.grid_sampler_2d_backward.default" in [k.op for k in t.program.kernels]
+
+
+# ------------------------------------------------------------- repeat_interleave with a tensor
+
+
+@pytest.mark.parametrize("repeats", [[1, 0, 2, 3], [0, 0, 0], [3], [0, 2, 0, 1, 0]])
+def test_repeat_interleave_with_tensor_repeats_equals_pytorch(repeats):
+    """Observed sizes (the real run's length), and a given ``output_size``."""
+    r = torch.tensor(repeats)
+    x, size = rand(len(repeats), 3), sum(repeats)
+    check(lambda x, r: torch.repeat_interleave(x, r, dim=0), x, r, observe=True)
+    check(lambda r: torch.repeat_interleave(r), r, observe=True)
+    check(lambda x, r: torch.repeat_interleave(x, r, dim=0, output_size=size), x, r)
+
+
+def test_repeat_interleave_size_is_zero_by_default_and_reported():
+    """Every repeat may be 0: the traced length is 0 (the repeats still read and scanned) and
+    the report says which size was assumed."""
+    r = torch.tensor([1, 0, 2, 3])
+    t = trace_torch(lambda x, r: torch.repeat_interleave(x, r, dim=0), (rand(4, 3), r))
+    assert t.program.tensors[t.program.outputs[0]].shape == (0, 3)
+    (k, *_) = t.program.kernels
+    assert k.op == "aten.repeat_interleave.Tensor"
+    assert kernel_io(t.program, k).reads["r"].elements == 4
+    b = solar.bound(lambda x, r: torch.repeat_interleave(x, r, dim=0), (rand(4, 3), r))
+    assert any("aten.repeat_interleave.Tensor" in a for a in b.assumptions)
