@@ -247,3 +247,23 @@ def _repeat_interleave(draw):
     n = draw(st.integers(1, 5))
     repeats = torch.tensor([draw(st.integers(0, 3)) for _ in range(n)])
     return (lambda x, r: torch.repeat_interleave(x, r, dim=0)), (rand((n, 2)), repeats)
+
+
+# ------------------------------------------------------------------------- padding backward
+
+
+for _nsp in (1, 2, 3):
+    for _mode, _op in (
+        ("reflect", getattr(aten, f"reflection_pad{_nsp}d_backward").default),
+        ("replicate", getattr(aten, f"replication_pad{_nsp}d_backward").default),
+    ):
+
+        @case(_op)
+        def _pad_backward(draw, op=_op, nsp=_nsp, mode=_mode):
+            size = [draw(st.integers(2, 4)) for _ in range(nsp)]
+            lo = -1 if mode == "replicate" else 0  # reflection refuses negative pads
+            hi = min(size) - 1  # reflection needs pads below the size
+            pad = [draw(st.integers(lo if k % 2 else 0, hi)) for k in range(2 * nsp)]
+            x = rand((2, *size))
+            fwd = getattr(aten, f"{'reflection' if mode == 'reflect' else 'replication'}_pad{nsp}d")
+            return (lambda g, x: op(g, x, pad)), (rand(tuple(fwd(x, pad).shape)), x)

@@ -154,6 +154,10 @@ GRADS = {
     "adaptive_up": lambda x: F.adaptive_avg_pool2d(x, (9, 4)),
     "adaptive3d": lambda x: F.adaptive_avg_pool3d(x.unsqueeze(2), (1, 4, 5)),
     "area": lambda x: F.interpolate(x, size=(3, 2), mode="area"),
+    "reflect_pad": lambda x: F.pad(x, (2, 1, 0, 3), mode="reflect"),
+    "replicate_pad": lambda x: F.pad(x, (-1, 2, 3, 1), mode="replicate"),
+    "reflect_pad1d": lambda x: F.pad(x.flatten(2), (4, 2), mode="reflect"),
+    "replicate_pad3d": lambda x: F.pad(x.unsqueeze(2), (1, 1, 1, 0, 2, 1), mode="replicate"),
     "cdist": lambda x: torch.cdist(x.flatten(2), x.flatten(2)[:, :2] * 0.5, p=1.5),
 }
 

@@ -54,6 +54,8 @@ operator's schema arguments, and emits statements with ``ctx.statement``.
 - ``pool_backward``: ``avg_pool{2,3}d_backward``, ``_adaptive_avg_pool{2,3}d_backward`` (the
   forward's windows, each tap adding its share into the input position it read)
 - ``cdist_backward``: ``_cdist_backward`` (every p, ATen's per-term formulas)
+- ``pad_backward``: ``reflection_pad{1,2,3}d_backward``, ``replication_pad{1,2,3}d_backward``
+  (the forward's boxes, each output gradient added into its source)
 - ``group_norm_backward``: ``native_group_norm_backward`` (one kernel)
 - ``fused_backward``: ``solar.sdpa_backward`` (FlashAttention-style) and
   ``solar.rms_norm_backward``, the backward of the intercepted fused calls
@@ -93,6 +95,7 @@ from solar.frontend.torch.ops import (  # noqa: F401  (registration side effects
     normalization,
     norms,
     optim,
+    pad_backward,
     pool,
     pool_backward,
     random,
