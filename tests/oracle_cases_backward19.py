@@ -267,3 +267,58 @@ for _nsp in (1, 2, 3):
             x = rand((2, *size))
             fwd = getattr(aten, f"{'reflection' if mode == 'reflect' else 'replication'}_pad{nsp}d")
             return (lambda g, x: op(g, x, pad)), (rand(tuple(fwd(x, pad).shape)), x)
+
+
+# ------------------------------------------------- max-pool, prelu, rrelu and views backward
+
+
+for _op, _fwd, _nsp in (
+    (aten.adaptive_max_pool2d_backward.default, aten.adaptive_max_pool2d, 2),
+    (aten.adaptive_max_pool3d_backward.default, aten.adaptive_max_pool3d, 3),
+):
+
+    @case(_op)
+    def _adaptive_max_pool_backward(draw, op=_op, fwd=_fwd, nsp=_nsp):
+        size = [draw(st.integers(1, 4)) for _ in range(nsp)]
+        outs = [draw(st.integers(1, n)) for n in size]
+        x = rand((2, 2, *size))
+        values, indices = fwd(x, outs)
+        return (lambda g, x, i: op(g, x, i)), (rand(tuple(values.shape)), x, indices)
+
+
+@case(aten._prelu_kernel_backward.default)
+def _prelu_backward(draw):
+    g, x = _grad_input(draw)
+    w = rand((draw(st.sampled_from([1, x.shape[1]])),))
+    return aten._prelu_kernel_backward, (g, x, w)
+
+
+@case(aten.rrelu_with_noise_backward.default)
+def _rrelu_backward(draw):
+    g, x = _grad_input(draw)
+    lower, upper = draw(st.sampled_from([(0.1, 0.3), (0.2, 0.2)]))
+    training = draw(st.booleans())
+
+    def fn(g, x, n):
+        return aten.rrelu_with_noise_backward(g, x, n, lower, upper, training, False)
+
+    return fn, (g, x, rand(tuple(x.shape)))
+
+
+@case(aten.diagonal_backward.default)
+def _diagonal_backward(draw):
+    shp = [draw(st.integers(1, 4)) for _ in range(draw(st.integers(2, 3)))]
+    d1, d2 = draw(st.permutations(range(len(shp))))[:2]
+    offset = draw(st.integers(-shp[d1], shp[d2]))
+    g = torch.diagonal(torch.empty(shp), offset, d1, d2).shape
+    return (lambda g: aten.diagonal_backward(g, shp, offset, d1, d2)), (rand(tuple(g)),)
+
+
+@case(aten.unfold_backward.default)
+def _unfold_backward(draw):
+    shp = [draw(st.integers(1, 4)) for _ in range(draw(st.integers(1, 3)))]
+    d = draw(st.integers(0, len(shp) - 1))
+    shp[d] = draw(st.integers(1, 8))
+    size, step = draw(st.integers(1, shp[d])), draw(st.integers(1, 3))
+    g = torch.empty(shp).unfold(d, size, step).shape
+    return (lambda g: aten.unfold_backward(g, shp, d, size, step)), (rand(tuple(g)),)

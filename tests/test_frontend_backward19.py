@@ -158,6 +158,12 @@ GRADS = {
     "replicate_pad": lambda x: F.pad(x, (-1, 2, 3, 1), mode="replicate"),
     "reflect_pad1d": lambda x: F.pad(x.flatten(2), (4, 2), mode="reflect"),
     "replicate_pad3d": lambda x: F.pad(x.unsqueeze(2), (1, 1, 1, 0, 2, 1), mode="replicate"),
+    "adaptive_max": lambda x: F.adaptive_max_pool2d(x, (4, 3)),
+    "adaptive_max3d": lambda x: F.adaptive_max_pool3d(x.unsqueeze(2), (1, 3, 2)),
+    "prelu": lambda x: F.prelu(x, torch.tensor([0.1, 0.2, 0.3])),
+    "rrelu_eval": lambda x: F.rrelu(x, training=False),
+    "diagonal": lambda x: torch.diagonal(x, 1, 2, 3),
+    "unfold": lambda x: x.unfold(2, 3, 2),
     "cdist": lambda x: torch.cdist(x.flatten(2), x.flatten(2)[:, :2] * 0.5, p=1.5),
 }
 

@@ -56,6 +56,8 @@ operator's schema arguments, and emits statements with ``ctx.statement``.
 - ``cdist_backward``: ``_cdist_backward`` (every p, ATen's per-term formulas)
 - ``pad_backward``: ``reflection_pad{1,2,3}d_backward``, ``replication_pad{1,2,3}d_backward``
   (the forward's boxes, each output gradient added into its source)
+- ``view_backward``: ``diagonal_backward`` (zeros off the diagonal, each element written
+  once) and ``unfold_backward`` (overlapping windows added back)
 - ``group_norm_backward``: ``native_group_norm_backward`` (one kernel)
 - ``fused_backward``: ``solar.sdpa_backward`` (FlashAttention-style) and
   ``solar.rms_norm_backward``, the backward of the intercepted fused calls
@@ -110,6 +112,7 @@ from solar.frontend.torch.ops import (  # noqa: F401  (registration side effects
     spectral,
     transformer,
     upsample,
+    view_backward,
     view_copies,
     views,
 )

@@ -2,7 +2,9 @@
 SiLU, sigmoid, tanh): what autograd launches for ``F.elu``/``selu``/``celu``, ``leaky_relu``,
 ``hardtanh``/``relu6``, ``mish``, ``softplus``, ``hardswish``, ``hardsigmoid``,
 ``logsigmoid``, ``softshrink``, ``hardshrink``, ``l1_loss`` (``sgn``), ``binary_cross_entropy``,
-``huber_loss`` and ``smooth_l1_loss``. ONE kernel each, one statement over the gradient's shape
+``huber_loss`` and ``smooth_l1_loss``, ``prelu`` (``_prelu_kernel_backward``: the input and
+the per-element weight gradients, which autograd then sums) and ``rrelu`` (the noise the
+training forward drew, or the mean slope). ONE kernel each, one statement over the gradient's shape
 (operands broadcast), each with the formula of PyTorch's CUDA kernel (its comparisons, selects
 and transcendental calls counted as it runs them).
 """
@@ -181,3 +183,33 @@ def huber_loss_backward(ctx: LoweringContext, g: T, x: T, t: T, reduction: int, 
 def smooth_l1_loss_backward(ctx: LoweringContext, g: T, x: T, t: T, reduction: int, beta) -> None:
     norm = _norm(x, reduction)
     pointwise(ctx, lambda gg, a, b: _smooth_l1(gg, a, b, norm, float(beta)), [g, x, t])
+
+
+@lowering(aten._prelu_kernel_backward.default)
+def prelu_kernel_backward(ctx: LoweringContext, g: T, x: T, weight: T) -> None:
+    """``gI = x > 0 ? g : w·g`` and ``gW = x > 0 ? 0 : x·g`` (both over the broadcast shape)."""
+    positive = lambda xx: call("gt", xx, ZERO)  # noqa: E731
+    pointwise(
+        ctx,
+        lambda gg, xx, w: _where(positive(xx), gg, call("mul", w, gg)),
+        [g, x, weight],
+        out=ctx.out(0),
+    )
+    pointwise(
+        ctx, lambda gg, xx: _where(positive(xx), ZERO, call("mul", xx, gg)), [g, x], out=ctx.out(1)
+    )
+
+
+@lowering(aten.rrelu_with_noise_backward.default)
+def rrelu_with_noise_backward(
+    ctx: LoweringContext, g: T, x: T, noise: T, lower, upper, training: bool, is_result: bool
+) -> None:
+    """Training (``upper > lower``): ``g·noise``; else leaky ReLU's with slope
+    ``(lower + upper)/2``."""
+    if training and float(upper) - float(lower) > 1e-6:
+        pointwise(ctx, lambda gg, n: call("mul", gg, n), [g, noise])
+        return
+    slope = (float(lower) + float(upper)) / 2
+    pointwise(
+        ctx, lambda gg, xx: _where(call("gt", xx, ZERO), gg, call("mul", gg, Const(slope))), [g, x]
+    )
