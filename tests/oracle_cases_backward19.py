@@ -322,3 +322,24 @@ def _unfold_backward(draw):
     size, step = draw(st.integers(1, shp[d])), draw(st.integers(1, 3))
     g = torch.empty(shp).unfold(d, size, step).shape
     return (lambda g: aten.unfold_backward(g, shp, d, size, step)), (rand(tuple(g)),)
+
+
+# ------------------------------------------------------------------------------- any / all
+
+
+for _name in ("any", "all"):
+    for _overload in ("default", "dim", "dims"):
+        _op = getattr(getattr(aten, _name), _overload)
+
+        @case(_op)
+        def _logical(draw, op=_op, overload=_overload):
+            shp = tuple(draw(st.integers(0 if draw(st.booleans()) else 1, 3)) for _ in range(2))
+            x = (torch.rand(shp) > draw(st.sampled_from([0.0, 0.7, 1.0]))).float()
+            keep = draw(st.booleans())
+            if overload == "default":
+                return op, (x,)
+            if overload == "dim":
+                d = draw(st.integers(-2, 1))
+                return (lambda x: op(x, d, keep)), (x,)
+            dims = draw(st.sampled_from([[0], [1], [0, 1], []]))
+            return (lambda x: op(x, dims, keep)), (x,)

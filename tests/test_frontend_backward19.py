@@ -277,3 +277,23 @@ def test_repeat_interleave_size_is_zero_by_default_and_reported():
     assert kernel_io(t.program, k).reads["r"].elements == 4
     b = solar.bound(lambda x, r: torch.repeat_interleave(x, r, dim=0), (rand(4, 3), r))
     assert any("aten.repeat_interleave.Tensor" in a for a in b.assumptions)
+
+
+# ------------------------------------------------------------------------------- any / all
+
+
+def test_any_and_all_equal_pytorch():
+    x = (rand(3, 4, 5) > 0.8).float()
+    x[1], x[2] = 0, 1
+    for f in (
+        lambda x: x.any(),
+        lambda x: x.all(),
+        lambda x: x.any(1),
+        lambda x: x.all(-1, keepdim=True),
+        lambda x: torch.any(x, dim=(0, 2)),
+        lambda x: (x > 0).any(0),
+        lambda x: x.to(torch.uint8).all(1),
+    ):
+        check(f, x)
+    check(lambda x: x.any(), torch.zeros(0))  # no terms: false
+    check(lambda x: x.all(), torch.zeros(0))  # no terms: true

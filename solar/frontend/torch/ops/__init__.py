@@ -9,6 +9,7 @@ operator's schema arguments, and emits statements with ``ctx.statement``.
 - ``creation``: full/zeros/ones/fill, arange, empty, scalar_tensor
 - ``matmul``: mm, bmm, mv, dot, addmm, baddbmm, addmv, addbmm
 - ``reduction``: sum, mean, prod, amax/amin, max/min (full and ``dim``), argmax/argmin
+- ``logical_reduction``: any, all (full, dim, dims)
 - ``softmax``: _softmax, _log_softmax
 - ``normalization``: layer/batch (native, cuDNN, legit variants)/group norm, _fused_rms_norm
 - ``activation``: celu, softshrink, hardshrink, threshold, prelu, rrelu (eval), log_sigmoid,
@@ -91,6 +92,7 @@ from solar.frontend.torch.ops import (  # noqa: F401  (registration side effects
     im2col,
     indexing,
     linalg,
+    logical_reduction,
     loss,
     matmul,
     nll,
