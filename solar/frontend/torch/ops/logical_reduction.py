@@ -1,6 +1,6 @@
 """``any`` and ``all`` (full, over one dim, over a list of dims): a boolean reduction of
 ``x != 0``, ``max`` for ``any`` and ``min`` for ``all``. ONE kernel, one compare per element
-and the reduction's combines (uint8 inputs give uint8 outputs, as PyTorch's do).
+and the reduction's combines (an empty ``dim`` list reduces nothing: ``x != 0`` per element) (uint8 inputs give uint8 outputs, as PyTorch's do).
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ ALL = (aten.all.default, aten.all.dim, aten.all.dims)
 @lowering(*ANY, *ALL)
 def logical_reduction(ctx: LoweringContext, x: T, dim=None, keepdim: bool = False) -> None:
     out = ctx.out()
-    n = Nest(x, norm_dims(dim, x.ndim), bool(keepdim))
+    empty = dim is not None and not isinstance(dim, int) and len(dim) == 0
+    n = Nest(x, [] if empty else norm_dims(dim, x.ndim), bool(keepdim))  # dim=[]: elementwise
     true = call("ne", ctx.load(x, n.names), Const(0))
     value = true if out.dtype == "bool" else call("cast", true, dtype=out.dtype)
     reduce = "max" if ctx.op in ANY else "min"
