@@ -244,3 +244,6 @@ def _cudnn_grid_sampler(draw):
     h, w = draw(st.integers(1, 4)), draw(st.integers(1, 4))
     grid = rand((2, draw(st.integers(1, 3)), draw(st.integers(1, 3)), 2)) * 2.6 - 1.4
     return aten.cudnn_grid_sampler, (rand((2, 2, h, w)), grid)
+
+
+import oracle_cases_backward19  # noqa: E402,F401  (backward operators, slices, searching)

@@ -1,7 +1,8 @@
 """Data-dependent sizes: which value each one is traced at, and the report line saying so.
 
 A size that depends on tensor values (the rows of ``nonzero``, of a boolean-mask index or of
-``masked_select``, the distinct values of ``unique``, the bins of ``bincount``, the rows each
+``masked_select``, the distinct values of ``unique``, the bins of ``bincount``, the length of
+``repeat_interleave`` with a tensor of repeats (0 by default: every repeat may be 0), the rows each
 expert of a grouped GEMM multiplies) cannot be read off fake tensors. PyTorch's own answer is an
 unbacked SymInt (a ``ShapeEnv`` symbol with no value); solar instead traces every such size at
 one chosen value, so every operator after it sees concrete shapes and the whole program is
@@ -262,6 +263,16 @@ def _bincount(policy: SizePolicy) -> Callable:
     return impl
 
 
+def _repeat_interleave(policy: SizePolicy, original: Callable | None) -> Callable:
+    def impl(fake_mode, func, repeats, output_size=None):
+        if output_size is not None:  # a known size: PyTorch's own fake kernel
+            return original(fake_mode, func, repeats, output_size=output_size)
+        n = int(policy.take("aten.repeat_interleave.Tensor", 0, MINIMUM, depth=3))
+        return repeats.new_empty((n,))
+
+    return impl
+
+
 def _nms(policy: SizePolicy) -> Callable:
     def impl(dets, scores, iou_threshold):
         least = 1 if dets.shape[0] > 0 else 0  # the highest-scoring box is always kept
@@ -306,6 +317,9 @@ def sized_fake_ops(policy: SizePolicy) -> Iterator[None]:
         aten.unique_consecutive.default: _unique(policy, consecutive=True),
         aten._unique.default: _unique_legacy(policy),
         aten.bincount.default: _bincount(policy),
+        aten.repeat_interleave.Tensor: _repeat_interleave(
+            policy, table.get(aten.repeat_interleave.Tensor)
+        ),
         aten._local_scalar_dense.default: _scalar(policy),
         aten.item.default: _scalar(policy),
     }
@@ -349,6 +363,8 @@ def _observed_value(
         return name.get(func, "aten.unique_consecutive"), int(out[0].shape[0])
     if func is aten.bincount.default:
         return "aten.bincount", int(out.shape[0])
+    if func is aten.repeat_interleave.Tensor and kwargs.get("output_size") is None:
+        return "aten.repeat_interleave.Tensor", int(out.shape[0])
     if func is not None and func is torchvision_nms():
         return "torchvision.nms", int(out.shape[0])
     if func in (aten._local_scalar_dense.default, aten.item.default):

@@ -9,6 +9,7 @@ operator's schema arguments, and emits statements with ``ctx.statement``.
 - ``creation``: full/zeros/ones/fill, arange, empty, scalar_tensor
 - ``matmul``: mm, bmm, mv, dot, addmm, baddbmm, addmv, addbmm
 - ``reduction``: sum, mean, prod, amax/amin, max/min (full and ``dim``), argmax/argmin
+- ``logical_reduction``: any, all (full, dim, dims)
 - ``softmax``: _softmax, _log_softmax
 - ``normalization``: layer/batch (native, cuDNN, legit variants)/group norm, _fused_rms_norm
 - ``activation``: celu, softshrink, hardshrink, threshold, prelu, rrelu (eval), log_sigmoid,
@@ -23,6 +24,8 @@ operator's schema arguments, and emits statements with ``ctx.statement``.
   ``as_strided_scatter``
 - ``grid_sample``: ``grid_sampler_2d``/``3d`` (bilinear, nearest; zeros, border, reflection)
   and ``affine_grid_generator``
+- ``grid_sample_backward``: ``grid_sampler_2d_backward`` (input gradient scattered to the
+  corners, grid gradient from the corner differences)
 - ``im2col``: ``im2col`` (``F.unfold``) and ``col2im`` (``F.fold``)
 - ``attention``: ``solar.sdpa`` (intercepted ``scaled_dot_product_attention``, one kernel)
 - ``recurrent``: ``solar.lstm``/``gru``/``rnn_tanh``/``rnn_relu`` (intercepted cuDNN RNNs)
@@ -30,6 +33,7 @@ operator's schema arguments, and emits statements with ``ctx.statement``.
   index.Tensor, scatter*, index_add/copy/fill, index_put)
 - ``nll``: nll_loss_forward, nll_loss2d_forward
 - ``scan``: cumsum, cumprod, cummax, cummin, logcumsumexp
+- ``search``: ``searchsorted``/``bucketize`` (a branchless binary search, ⌈log2(n+1)⌉ steps)
 - ``dynamic``: data-dependent sizes (nonzero, boolean-mask indexing, masked_select, unique,
   bincount, histc, ``.item()``) at the size the trace took (``solar.frontend.torch.sizes``)
 - ``grouped``: ``_grouped_mm`` (mixture-of-experts grouped GEMM, split by the routing)
@@ -43,6 +47,18 @@ operator's schema arguments, and emits statements with ``ctx.statement``.
   ``_addmm_activation``, ``_transform_bias_rescale_qkv``
 - ``backward``: the backward operators of a training step (``*_backward``, softmax/layer/batch
   norm backward, embedding/nll/max-pool gradient scatters, ``convolution_backward``)
+- ``slice_scatter``: ``slice_backward``/``select_backward`` (zeros, the gradient into the
+  slice) and ``slice_scatter``/``select_scatter``, each element written once
+- ``activation_backward``: the pointwise backward of the other activations (elu, leaky_relu,
+  hardtanh, mish, softplus, hardswish, hardsigmoid, log_sigmoid, shrinks) and losses (bce,
+  huber, smooth_l1; ``sgn``)
+- ``pool_backward``: ``avg_pool{2,3}d_backward``, ``_adaptive_avg_pool{2,3}d_backward`` (the
+  forward's windows, each tap adding its share into the input position it read)
+- ``cdist_backward``: ``_cdist_backward`` (every p, ATen's per-term formulas)
+- ``pad_backward``: ``reflection_pad{1,2,3}d_backward``, ``replication_pad{1,2,3}d_backward``
+  (the forward's boxes, each output gradient added into its source)
+- ``view_backward``: ``diagonal_backward`` (zeros off the diagonal, each element written
+  once) and ``unfold_backward`` (overlapping windows added back)
 - ``group_norm_backward``: ``native_group_norm_backward`` (one kernel)
 - ``fused_backward``: ``solar.sdpa_backward`` (FlashAttention-style) and
   ``solar.rms_norm_backward``, the backward of the intercepted fused calls
@@ -59,9 +75,11 @@ operator's schema arguments, and emits statements with ``ctx.statement``.
 
 from solar.frontend.torch.ops import (  # noqa: F401  (registration side effects)
     activation,
+    activation_backward,
     attention,
     backward,
     bits,
+    cdist_backward,
     cells,
     complex,  # imports elementwise first: its abs (complex operands) wins
     conv,
@@ -71,28 +89,35 @@ from solar.frontend.torch.ops import (  # noqa: F401  (registration side effects
     elementwise,
     fused_backward,
     grid_sample,
+    grid_sample_backward,
     group_norm_backward,
     grouped,
     im2col,
     indexing,
     linalg,
+    logical_reduction,
     loss,
     matmul,
     nll,
     normalization,
     norms,
     optim,
+    pad_backward,
     pool,
+    pool_backward,
     random,
     recurrent,
     reduction,
     scan,
+    search,
     shape,
+    slice_scatter,
     softmax,
     sort,
     spectral,
     transformer,
     upsample,
+    view_backward,
     view_copies,
     view_inplace,
     views,

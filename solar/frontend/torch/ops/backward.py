@@ -10,7 +10,8 @@ IR kernel reading its inputs and writing its outputs once: the launches move at 
 - per channel: ``native_batch_norm_backward`` / ``cudnn_batch_norm_backward``;
 - scatters: ``embedding_dense_backward`` (zeros, then ``gW[ids[i], :] += g[i, :]``),
   ``nll_loss_backward`` / ``nll_loss2d_backward`` (zeros, then the target column),
-  ``max_pool2d_with_indices_backward`` (zeros, then ``gI[n, c, {idx}] += g``);
+  ``max_pool2d_with_indices_backward`` and ``adaptive_max_pool{2,3}d_backward`` (zeros, then
+  ``gI[n, c, {idx}] += g``);
 - ``convolution_backward``: the input gradient is the transposed convolution of the output
   gradient with the same weight (:func:`..conv._transposed`), the weight gradient a
   contraction of the input with the output gradient over (batch, output positions), the bias
@@ -338,9 +339,15 @@ def nll_loss_backward(
     write(ctx, nest(p, target.shape), out, index, _to(value, acc, out.dtype), dtype=acc)
 
 
-@lowering(
-    aten.max_pool2d_with_indices_backward.default, aten.max_pool3d_with_indices_backward.default
-)
+MAX_POOL_BACKWARD = {
+    aten.max_pool2d_with_indices_backward.default: 2,
+    aten.max_pool3d_with_indices_backward.default: 3,
+    aten.adaptive_max_pool2d_backward.default: 2,
+    aten.adaptive_max_pool3d_backward.default: 3,
+}
+
+
+@lowering(*MAX_POOL_BACKWARD)
 def max_pool_backward(ctx: LoweringContext, g: T, x: T, *args: object) -> None:
     """``gI = 0`` then ``gI[n, c, {indices[n, c, p..]}] += g[n, c, p..]`` (indices are flat
     positions in the input's spatial plane)."""
@@ -349,7 +356,7 @@ def max_pool_backward(ctx: LoweringContext, g: T, x: T, *args: object) -> None:
     out = ctx.out()
     d = dims_of(out.shape)
     ctx.statement(nest(d, out.shape), out, d, Const(0.0))
-    nsp = 2 if ctx.op == aten.max_pool2d_with_indices_backward.default else 3  # (N,) C, spatial
+    nsp = MAX_POOL_BACKWARD[ctx.op]  # (N,) C, spatial
     lead = out.shape[: out.ndim - nsp]
     plane = math.prod(out.shape[out.ndim - nsp :])
     flat_name = ctx.builder.view(

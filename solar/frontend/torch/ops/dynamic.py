@@ -10,6 +10,11 @@
 - ``_unique2`` / ``_unique`` / ``unique_consecutive``: the distinct values (and the inverse and
   counts when asked) as extern statements over the flattened input.
 - ``bincount``: ``out[{x[i]}] += w[i]`` (or 1), a scatter-add over zeros.
+- ``repeat_interleave.Tensor`` (``torch.repeat_interleave(x, repeats)``'s index): with ``cs``
+  the inclusive prefix sum of the repeats, ``out[j] = #{i : cs[i] <= j}``, computed as a
+  scatter of run starts and a second prefix sum: ``marks[{cs[i]}] += 1`` (``m + 1`` slots,
+  kernel-local), ``out = cumsum(marks)[:m]``; ``n`` + ``n`` + ``m`` adds, no more than CUDA's
+  scan and fill loop.
 - ``histc``: an extern row routine (one pass over the input; ``bins`` counts).
 - ``_local_scalar_dense`` (``.item()``, observed runs only): a copy to the host, no kernel.
 
@@ -176,6 +181,19 @@ def bincount(ctx: LoweringContext, x: T, weights: T | None = None, minlength: in
     ctx.statement(nest(["b"], out.shape), out, ["b"], Const(0))
     value = ctx.load(weights, ["i"], out.dtype) if weights is not None else Const(1)
     write(ctx, nest(["i"], x.shape), out, [Indirect(index_load(x, ["i"]))], value, accumulate=True)
+
+
+@lowering(aten.repeat_interleave.Tensor)
+def repeat_interleave(ctx: LoweringContext, repeats: T, output_size: int | None = None) -> None:
+    out = ctx.out()
+    n, m = repeats.numel, out.shape[0]
+    cs = ctx.local("cumsum", (n,), out.dtype)
+    ctx.statement([("i", n)], cs, ["i"], ctx.load(repeats, ["i"]), reduce="sum", scan="i")
+    marks = ctx.local("marks", (m + 1,), out.dtype)
+    ctx.statement([("j", m + 1)], marks, ["j"], Const(0))
+    start = Indirect(index_load(cs, ["i"]))
+    ctx.statement([("i", n)], marks, [start], Const(1), reduce="sum", accumulate=True)
+    ctx.statement([("j", m)], out, ["j"], ctx.load(marks, ["j"]), reduce="sum", scan="j")
 
 
 @lowering(aten.histc.default)

@@ -181,23 +181,31 @@ def avg_pool(
         reduce="sum",
         guards=w.guards,
     )
-    if divisor_override:
-        divisor: Expr = Const(int(divisor_override))
-    else:
-        ps = w.out_index[len(w.lead) :]
-        counts = [
-            tap_count(p, e, n, k, s, pad, bool(count_include_pad))
-            for p, e, n, k, s, pad in zip(
-                ps, out.shape[-nsp:], x.shape[-nsp:], kernel, stride, padding, strict=True
-            )
-        ]
-        constant = prod(c for c in counts if isinstance(c, int))
-        divisor = Const(constant)
-        for c in counts:
-            if not isinstance(c, int):
-                divisor = c if divisor == Const(1) else call("mul", divisor, c)
+    divisor = avg_divisor(w, x, out, kernel, stride, padding, count_include_pad, divisor_override)
     mean = call("div", ctx.load(acc, w.out_index), divisor)
     ctx.statement(w.loops.parallel, out, w.out_index, mean, dtype=acc.dtype)
+
+
+def avg_divisor(
+    w: Window, x: T, out: T, kernel, stride, padding, include_pad: bool, override
+) -> Expr:
+    """What PyTorch divides the window sum of output ``w.out_index`` by: ``divisor_override``,
+    or the product over spatial dims of the window's tap count (see :func:`tap_count`)."""
+    if override:
+        return Const(int(override))
+    nsp = len(kernel)
+    ps = w.out_index[len(w.lead) :]
+    counts = [
+        tap_count(p, e, n, k, s, pad, bool(include_pad))
+        for p, e, n, k, s, pad in zip(
+            ps, out.shape[-nsp:], x.shape[-nsp:], kernel, stride, padding, strict=True
+        )
+    ]
+    divisor: Expr = Const(prod(c for c in counts if isinstance(c, int)))
+    for c in counts:
+        if not isinstance(c, int):
+            divisor = c if divisor == Const(1) else call("mul", divisor, c)
+    return divisor
 
 
 # ------------------------------------------------------------------------- adaptive pooling
