@@ -329,7 +329,7 @@ def bound_parallel(
         pinned = ", ".join(f"{k}={v}" for k, v in (("tp", tp), ("pp", pp), ("dp", dp)) if v)
         pinned = f" with {pinned}" if pinned else ""
         raise ValueError(
-            f"no plan splits {g.graph['name']} over {gpus} GPUs{pinned}: "
+            f"no plan splits {graph_info(g).name} over {gpus} GPUs{pinned}: "
             "tensor parallelism needs a weight axis its degree divides, data parallelism and "
             "micro-batches a batch it divides, pipelines enough kernels; try another count"
         )
