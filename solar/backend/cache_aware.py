@@ -29,15 +29,14 @@ Which nodes, which bound:
   on chip — otherwise a producer fused into the node could feed it from chip, as FlashAttention
   does with ``P``, and no extra traffic is charged):
 
-  - index analysis: each tensor axis is an affine form of the node's ranks (read from the
-    node's ``index`` attribute when the lifter provides it, else parsed from its ``einsum``).
-    An axis over one rank, or over several in mixed radix (``8g + c`` with ``c < 8``), is
-    injective; an axis ``σp + δr`` over two ranks that can collide is a *tap axis* (conv
-    windows); anything else, a rank in two axes of one tensor, or a data-dependent index
-    makes the node unanalysable (no extra traffic). A view operand must be injective on what
-    it touches: with the access's ``strides`` (when the lifter provides them) broadcast axes
-    are dropped and the others must not overlap; without them its footprint (edge
-    ``footprint_bytes``) must equal its index-tuple count.
+  - index analysis: each tensor axis is an affine form of the node's ranks (the access
+    records' ``Affine`` index entries, :class:`solar.graph.types.Access`). An axis over one
+    rank, or over several in mixed radix (``8g + c`` with ``c < 8``), is injective; an axis
+    ``σp + δr`` over two ranks that can collide is a *tap axis* (conv windows); anything else,
+    a rank in two axes of one tensor, or a data-dependent index makes the node unanalysable
+    (no extra traffic). A view operand must be injective on what it touches: when its view
+    ``strides`` do not overlap, broadcast (stride-0) axes are dropped and it is; otherwise its
+    footprint (edge ``footprint_bytes``) must equal its index-tuple count.
   - every rank (of extent > 1) must index at least two of A, B, C (Loomis–Whitney), and an
     (A element, B element) pair must fix every rank (each product serves one instance); then
     :class:`~solar.backend.io_bounds.SegmentBound` (segment / Hölder–Brascamp–Lieb argument,
@@ -49,7 +48,7 @@ Which nodes, which bound:
     once complete, which is what makes attention's ``QKᵀ`` cost ``Θ(N²d²/S)`` and no more.
     That case needs ``k_min``, the fewest products of any C element: the full reduction
     extent when every instance executes (the node's work equals its loop box) or the node's
-    ``guards`` (when the lifter provides them) touch output ranks only; unknown otherwise.
+    ``guards`` touch output ranks only (causal attention's ``k <= q``); unknown otherwise.
 
 - **barrier** (live-set) spills: a reduction ``R[κ] = ⊕_ρ T[κ,ρ]`` of a DRAM-resident ``T``
   whose consumer ``Y`` is a map writing a graph output element ``Y[κ,ρ]`` from ``T[κ,ρ]`` and
