@@ -42,7 +42,7 @@ _PASS_THROUGH = {"copy", "map", "gather", "view", "concat"}
 
 
 def _narrow_sources(g: nx.MultiDiGraph, n, memo: dict) -> tuple[set[str], set]:
-    """(narrow classes of the graph inputs ``node``'s output is computed from, the op nodes on
+    """(narrow classes of the graph inputs node ``n``'s output is computed from, the op nodes on
     those paths) through pass-through ops; empty when a non-narrow large path intervenes."""
     if n in memo:
         return memo[n]
