@@ -203,12 +203,14 @@ class _Lifter:
 
     def add_outputs(self) -> None:
         """One ``out:<tensor>`` node per program output, fed by every op that wrote it (or by
-        its input node: an output that is an input)."""
+        its input node: an output that is an input; an empty output nothing writes has no
+        edge)."""
         for out in dict.fromkeys(self.program.base(o) for o in self.program.outputs):
             self.g.add_node(f"out:{out}", **{NODE: OutputNode(f"out:{out}", out)})
             info = self.tensors[out]
             edge = TensorEdge(out, None, info.shape, info.dtype, "output", info.bytes, info.bytes)
-            for src in self.writers.get(out, [f"in:{out}"]):
+            has_input = self.g.has_node(f"in:{out}")
+            for src in self.writers.get(out) or ([f"in:{out}"] if has_input else []):
                 self.g.add_edge(src, f"out:{out}", key=out, **{EDGE: edge})
 
 
