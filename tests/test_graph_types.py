@@ -47,6 +47,7 @@ def _graphs():
 
     q = meta(1, 2, 64, 16, dtype=torch.bfloat16)
     ids = torch.zeros(8, dtype=torch.long, device="meta")
+
     def masked(x):  # a data-dependent size assumed 0: an output nothing writes
         return x[x > 0].exp()
 
