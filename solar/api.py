@@ -8,6 +8,7 @@ modules, the views and the CLI.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import os
 import sys
@@ -24,6 +25,7 @@ from solar.backend.result import Bound
 from solar.frontend.program_errors import ProgramError as ProgramError  # re-exported
 from solar.frontend.program_errors import located
 from solar.graph import lift
+from solar.graph.types import graph_info, set_graph_info
 from solar.hw import load_spec
 from solar.ir.program import Program
 
@@ -208,11 +210,13 @@ def trace_and_lift(
 ):
     """Trace and lift once: ``(IR program, einsum graph)``. The trace's assumptions (autocast,
     precision policy, train mode, ...) and ``notes`` (how the program was built) travel with
-    the graph (``g.graph["trace_notes"]``) into every bound :func:`bound_graph` makes of it."""
+    the graph (its :class:`~solar.graph.types.GraphInfo`'s ``trace_notes``) into every bound
+    :func:`bound_graph` makes of it."""
     with gc_paused():
         traced = trace(model, inputs, kwargs=kwargs, precision=precision, name=name, **sizes)
         g = lift(traced.program)
-    g.graph["trace_notes"] = [*notes, *(getattr(traced, "assumptions", None) or [])]
+    notes = (*notes, *(getattr(traced, "assumptions", None) or []))
+    set_graph_info(g, dataclasses.replace(graph_info(g), trace_notes=notes))
     return traced.program, g
 
 
@@ -234,7 +238,7 @@ def lift_problem(problem, *, precision: str | None = None):
 
 def bound_graph(program: Program | None, g, spec) -> Bound:
     """Bounds of an already lifted graph on one spec (a HardwareSpec, name or path)."""
-    b = analyze(g, load_spec(spec), notes=g.graph.get("trace_notes"))
+    b = analyze(g, load_spec(spec), notes=list(graph_info(g).trace_notes) or None)
     b.ir = program
     return b
 
@@ -337,7 +341,7 @@ def bound_parallel(
         pinned = ", ".join(f"{k}={v}" for k, v in (("tp", tp), ("pp", pp), ("dp", dp)) if v)
         pinned = f" with {pinned}" if pinned else ""
         raise ValueError(
-            f"no plan splits {g.graph['name']} over {gpus} GPUs{pinned}: "
+            f"no plan splits {graph_info(g).name} over {gpus} GPUs{pinned}: "
             "tensor parallelism needs a weight axis its degree divides, data parallelism and "
             "micro-batches a batch it divides, pipelines enough kernels; try another count"
         )
@@ -349,7 +353,7 @@ def _split_group(model: ParallelModel, name: str) -> int:
     tensor, axis = _batch_axis(name)
     gid = model.index.group_of_axis(tensor, axis)
     if gid is None:
-        weights = [t for t, i in model.g.graph["tensors"].items() if i["role"] == "weight"]
+        weights = [t for t, i in graph_info(model.g).tensors.items() if i.role == "weight"]
         raise ValueError(
             f"split {name!r}: no such tensor axis in the graph; weights: {', '.join(weights[:8])}"
             + (" ..." if len(weights) > 8 else "")

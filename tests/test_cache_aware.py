@@ -1,5 +1,6 @@
 """Cache-aware bound: invariants (hypothesis) and hand-derived values per operator family."""
 
+import dataclasses
 import math
 
 import pytest
@@ -17,15 +18,15 @@ from solar.backend.cache_aware import (
     access_indices,
     cache_aware_bytes,
     contraction_io,
-    parse_affine,
     traffic_curve,
 )
 from solar.backend.io_bounds import MU_GRID, SegmentBound
 from solar.backend.roofline import fused_bytes
 from solar.graph import lift
+from solar.graph.types import GuardRange, op_node, op_nodes
 from solar.hw import load_spec
 from solar.ir.affine import Affine
-from solar.ir.program import ProgramBuilder
+from solar.ir.program import Guard, ProgramBuilder
 from solar.ir.scalar import Load, call
 
 H100 = load_spec("H100")
@@ -147,12 +148,16 @@ def test_segment_bound_is_non_increasing(v, sizes, mults, out, k_min, classes, p
     assert b.words(math.inf) == 0
 
 
-def test_parse_affine_reads_the_printed_index_form():
-    assert parse_affine("2c+d-3") == ({"c": 2, "d": 1}, -3)
-    assert parse_affine("-c1+12") == ({"c1": -1}, 12)
-    assert parse_affine("0") == ({}, 0)
-    assert parse_affine("ids[i]") is None
-    assert parse_affine("") is None
+def test_access_indices_are_the_lifted_affine_records():
+    """The backend reads the accesses' ``Affine`` index entries, never printed text: a 2-D
+    convolution's input index ``2p + r`` arrives as coefficients."""
+    g, _ = _conv(1, 2, 3, 9, stride=2)
+    (node,) = [d for d in op_nodes(g) if d.op_kind == "contraction"]
+    x, w, y = access_indices(node)
+    p, r = "c", "f"  # the dims n k p q c r s are ranks a .. g
+    assert x[2] == ({p: 2, r: 1}, 0) and isinstance(node.operands[0].index[2], Affine)
+    assert [a.tensor for a in (*node.operands, node.output)] == ["x", "w", "y"]
+    assert [len(ix) for ix in (x, w, y)] == [4, 4, 4]
 
 
 def test_large_matmul_operands_exceed_l2_hand_derived():
@@ -269,9 +274,10 @@ def test_traced_convolutions_are_analysed():
     assert c.rule == RULE_CONV and c.segment.classes == 4
 
 
-def test_broadcast_operand_needs_strides():
-    """W expanded over the batch (stride 0): without the access's view strides the footprint
-    check refuses the node (it is not injective); with them W depends on (k, n) only."""
+def test_broadcast_operand_uses_the_view_strides():
+    """W expanded over the batch (stride 0): the access record carries the view's strides,
+    so the broadcast axis is dropped and W depends on (k, n) only (its footprint, k·n
+    elements, is not its index-tuple count: the footprint check alone would refuse it)."""
     bsz, m, k, n = 16, 512, 1024, 1024
     b = ProgramBuilder("bcast")
     x = b.tensor("x", (bsz, m, k), "bfloat16", "input")
@@ -287,9 +293,9 @@ def test_broadcast_operand_needs_strides():
     )
     b.program.outputs.append(y)
     g = lift(b.program)
-    assert contraction_io(g) == []
-    node = next(n for n, d in g.nodes(data=True) if d.get("op_kind") == "contraction")
-    g.nodes[node]["operands"][1]["strides"] = [0, n, 1]
+    (node,) = op_nodes(g)
+    assert node.operands[1].strides == (0, n, 1) and node.operands[1].offset == 0
+    assert node.operands[1].shape == (bsz, k, n) and node.operands[0].strides is None
     (c,) = contraction_io(g)
     assert c.segment.b_size == k * n and c.segment.b_mult == bsz * m
 
@@ -361,25 +367,90 @@ def test_attention_bound_never_exceeds_flash_style_schedule(n, d, s_factor):
     assert c.words(s_words * 2)[0] <= _schedule_qk_words(n, d, s_words)
 
 
-def test_lifter_attributes_index_and_guards_are_used():
-    """When the lifter provides ``index`` per access and ``guards`` per node, they are read
-    instead of parsing the einsum; guards on output ranks only keep k_min (causal SDPA)."""
-    q = meta(1, 2, 4096, 64, dtype=torch.bfloat16)
+def _causal(n, d, heads=1):
+    q = meta(1, heads, n, d, dtype=torch.bfloat16)
 
-    def causal(q, k, v):
+    def f(q, k, v):
         return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
 
-    g = lift(solar.trace(causal, [q, q.clone(), q.clone()]).program)
+    return lift(solar.trace(f, [q, q.clone(), q.clone()]).program)
+
+
+def test_causal_attention_guard_reaches_the_bound_hand_derived():
+    """Causal SDPA, one head, N = 2M tokens, d = 128, bf16, capacity 16 MiB (S = 2²³ words).
+
+    The lifter carries the statement's guard ``-(N-1) <= k - q <= 0`` over the score's own
+    ranks, so every executed score takes all d products: k_min = d, and the on-chip rule of
+    the non-causal case applies to the V = N(N+1)/2 · d executed products. With M = S (μ = 1),
+    F² <= S³ + S⁴/d² (S > d²) and Q >= S (V / F - 1) words. Without the guard (k_min unknown,
+    as before the graph carried it) no traffic beyond Q and K once was provable."""
+    n, d = 1 << 21, 128
+    g = _causal(n, d)
+    (c,) = contraction_io(g)  # QKᵀ (PV reads the scores from chip: no bound)
+    node = op_node(g, c.node)
+    q_rank, k_rank = node.output.ranks[2], node.output.ranks[3]
+    assert node.guards == (GuardRange(A(k_rank) - A(q_rank), -(n - 1), 1),)
+    assert c.rule == RULE_SEGMENT_ONCHIP
+    v = n * (n + 1) // 2 * d
+    assert c.volume == v and c.segment.k_min == d
+    cap = 16 * 2**20
+    s = cap / 2
+    q1 = s * (v / math.sqrt(s**3 + s**4 / d**2) - 1)
+    assert c.segment.words_at(s, 1) == pytest.approx(q1, rel=1e-12)
+    words = max(c.segment.words_at(s, mu) for mu in MU_GRID)
+    compulsory_qk = 2 * n * d * 2
+    assert c.compulsory_bytes == compulsory_qk
+    ca = cache_aware_bytes(g, cap)
+    assert ca.extra == {c.node: pytest.approx(words * 2 - compulsory_qk, rel=1e-12)}
+    assert ca.bytes == pytest.approx(fused_bytes(g) + words * 2 - compulsory_qk, rel=1e-12)
+    assert ca.bytes >= fused_bytes(g) + q1 * 2 - compulsory_qk > 4 * fused_bytes(g)
+    # the same node without k_min (guards unknown) proves nothing beyond the fused bytes here
+    blind = dataclasses.replace(c.segment, k_min=None)
+    assert blind.words(s) * 2 <= compulsory_qk
+
+
+def test_guard_on_a_reduction_rank_leaves_k_min_unknown():
+    """A guard over the reduced rank (a banded product: each output sums a different number
+    of products) must not give k_min: the rule is output ranks only."""
+    m, k = 4096, 4096
+    b = ProgramBuilder("band")
+    x = b.tensor("x", (m, k), "bfloat16", "input")
+    w = b.tensor("w", (k, m), "bfloat16", "weight")
+    t = b.tensor("t", (m, m), "float32", "intermediate")
+    y = b.tensor("y", (m,), "float32", "output")
+    b.begin_kernel("band")
+    b.statement(
+        [("i", m), ("j", m), ("k", k, True)],
+        (t, ("i", "j")),
+        call("mul", Load(x, (A("i"), A("k"))), Load(w, (A("k"), A("j")))),
+        reduce="sum",
+        guards=[Guard(A("k") - A("i"), -8, 9)],
+    )
+    b.statement([("i", m), ("j", m, True)], (y, ("i",)), Load(t, (A("i"), A("j"))), reduce="sum")
+    b.program.outputs.append(y)
+    g = lift(b.program)
+    node = next(x for x in op_nodes(g) if x.op_kind == "contraction")
+    (guard,) = node.guards
+    assert guard.ranks == {node.output.ranks[0], *node.reduction_ranks}
     (c,) = contraction_io(g)
-    assert c.segment.k_min is None  # fewer instances than the box, guards unknown
-    node = g.nodes[c.node]
-    for acc, axes in zip([*node["operands"], node["output"]], access_indices(node)):
-        acc["index"] = [{"terms": t, "const": k} for t, k in axes]
-    node["einsum"] = "unparsable"
-    out_ranks = node["output"]["ranks"]  # [a, b, l, s] with the causal guard s <= l
-    node["guards"] = [{"terms": {out_ranks[3]: 1, out_ranks[2]: -1}, "const": 0, "lo": -4096,
-                       "hi": 1}]  # fmt: skip
-    (c2,) = contraction_io(g)
-    assert c2.segment.k_min == 64 and c2.volume == c.volume
-    node["guards"] = [{"terms": {node["reduction_ranks"][0]: 1}, "const": 0, "lo": 0, "hi": 8}]
-    assert contraction_io(g)[0].segment.k_min is None
+    assert c.segment.k_min is None and not c.output_in_dram
+
+
+def _schedule_causal_qk_words(n, d, s):
+    """Causal QKᵀ, scores consumed on chip: as :func:`_schedule_qk_words`, a block of query
+    rows meets only the keys up to its last row."""
+    br = max(1, min(n, (int(s) - 1) // d - 1))
+    return n * d + sum(min(n, (i + 1) * br) * d for i in range(-(-n // br)))
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    n=st.integers(2, 1 << 13),
+    d=st.sampled_from([16, 64, 128]),
+    s_factor=st.floats(min_value=2.5, max_value=1e4),
+)
+def test_causal_attention_bound_never_exceeds_a_causal_schedule(n, d, s_factor):
+    (c,) = contraction_io(_causal(n, d))
+    assert c.segment.k_min == d
+    s_words = s_factor * d
+    assert c.words(s_words * 2)[0] <= _schedule_causal_qk_words(n, d, s_words)

@@ -13,6 +13,7 @@ import torch
 from console import run_solar
 
 from solar.definition import DefinitionError, bound_definition, load_definition
+from solar.graph.types import graph_info
 from solar.hw import load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -87,11 +88,11 @@ def test_paged_decode_loop_equals_vectorised(hw):
     assert a.kernels > b.kernels  # the loop's own launches: one set per batch entry
     # the 3 x 4 distinct pages the indices name, K and V: page_size 16 x 8 heads x 128 x bf16
     for wb in (a, b):
-        reads = wb.bound.graph.graph["fused_io"]["reads"]
+        reads = graph_info(wb.bound.graph).fused_io.reads
         assert reads["k_cache"] == reads["v_cache"] == 12 * 16 * 8 * 128 * 2
     # unfused: each of the loop's gather kernels reads its own sequence's 4 pages
-    kernels = a.bound.graph.graph["kernels"]
-    gathers = [k["reads"]["k_cache"] for k in kernels if "k_cache" in k["reads"]]
+    kernels = graph_info(a.bound.graph).kernels
+    gathers = [k.reads["k_cache"] for k in kernels if "k_cache" in k.reads]
     assert gathers == [4 * 16 * 8 * 128 * 2] * 3
     assert any(
         "the unfused level is that reference's own launches" in s for s in a.bound.assumptions

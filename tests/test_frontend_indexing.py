@@ -12,6 +12,7 @@ from eager_oracle import check as _check
 
 from solar.frontend.torch import DataDependentOperatorError, UnsupportedOperatorError, trace_torch
 from solar.graph.lift import lift
+from solar.graph.types import graph_info, op_nodes
 from solar.interp.torch.execute import execute
 from solar.ir.cost import kernel_io, program_io, statement_ops
 
@@ -375,9 +376,9 @@ def test_embedding_costs_by_hand():
     fused = program_io(trace.program)
     assert fused.bytes == T_ * 8 + D * 4 + T_ * D * 4 and not fused.exact
     g = lift(trace.program)
-    (node,) = [n for n, d in g.nodes(data=True) if d["kind"] == "op"]
-    assert g.nodes[node]["op_kind"] == "gather"
-    assert not g.graph["kernels"][0]["exact"]
+    (node,) = op_nodes(g)
+    assert node.op_kind == "gather"
+    assert not graph_info(g).kernels[0].exact
 
 
 def test_cumsum_costs_by_hand():
@@ -389,7 +390,7 @@ def test_cumsum_costs_by_hand():
     io = kernel_io(trace.program, k)
     assert io.read_bytes == io.write_bytes == B * n * 4 and io.exact
     g = lift(trace.program)
-    assert [d["op_kind"] for _, d in g.nodes(data=True) if d["kind"] == "op"] == ["scan"]
+    assert [d.op_kind for d in op_nodes(g)] == ["scan"]
 
 
 def test_cummax_costs_by_hand():
@@ -414,7 +415,7 @@ def test_sort_costs_by_hand():
     io = kernel_io(trace.program, k)
     assert io.read_bytes == B * n * 4 and io.write_bytes == B * n * (4 + 8) and io.exact
     g = lift(trace.program)
-    kinds = {d["op_kind"] for _, d in g.nodes(data=True) if d["kind"] == "op"}
+    kinds = {d.op_kind for d in op_nodes(g)}
     assert kinds == {"extern"}
 
 

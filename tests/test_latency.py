@@ -21,6 +21,7 @@ import torch
 import solar
 from solar.api import bound_graph, trace_and_lift
 from solar.gpu.violations import Floors, classify
+from solar.graph.types import graph_info
 from solar.hw import SpecError, list_specs, load_spec
 from solar.ir.affine import Affine, affines
 from solar.ir.program import Guard, ProgramBuilder
@@ -130,9 +131,9 @@ def test_gru_stack_of_the_issue():
     lane = {"tc_tf32": 3 * 256 * 256 * 2, "cuda_fp32": 11 * 256, "sfu": 3 * 256}
     chains = b.latency.chains
     assert [c.state for c in chains] == [f"gru_l{i}_h" for i in range(6)]
-    for c, raw in zip(chains, [k["chains"][0] for k in g.graph["kernels"][1:]], strict=True):
+    for c, raw in zip(chains, [k.chains[0] for k in graph_info(g).kernels[1:]], strict=True):
         assert (c.steps, c.lanes) == (512, 10)
-        assert raw["ops"] == {u: 10 * n for u, n in lane.items()}
+        assert raw.ops == {u: 10 * n for u, n in lane.items()}
         assert c.one_sm_s == pytest.approx(cycles(192), rel=1e-12)
         assert c.spread_s == SYNC and c.step_s == SYNC
         assert c.critical_path_s == pytest.approx(510 * SYNC / 2, rel=1e-12)
@@ -179,11 +180,11 @@ def test_bidirectional_lstm():
     for c in chains:
         assert (c.steps, c.lanes) == (200, 4)
         assert c.step_s == pytest.approx(phi, rel=1e-12)
-    layer2 = b.graph.graph["kernels"][-1]["chains"][0]
-    (inp,) = layer2["inputs"]
-    assert inp["tensor"] == "lstm_l0_output" and (inp["coef"], inp["const"]) == (1, 0)
-    assert inp["mixing_ops"] == {"tc_tf32": 4 * (4 * 64 * 128 * 2)}
-    assert inp["mixed_ops"] == {"cuda_fp32": 4 * 64 * 10, "sfu": 4 * 64 * 5}
+    layer2 = graph_info(b.graph).kernels[-1].chains[0]
+    (inp,) = layer2.inputs
+    assert inp.tensor == "lstm_l0_output" and (inp.coef, inp.const) == (1, 0)
+    assert inp.mixing_ops == {"tc_tf32": 4 * (4 * 64 * 128 * 2)}
+    assert inp.mixed_ops == {"cuda_fp32": 4 * 64 * 10, "sfu": 4 * 64 * 5}
     lat = b.latency
     assert lat.critical_steps == 399
     # the edge into layer 2 costs φ too (half of its input GEMM, 16 clocks): Σ = 399 φ
@@ -209,9 +210,9 @@ def test_jax_scan_recurrence():
 
     fn, inputs = load_jax_problem(load_module(ROOT / "examples" / "jax_scan_rnn.py"))
     b = solar.bound(fn, inputs, hw="H100")
-    (raw,) = b.graph.graph["kernels"][0]["chains"]
-    assert (raw["steps"], raw["lanes"], raw["state"]) == (1000, 4, "scan_carry_hist")
-    assert raw["ops"] == {"tc_tf32": 4 * 131072, "cuda_fp32": 4 * 256, "sfu": 4 * 256}
+    (raw,) = graph_info(b.graph).kernels[0].chains
+    assert (raw.steps, raw.lanes, raw.state) == (1000, 4, "scan_carry_hist")
+    assert raw.ops == {"tc_tf32": 4 * 131072, "cuda_fp32": 4 * 256, "sfu": 4 * 256}
     phi = cycles(64)
     cp = 998 * phi / 2
     assert b.latency.chains[0].step_s == pytest.approx(phi, rel=1e-12)

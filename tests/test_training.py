@@ -15,6 +15,7 @@ from torch import nn
 import solar
 from solar.frontend.torch.ops.optim import CHUNK, launches
 from solar.frontend.torch.training import trace_training_step
+from solar.graph.types import op_nodes
 from solar.interp.torch.execute import execute
 
 
@@ -444,11 +445,7 @@ def test_contraction_flops_agree_with_flop_counter_mode():
         step(*batch)
     b = solar.bound(step, batch)
     g = b.graph
-    contraction = sum(
-        sum(d["ops"].values())
-        for _, d in g.nodes(data=True)
-        if d.get("kind") == "op" and d["op_kind"] == "contraction"
-    )
+    contraction = sum(sum(d.ops.values()) for d in op_nodes(g) if d.op_kind == "contraction")
     assert contraction == counter.get_total_flops()
 
 

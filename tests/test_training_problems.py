@@ -80,6 +80,7 @@ import jax.numpy as jnp  # noqa: E402
 
 from solar.frontend.jax import load_jax_problem, trace_jax  # noqa: E402
 from solar.frontend.jax.training import make_train_step  # noqa: E402
+from solar.graph.types import graph_info  # noqa: E402
 from solar.interp.torch.execute import execute  # noqa: E402
 
 
@@ -189,13 +190,13 @@ def test_twins_train_with_the_same_fused_bound():
         assert a.phase == b.phase and a.flops.get("tc_bf16") == b.flops.get("tc_bf16")
 
     def io(b, keep):
-        io = b.graph.graph["fused_io"]
-        return sum(v for t, v in [*io["reads"].items(), *io["writes"].items()] if keep(t))
+        io = graph_info(b.graph).fused_io
+        return sum(v for t, v in [*io.reads.items(), *io.writes.items()] if keep(t))
 
-    tensors_j = bj.graph.graph["tensors"]
+    tensors_j = graph_info(bj.graph).tensors
     tokens_j = io(bj, lambda t: t.startswith("batch"))
     count_j = io(bj, lambda t: "count" in t or t.startswith("select_n"))
-    consts_j = io(bj, lambda t: tensors_j.get(t, {}).get("role") == "constant")
+    consts_j = io(bj, lambda t: t in tensors_j and tensors_j[t].role == "constant")
     tokens_t = io(bt, lambda t: t.startswith(("idx", "targets", "batch")))
     assert tokens_t == 2 * tokens_j  # int64 vs int32 ids
     assert count_j == 8

@@ -13,6 +13,7 @@ from solar.backend.result import Bound, KernelRow
 from solar.backend.roofline import fused_bytes, graph_ops, kernel_times
 from solar.backend.units import compute_time
 from solar.fmt import fmt_bytes
+from solar.graph.types import graph_info, op_nodes
 from solar.ir.dtypes import is_complex
 from solar.ir.extern import routine_assumptions
 
@@ -79,15 +80,15 @@ def analyze(g: nx.MultiDiGraph, spec, *, notes: list[str] | None = None) -> Boun
         assumptions.append(
             "no native unit, ran on: " + ", ".join(f"{c} -> {r}" for c, r in fallbacks.items())
         )
-    precisions = sorted({d["precision"] for _, d in g.nodes(data=True) if d.get("precision")})
+    precisions = sorted({d.precision for d in op_nodes(g) if d.precision})
     if precisions:
         assumptions.append(f"fp32 contractions run as: {', '.join(precisions)}")
-    if not all(k.exact for k in kernels) or not g.graph["fused_io"]["exact"]:
+    if not all(k.exact for k in kernels) or not graph_info(g).fused_io.exact:
         assumptions.append("some footprints are proven lower bounds, not exact counts (marked ≥)")
     assumptions.extend(narrow)
-    routines = {d["extern"] for _, d in g.nodes(data=True) if d.get("extern")}
+    routines = {d.extern for d in op_nodes(g) if d.extern}
     assumptions.extend(routine_assumptions(routines))
-    if any(is_complex(t["dtype"]) for t in g.graph.get("tensors", {}).values()):
+    if any(is_complex(t.dtype) for t in graph_info(g).tensors.values()):
         assumptions.append(
             "complex arithmetic in real operations: a complex multiply 4 multiplies and 2 adds, "
             "a complex contraction 3 real multiply-adds per product (the 3M algorithm)"
@@ -109,14 +110,14 @@ def analyze(g: nx.MultiDiGraph, spec, *, notes: list[str] | None = None) -> Boun
             k.time_s,
             k.bound_by,
             k.exact,
-            src.get("phase", ""),
-            src.get("origin", ""),
+            src.phase,
+            src.origin,
             latency_s,
         )
-        for k, src, latency_s in zip(kernels, g.graph["kernels"], lat.kernel_s, strict=True)
+        for k, src, latency_s in zip(kernels, graph_info(g).kernels, lat.kernel_s, strict=True)
     ]
     return Bound(
-        program=g.graph["name"],
+        program=graph_info(g).name,
         hw=spec.name,
         hw_key=spec.key,
         unfused=unfused,

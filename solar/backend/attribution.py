@@ -14,6 +14,7 @@ from __future__ import annotations
 from solar.backend.cache_aware import CacheAwareModel
 from solar.backend.roofline import graph_ops
 from solar.backend.units import compute_time
+from solar.graph.types import graph_info, op_node
 from solar.hw import load_spec
 
 
@@ -39,21 +40,21 @@ def kernel_attribution(b, hw=None) -> list[dict]:
     for the rule."""
     g = b.graph
     spec = spec_of(b, hw)
-    kernels = g.graph["kernels"]
-    index = {k["name"]: i for i, k in enumerate(kernels)}
-    fio = g.graph["fused_io"]
+    kernels = graph_info(g).kernels
+    index = {k.name: i for i, k in enumerate(kernels)}
+    fio = graph_info(g).fused_io
     fused = [0.0] * len(kernels)
-    for base, nbytes in fio["reads"].items():
-        i = next((j for j, k in enumerate(kernels) if base in k["reads"]), 0)
+    for base, nbytes in fio.reads.items():
+        i = next((j for j, k in enumerate(kernels) if base in k.reads), 0)
         fused[i] += nbytes
-    for base, nbytes in fio["writes"].items():
-        hits = [j for j, k in enumerate(kernels) if base in k["writes"]]
+    for base, nbytes in fio.writes.items():
+        hits = [j for j, k in enumerate(kernels) if base in k.writes]
         fused[hits[-1] if hits else len(kernels) - 1] += nbytes
     extra = [0.0] * len(kernels)
     ca = CacheAwareModel(g).at(spec.on_chip_capacity)
     for node, x in ca.extra.items():
-        extra[index.get(g.nodes[node].get("kernel"), 0)] += x
-    per_unit = [compute_time(graph_ops(g, k["statements"]), spec).per_unit for k in kernels]
+        extra[index.get(op_node(g, node).kernel, 0)] += x
+    per_unit = [compute_time(graph_ops(g, k.statements), spec).per_unit for k in kernels]
 
     def shares(time: float, by: str, nbytes: list[float]) -> list[float]:
         if by == "dram":

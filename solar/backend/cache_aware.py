@@ -29,15 +29,14 @@ Which nodes, which bound:
   on chip — otherwise a producer fused into the node could feed it from chip, as FlashAttention
   does with ``P``, and no extra traffic is charged):
 
-  - index analysis: each tensor axis is an affine form of the node's ranks (read from the
-    node's ``index`` attribute when the lifter provides it, else parsed from its ``einsum``).
-    An axis over one rank, or over several in mixed radix (``8g + c`` with ``c < 8``), is
-    injective; an axis ``σp + δr`` over two ranks that can collide is a *tap axis* (conv
-    windows); anything else, a rank in two axes of one tensor, or a data-dependent index
-    makes the node unanalysable (no extra traffic). A view operand must be injective on what
-    it touches: with the access's ``strides`` (when the lifter provides them) broadcast axes
-    are dropped and the others must not overlap; without them its footprint (edge
-    ``footprint_bytes``) must equal its index-tuple count.
+  - index analysis: each tensor axis is an affine form of the node's ranks (the access
+    records' ``Affine`` index entries, :class:`solar.graph.types.Access`). An axis over one
+    rank, or over several in mixed radix (``8g + c`` with ``c < 8``), is injective; an axis
+    ``σp + δr`` over two ranks that can collide is a *tap axis* (conv windows); anything else,
+    a rank in two axes of one tensor, or a data-dependent index makes the node unanalysable
+    (no extra traffic). A view operand must be injective on what it touches: when its view
+    ``strides`` do not overlap, broadcast (stride-0) axes are dropped and it is; otherwise its
+    footprint (edge ``footprint_bytes``) must equal its index-tuple count.
   - every rank (of extent > 1) must index at least two of A, B, C (Loomis–Whitney), and an
     (A element, B element) pair must fix every rank (each product serves one instance); then
     :class:`~solar.backend.io_bounds.SegmentBound` (segment / Hölder–Brascamp–Lieb argument,
@@ -49,7 +48,7 @@ Which nodes, which bound:
     once complete, which is what makes attention's ``QKᵀ`` cost ``Θ(N²d²/S)`` and no more.
     That case needs ``k_min``, the fewest products of any C element: the full reduction
     extent when every instance executes (the node's work equals its loop box) or the node's
-    ``guards`` (when the lifter provides them) touch output ranks only; unknown otherwise.
+    ``guards`` touch output ranks only (causal attention's ``k <= q``); unknown otherwise.
 
 - **barrier** (live-set) spills: a reduction ``R[κ] = ⊕_ρ T[κ,ρ]`` of a DRAM-resident ``T``
   whose consumer ``Y`` is a map writing a graph output element ``Y[κ,ρ]`` from ``T[κ,ρ]`` and
@@ -80,7 +79,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -88,6 +86,14 @@ import networkx as nx
 
 from solar.backend.io_bounds import SegmentBound, barrier_spill_bytes, smith_matmul_words
 from solar.backend.roofline import fused_bytes
+from solar.graph.types import (
+    Access,
+    OpNode,
+    graph_info,
+    in_edges,
+    op_node,
+    op_nodes,
+)
 from solar.ir.limits import current_limits
 
 DRAM_RESIDENT = ("input", "weight", "constant")
@@ -101,63 +107,16 @@ RULE_BARRIER = "live-set barrier (reduction before its consumer)"
 # ---------------------------------------------------------------------------------------------
 # index expressions
 
-Affine = tuple[dict[str, int], int]  # {rank: coef}, const
-
-_ACCESS = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\[([^\[\]]*)\]")
-_TERM = re.compile(r"([+-])?(\d*)([a-z][0-9]*)?")
+Form = tuple[dict[str, int], int]  # an affine index as ({rank: coef}, const)
 
 
-def parse_affine(text: str) -> Affine | None:
-    """``"2c+d-3"`` -> ``({'c': 2, 'd': 1}, -3)`` (the printed form of an IR index in rank
-    names); None when the text is not such a form."""
-    text = text.replace(" ", "")
-    if not text:
-        return None
-    coefs: dict[str, int] = {}
-    const, pos = 0, 0
-    while pos < len(text):
-        m = _TERM.match(text, pos)
-        if m is None or m.end() == pos or (pos > 0 and not m.group(1)):
-            return None
-        sign = -1 if m.group(1) == "-" else 1
-        digits, name = m.group(2), m.group(3)
-        if name is None:
-            if not digits:
-                return None
-            const += sign * int(digits)
-        else:
-            coefs[name] = coefs.get(name, 0) + sign * (int(digits) if digits else 1)
-        pos = m.end()
-    return {r: c for r, c in coefs.items() if c}, const
-
-
-def _structured(index) -> list[Affine] | None:
-    out = []
-    for e in index:
-        if not isinstance(e, dict) or "terms" not in e:
-            return None
-        out.append(({str(r): int(c) for r, c in dict(e["terms"]).items() if c}, int(e["const"])))
-    return out
-
-
-def access_indices(node: dict) -> list[list[Affine]] | None:
+def access_indices(node: OpNode) -> list[list[Form]] | None:
     """Per access (operands in order, then the output): per axis, the affine index in rank
-    names. From the accesses' ``index`` attribute if present, else parsed from ``einsum``."""
-    accs = [*node["operands"], node["output"]]
-    if all("index" in a for a in accs):
-        out = [_structured(a["index"]) for a in accs]
-        return None if any(o is None for o in out) else out  # type: ignore[misc]
-    ins, _, outs = node.get("einsum", "").partition("->")
-    found = _ACCESS.findall(ins) + _ACCESS.findall(outs)
-    if len(found) != len(accs) or any(t != a["tensor"] for (t, _), a in zip(found, accs)):
+    names as ``({rank: coef}, const)``; None when an entry is data-dependent."""
+    accs = [*node.operands, node.output]
+    if any(a.indirect for a in accs):
         return None
-    result = []
-    for (_, idx), a in zip(found, accs):
-        axes = [parse_affine(x) for x in idx.split(",")] if idx else []
-        if any(x is None for x in axes) or len(axes) != len(a["ranks"]):
-            return None
-        result.append(axes)
-    return result  # type: ignore[return-value]
+    return [[(e.coefs, e.const) for e in a.index] for a in accs]  # type: ignore[union-attr]
 
 
 def _mixed_radix(coefs: dict[str, int], ranks: dict[str, int]) -> bool:
@@ -194,7 +153,7 @@ def _tap_values(cp: int, np_: int, cr: int, nr: int, const: int, size: int) -> i
     return int(np.unique(v[(v >= 0) & (v < size)]).size)
 
 
-def access_shape(axes: Sequence[Affine], shape: Sequence[int], ranks: dict[str, int], numel: int):
+def access_shape(axes: Sequence[Form], shape: Sequence[int], ranks: dict[str, int], numel: int):
     """Analyse one access (None when it is not of the supported affine forms)."""
     if len(axes) != len(shape):
         return None
@@ -332,54 +291,40 @@ IOItem = ContractionIO | BarrierIO
 
 
 def _edge_footprint(g: nx.MultiDiGraph, node: str, tensor: str) -> int | None:
-    for _, _, key, data in g.in_edges(node, keys=True, data=True):
+    for _, key, e in in_edges(g, node):
         if key == tensor:
-            return data["footprint_bytes"]
+            return e.footprint_bytes
     return None
 
 
-def _tensor_info(g: nx.MultiDiGraph, acc: dict) -> tuple[list[int], int] | None:
-    """(Shape of the accessed tensor or view, numel of its base)."""
-    base = g.graph["tensors"].get(acc["base"])
-    if base is None:
+def _layout(acc: Access, axes: list[Form]):
+    """Drop broadcast (stride-0) axes of a view whose layout does not overlap; returns
+    (axes, shape, layout known injective?) or None for an access of another rank. A row-major
+    tensor is injective; an overlapping view is left to the footprint check."""
+    shape = list(acc.shape)
+    if len(shape) != len(axes):
         return None
-    numel = math.prod(base["shape"])
-    if acc.get("shape") is not None:
-        return list(acc["shape"]), numel
-    if acc["tensor"] == acc["base"]:
-        return list(base["shape"]), numel
-    shape = None
-    if shape is None:
-        for _, _, key, data in g.edges(keys=True, data=True):
-            if key == acc["tensor"]:
-                shape = data["shape"]
-                break
-    return (list(shape), numel) if shape is not None else None
-
-
-def _layout(acc: dict, axes: list[Affine], shape: list[int]):
-    """Drop broadcast (stride-0) axes when the access carries its view ``strides``; returns
-    (axes, shape, layout known injective?) or None for an overlapping layout."""
-    strides = acc.get("strides")
-    if strides is None:
-        return axes, shape, acc["tensor"] == acc["base"] or acc.get("injective_layout", False)
-    if len(strides) != len(axes):
+    if acc.strides is None:
+        return axes, shape, True
+    if len(acc.strides) != len(axes):
         return None
-    keep = [i for i, st in enumerate(strides) if st]
+    keep = [i for i, st in enumerate(acc.strides) if st]
     span = 0
-    for st, n in sorted((abs(strides[i]), shape[i]) for i in keep if shape[i] > 1):
+    for st, n in sorted((abs(acc.strides[i]), shape[i]) for i in keep if shape[i] > 1):
         if st <= span:
-            return None
+            return axes, shape, False
         span += st * (n - 1)
     return [axes[i] for i in keep], [shape[i] for i in keep], True
 
 
-def _injective_storage(g, node: str, acc: dict, shape: AccessShape, known: bool, is_output) -> bool:
+def _injective_storage(
+    g, node: str, acc: Access, shape: AccessShape, known: bool, is_output: bool
+) -> bool:
     """Distinct index tuples touch distinct storage elements."""
     if known or is_output:
         return True  # row-major or checked strides; writes through an aliasing view would race
-    fp = _edge_footprint(g, node, acc["tensor"])
-    return fp is not None and shape.tuples is not None and fp == shape.tuples * acc["itemsize"]
+    fp = _edge_footprint(g, node, acc.tensor)
+    return fp is not None and shape.tuples is not None and fp == shape.tuples * acc.itemsize
 
 
 def _pairs_determine_instances(a: AccessShape, b: AccessShape, ranks: dict[str, int]) -> bool:
@@ -399,45 +344,43 @@ def _pairs_determine_instances(a: AccessShape, b: AccessShape, ranks: dict[str, 
     return all(r in known for r, n in ranks.items() if n > 1)
 
 
-def _k_min(d: dict, c: AccessShape, box: int, volume: int, ranks: dict[str, int]) -> int | None:
-    """Fewest products of any executed C element (None when it cannot be shown)."""
+def _k_min(d: OpNode, c: AccessShape, box: int, volume: int, ranks: dict[str, int]) -> int | None:
+    """Fewest products of any executed C element (None when it cannot be shown): the full
+    reduction extent when every instance executes, or when the guards touch output ranks only
+    (an executed C element then runs all its products)."""
     if c.taps:
         return None
     full = math.prod(n for r, n in ranks.items() if r not in c.deps)
     if volume == box:
         return full
-    guards = d.get("guards")
-    if guards is not None:
-        try:
-            if all(set(dict(gd["terms"])) <= c.deps for gd in guards):
-                return full
-        except (TypeError, KeyError):
-            return None
+    if d.guards and all(gd.ranks <= c.deps for gd in d.guards):
+        return full
     return None
 
 
-def contraction_item(g: nx.MultiDiGraph, n: str, d: dict) -> ContractionIO | None:
+def contraction_item(g: nx.MultiDiGraph, d: OpNode) -> ContractionIO | None:
     """The bound of a contraction node, or None when no proof here applies."""
-    if len(d.get("operands", ())) != 2:
+    if len(d.operands) != 2:
         return None
-    a, b = d["operands"]
-    c = d["output"]
-    if a["role"] not in DRAM_RESIDENT or b["role"] not in DRAM_RESIDENT:
+    a, b = d.operands
+    c = d.output
+    if a.role not in DRAM_RESIDENT or b.role not in DRAM_RESIDENT:
         return None
-    if len({a["base"], b["base"], c["base"]}) != 3:
+    if len({a.base, b.base, c.base}) != 3:
         return None
-    ranks = {r: int(e) for r, e in d["ranks"].items()}
+    ranks = {r: int(e) for r, e in d.ranks.items()}
     indices = access_indices(d)
     if indices is None or any(r not in ranks for ix in indices for co, _ in ix for r in co):
         return None
+    info = graph_info(g)
     shapes = []
     for acc, axes, is_out in zip((a, b, c), indices, (False, False, True)):
-        info = _tensor_info(g, acc)
-        lay = None if info is None else _layout(acc, axes, info[0])
+        base = info.tensors.get(acc.base)
+        lay = None if base is None else _layout(acc, axes)
         if lay is None:
             return None
-        s = access_shape(lay[0], lay[1], ranks, info[1])
-        if s is None or not _injective_storage(g, n, acc, s, lay[2], is_out):
+        s = access_shape(lay[0], lay[1], ranks, math.prod(base.shape))
+        if s is None or not _injective_storage(g, d.id, acc, s, lay[2], is_out):
             return None
         shapes.append(s)
     sa, sb, sc = shapes
@@ -451,14 +394,14 @@ def contraction_item(g: nx.MultiDiGraph, n: str, d: dict) -> ContractionIO | Non
     classes, partitioned = taps
     box = math.prod(ranks.values())
     # 2 ops of the contraction's class per multiply-add (the node's only, hence largest, class)
-    volume = min(box, max(d["ops"].values(), default=0) // 2)
+    volume = min(box, max(d.ops.values(), default=0) // 2)
     if volume <= 0:
         return None
-    c_in_dram = c["role"] == "output"
-    fio = g.graph["fused_io"]
-    compulsory = fio["reads"].get(a["base"], 0) + fio["reads"].get(b["base"], 0)
+    c_in_dram = c.role == "output"
+    fio = info.fused_io
+    compulsory = fio.reads.get(a.base, 0) + fio.reads.get(b.base, 0)
     if c_in_dram:
-        compulsory += fio["writes"].get(c["base"], 0)
+        compulsory += fio.writes.get(c.base, 0)
     segment = SegmentBound(
         volume=volume,
         a_size=sa.size,
@@ -485,13 +428,13 @@ def contraction_item(g: nx.MultiDiGraph, n: str, d: dict) -> ContractionIO | Non
         rule = RULE_SEGMENT
     else:
         rule = RULE_SEGMENT_ONCHIP
-    reduction = math.prod(ranks[r] for r in d.get("reduction_ranks", ()))
+    reduction = math.prod(ranks[r] for r in d.reduction_ranks)
     return ContractionIO(
-        node=n,
-        tensors=frozenset({a["base"], b["base"], c["base"]}),
+        node=d.id,
+        tensors=frozenset({a.base, b.base, c.base}),
         volume=volume,
         reduction=reduction,
-        word=min(a["itemsize"], b["itemsize"], c["itemsize"]),
+        word=min(a.itemsize, b.itemsize, c.itemsize),
         output_in_dram=c_in_dram,
         compulsory_bytes=compulsory,
         rule=rule,
@@ -503,95 +446,91 @@ def contraction_item(g: nx.MultiDiGraph, n: str, d: dict) -> ContractionIO | Non
 def contraction_io(g: nx.MultiDiGraph) -> list[ContractionIO]:
     """The contraction nodes the cache-aware bound applies to (see the module docstring)."""
     out = []
-    for n, d in g.nodes(data=True):
-        if d.get("kind") == "op" and d.get("op_kind") == "contraction":
-            item = contraction_item(g, n, d)
+    for d in op_nodes(g):
+        if d.op_kind == "contraction":
+            item = contraction_item(g, d)
             if item is not None:
                 out.append(item)
     return out
 
 
-def _plain_ranks(acc: dict) -> tuple[str, ...] | None:
-    ranks = acc.get("ranks") or []
+def _plain_ranks(acc: Access) -> tuple[str, ...] | None:
+    ranks = acc.ranks
     if any(r is None for r in ranks) or len(set(ranks)) != len(ranks):
         return None
-    return tuple(ranks)
+    return ranks  # type: ignore[return-value]
 
 
-def _producer(g: nx.MultiDiGraph, node: str, tensor: str) -> str | None:
-    for src, _, key, _ in g.in_edges(node, keys=True, data=True):
-        if key == tensor and g.nodes[src].get("kind") == "op":
-            return src
+def _producer(g: nx.MultiDiGraph, node: str, tensor: str) -> OpNode | None:
+    for src, key, _ in in_edges(g, node):
+        if key == tensor and op_node(g, src) is not None:
+            return op_node(g, src)
     return None
 
 
 def barrier_io(g: nx.MultiDiGraph) -> list[BarrierIO]:
     """Live-set barriers (see the module docstring)."""
-    fio = g.graph["fused_io"]
+    fio = graph_info(g).fused_io
     out = []
-    for y, dy in g.nodes(data=True):
-        if dy.get("kind") != "op" or dy.get("op_kind") != "map":
+    for dy in op_nodes(g):
+        if dy.op_kind != "map" or dy.output.role != "output":
             continue
-        if dy["output"]["role"] != "output":
-            continue
-        y_ranks = _plain_ranks(dy["output"])
-        ops = dy.get("operands", ())
-        for t_acc in ops:
-            if t_acc["role"] not in DRAM_RESIDENT:
+        y_ranks = _plain_ranks(dy.output)
+        for t_acc in dy.operands:
+            if t_acc.role not in DRAM_RESIDENT:
                 continue
             t_ranks = _plain_ranks(t_acc)
             if t_ranks is None or y_ranks is None or set(y_ranks) != set(t_ranks):
                 continue
-            full = math.prod(dy["ranks"][r] for r in t_ranks) * t_acc["itemsize"]
-            if _edge_footprint(g, y, t_acc["tensor"]) != full:
+            full = math.prod(dy.ranks[r] for r in t_ranks) * t_acc.itemsize
+            if _edge_footprint(g, dy.id, t_acc.tensor) != full:
                 continue
-            for z_acc in ops:
+            for z_acc in dy.operands:
                 if z_acc is t_acc:
                     continue
-                group = _reduction_group(g, y, z_acc, t_acc, t_ranks, full)
+                group = _reduction_group(g, dy.id, z_acc, t_acc, t_ranks, full)
                 if group:
                     out.append(
                         BarrierIO(
-                            y,
-                            frozenset({t_acc["base"]}),
-                            group * min(t_acc["itemsize"], dy["output"]["itemsize"]),
-                            fio["reads"].get(t_acc["base"], 0),
+                            dy.id,
+                            frozenset({t_acc.base}),
+                            group * min(t_acc.itemsize, dy.output.itemsize),
+                            fio.reads.get(t_acc.base, 0),
                         )
                     )
                     break
     return out
 
 
-def _reduction_group(g, y: str, z_acc: dict, t_acc: dict, t_ranks, full: int) -> int:
+def _reduction_group(g, y: str, z_acc: Access, t_acc: Access, t_ranks, full: int) -> int:
     """Elements per group when ``z_acc`` (read by ``y``) is a reduction of ``t_acc``'s tensor
     over some of its ranks, reached through maps; 0 otherwise."""
     z_ranks = _plain_ranks(z_acc)
     if z_ranks is None or not set(z_ranks) < set(t_ranks):
         return 0
-    node, tensor = y, z_acc["tensor"]
+    node, tensor = y, z_acc.tensor
     for _ in range(8):  # walk back through maps of the reduced tensor
-        src = _producer(g, node, tensor)
-        if src is None:
+        ds = _producer(g, node, tensor)
+        if ds is None:
             return 0
-        ds = g.nodes[src]
-        if ds["op_kind"] == "reduction":
-            reads = [o for o in ds["operands"] if o["base"] == t_acc["base"]]
+        if ds.op_kind == "reduction":
+            reads = [o for o in ds.operands if o.base == t_acc.base]
             if len(reads) != 1 or _plain_ranks(reads[0]) is None:
                 return 0
             if set(_plain_ranks(reads[0])) != set(t_ranks):
                 return 0
-            if set(_plain_ranks(ds["output"]) or ()) != set(z_ranks):
+            if set(_plain_ranks(ds.output) or ()) != set(z_ranks):
                 return 0
-            if _edge_footprint(g, src, reads[0]["tensor"]) != full:
+            if _edge_footprint(g, ds.id, reads[0].tensor) != full:
                 return 0
             reduced = set(t_ranks) - set(z_ranks)
-            return math.prod(ds["ranks"][r] for r in reduced)
-        if ds["op_kind"] != "map":
+            return math.prod(ds.ranks[r] for r in reduced)
+        if ds.op_kind != "map":
             return 0
-        same = [o for o in ds["operands"] if set(_plain_ranks(o) or ()) == set(z_ranks)]
+        same = [o for o in ds.operands if set(_plain_ranks(o) or ()) == set(z_ranks)]
         if len(same) != 1:
             return 0
-        node, tensor = src, same[0]["tensor"]
+        node, tensor = ds.id, same[0].tensor
     return 0
 
 

@@ -7,7 +7,7 @@ removes -- kernel launches and chains of dependent steps.
   any implementation launches at least one kernel, so the fused and cache-aware levels are at
   least ``λ``.
 - **Critical path of sequential work**: the loop-carried chains of looped kernels
-  (:mod:`solar.ir.recurrence`, on ``g.graph["kernels"][i]["chains"]``) form a DAG of steps --
+  (:mod:`solar.ir.recurrence`, on each kernel record's ``chains``) form a DAG of steps --
   a chain's step ``t`` after its step ``t-1``, and a stacked layer's step after the step of the
   layer below that wrote its input (a wavefront; reversed directions map ``t -> T-1-t``). Each
   edge into a step costs that step's *floor*, for the work ``W`` (per lane) that depends on
@@ -33,6 +33,8 @@ import numpy as np
 
 from solar.backend.units import compute_time
 from solar.fmt import fmt_time
+from solar.graph.types import graph_info
+from solar.ir.recurrence import Chain
 
 LEVELS = ("unfused", "fused", "cache_aware")
 
@@ -159,7 +161,7 @@ class Latency:
 @dataclass
 class _Node:
     kernel: int
-    chain: dict
+    chain: Chain
     rec_s: float
     P: np.ndarray = field(default_factory=lambda: np.zeros(0))  # longest path sum to (c, t)
     N: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # its edges
@@ -170,9 +172,9 @@ def _last_writers(g) -> list[dict[str, int]]:
     """For each kernel index, the last earlier kernel writing each tensor."""
     seen: dict[str, int] = {}
     out = []
-    for i, k in enumerate(g.graph["kernels"]):
+    for i, k in enumerate(graph_info(g).kernels):
         out.append(dict(seen))
-        for t in k["writes"]:
+        for t in k.writes:
             seen[t] = i
     return out
 
@@ -180,25 +182,22 @@ def _last_writers(g) -> list[dict[str, int]]:
 def _producers(node: _Node, nodes: list[_Node], writers: dict[str, int]):
     """(producer node, its output record, the input record) for each input of ``node`` that an
     earlier chain wrote last, with the same lanes."""
-    for inp in node.chain["inputs"]:
-        k = writers.get(inp["tensor"])
+    for inp in node.chain.inputs:
+        k = writers.get(inp.tensor)
         if k is None:
             continue
-        lanes_in = sorted(p for p, _ in inp["lanes"])
+        lanes_in = sorted(p for p, _ in inp.lanes)
         for other in nodes:
             if other.kernel != k:
                 continue
-            for out in other.chain["outputs"]:
-                if (
-                    out["tensor"] == inp["tensor"]
-                    and sorted(p for p, _ in out["lanes"]) == lanes_in
-                ):
+            for out in other.chain.outputs:
+                if out.tensor == inp.tensor and sorted(p for p, _ in out.lanes) == lanes_in:
                     yield other, out, inp
 
 
 def _walk(node: _Node, sources) -> None:
     """Longest paths into every step of ``node`` (vectorised over steps)."""
-    T = node.chain["steps"]
+    T = node.chain.steps
     a = node.rec_s
     t = np.arange(T)
     Q = np.full(T, -np.inf)
@@ -210,8 +209,8 @@ def _walk(node: _Node, sources) -> None:
         ta = (u - const_a) * coef_a  # coef_a is +1 or -1: its own inverse
         if not copy:
             ta = ta - 1  # derived from the producer's old state: its previous step
-        valid = (ta >= -1) & (ta < src.chain["steps"])
-        safe = np.clip(ta, 0, src.chain["steps"] - 1)
+        valid = (ta >= -1) & (ta < src.chain.steps)
+        safe = np.clip(ta, 0, src.chain.steps - 1)
         base = np.where(ta >= 0, src.P[safe], 0.0)
         edges = np.where(ta >= 0, src.N[safe], 0) + (1 if copy else 2)
         big = np.where(ta >= 0, np.maximum(src.M[safe], w), w)
@@ -233,28 +232,24 @@ def critical_path(g, spec) -> tuple[list[ChainFloor], list[float], tuple[float, 
     path ``(seconds, edges, Σ floors, max floor)``."""
     nodes: list[_Node] = []
     floors: list[ChainFloor] = []
-    kernels = g.graph["kernels"]
+    kernels = graph_info(g).kernels
     kernel_cp = [0.0] * len(kernels)
     writers = _last_writers(g)
     for ki, k in enumerate(kernels):
-        for c in k.get("chains", ()):
-            phi, one, spread = step_floor(_per_lane(c["ops"], c["lanes"]), spec)
-            alone = max(0.0, (c["steps"] - 2) * phi / 2)
-            floors.append(
-                ChainFloor(k["name"], c["state"], c["steps"], c["lanes"], phi, one, spread, alone)
-            )
+        for c in k.chains:
+            phi, one, spread = step_floor(_per_lane(c.ops, c.lanes), spec)
+            alone = max(0.0, (c.steps - 2) * phi / 2)
+            floors.append(ChainFloor(k.name, c.state, c.steps, c.lanes, phi, one, spread, alone))
             kernel_cp[ki] = max(kernel_cp[ki], alone)
             node = _Node(ki, c, phi)
             sources = []
             for src, out, inp in _producers(node, nodes, writers[ki]):
-                frac = min(1.0, out["elements"] / max(out["slice_elements"], 1))
-                ops = _per_lane(inp["mixing_ops"], c["lanes"], frac)
-                for cls, v in _per_lane(inp["mixed_ops"], c["lanes"]).items():
+                frac = min(1.0, out.elements / max(out.slice_elements, 1))
+                ops = _per_lane(inp.mixing_ops, c.lanes, frac)
+                for cls, v in _per_lane(inp.mixed_ops, c.lanes).items():
                     ops[cls] = ops.get(cls, 0.0) + v
                 w = step_floor(ops, spec)[0]
-                sources.append(
-                    (src, w, (inp["coef"], inp["const"]), (out["coef"], out["const"]), out["copy"])
-                )
+                sources.append((src, w, (inp.coef, inp.const), (out.coef, out.const), out.copy))
             _walk(node, sources)
             nodes.append(node)
     best = (0.0, 0, 0.0, 0.0)

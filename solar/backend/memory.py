@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import networkx as nx
 
 from solar.backend.phases import tensor_uses
+from solar.graph.types import graph_info
 
 RESIDENT = ("input", "weight", "constant")
 
@@ -57,18 +58,18 @@ class PeakMemory:
 def live_intervals(g: nx.MultiDiGraph) -> dict[str, tuple[int, int]]:
     """Storage tensor -> (first kernel touching it, last kernel needing it) for every
     non-resident tensor that a kernel touches; graph outputs last until the end."""
-    kernels = g.graph["kernels"]
-    tensors = g.graph["tensors"]
+    kernels = graph_info(g).kernels
+    tensors = graph_info(g).tensors
     end = len(kernels) - 1
     first: dict[str, int] = {}
     last: dict[str, int] = {}
     for i, k in enumerate(kernels):
-        for base in (*k["writes"], *k["reads"]):
-            if tensors[base]["role"] in RESIDENT:
+        for base in (*k.writes, *k.reads):
+            if tensors[base].role in RESIDENT:
                 continue
             first.setdefault(base, i)
             last[base] = i
-    return {b: (first[b], end if tensors[b]["role"] == "output" else last[b]) for b in first}
+    return {b: (first[b], end if tensors[b].role == "output" else last[b]) for b in first}
 
 
 def peak_memory(
@@ -84,22 +85,19 @@ def peak_memory(
     then the resident tensors are those those kernels touch, a tensor made before the span is
     live from its first kernel (it was received), and one read after it or a graph output
     until its last (it is sent, or kept)."""
-    tensors = g.graph["tensors"]
-    kernels = g.graph["kernels"]
+    tensors = graph_info(g).tensors
+    kernels = graph_info(g).kernels
     lo, hi = span if span is not None else (0, len(kernels))
     n = hi - lo
 
     def size(b: str):
-        return tensors[b]["bytes"] if sizes is None else sizes.get(b, tensors[b]["bytes"])
+        return tensors[b].bytes if sizes is None else sizes.get(b, tensors[b].bytes)
 
     if span is None:
-        resident_set = {t for t, info in tensors.items() if info["role"] in RESIDENT}
+        resident_set = {t for t, info in tensors.items() if info.role in RESIDENT}
     else:
         resident_set = {
-            b
-            for k in kernels[lo:hi]
-            for b in (*k["reads"], *k["writes"])
-            if tensors[b]["role"] in RESIDENT
+            b for k in kernels[lo:hi] for b in (*k.reads, *k.writes) if tensors[b].role in RESIDENT
         }
     resident = sum(size(t) for t in resident_set)
     # a difference array over kernel indices: +bytes where an interval starts, - after it ends
@@ -120,7 +118,7 @@ def peak_memory(
         return PeakMemory(resident, None, resident, _by_role(tensors, resident_set, size), ())
     k = max(range(n), key=timeline.__getitem__)
     alive = resident_set | {b for b, (a, z) in intervals.items() if a <= k <= z}
-    name = kernels[lo + k]["name"]
+    name = kernels[lo + k].name
     uses = tensor_uses(g)
     by_use = _by_role(tensors, alive, size, uses) if uses else {}
     by_role = _by_role(tensors, alive, size)
@@ -135,6 +133,6 @@ def _by_role(
     for name in tensors:
         if name not in alive:
             continue
-        k = key[name] if key else tensors[name]["role"]
+        k = key[name] if key else tensors[name].role
         out[k] = out.get(k, 0) + size(name)
     return out

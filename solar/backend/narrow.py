@@ -14,7 +14,19 @@ core multiplies bf16 by int8, but its weight bytes are the packed ones.
 
 from __future__ import annotations
 
+import dataclasses
+
 import networkx as nx
+
+from solar.graph.types import (
+    InputNode,
+    graph_info,
+    node,
+    op_node,
+    out_edges,
+    replace_node,
+    set_graph_info,
+)
 
 #: narrow input dtype -> the op class a native kernel would use
 NARROW_CLASS = {
@@ -29,60 +41,63 @@ ORDER = ("tc_fp4", "tc_fp8", "tc_int8")
 _PASS_THROUGH = {"copy", "map", "gather", "view", "concat"}
 
 
-def _narrow_sources(g: nx.MultiDiGraph, node, memo: dict) -> tuple[set[str], set]:
-    """(narrow classes of the graph inputs ``node``'s output is computed from, the op nodes on
+def _narrow_sources(g: nx.MultiDiGraph, n, memo: dict) -> tuple[set[str], set]:
+    """(narrow classes of the graph inputs node ``n``'s output is computed from, the op nodes on
     those paths) through pass-through ops; empty when a non-narrow large path intervenes."""
-    if node in memo:
-        return memo[node]
-    memo[node] = (set(), set())
-    data = g.nodes[node]
-    if data.get("kind") == "input":
-        dtypes = {e.get("dtype") for _, _, e in g.out_edges(node, data=True)}
+    if n in memo:
+        return memo[n]
+    memo[n] = (set(), set())
+    rec = node(g, n)
+    if isinstance(rec, InputNode) and rec.kind == "input":
+        dtypes = {e.dtype for _, _, e in out_edges(g, n)}
         classes = {NARROW_CLASS[d] for d in dtypes if d in NARROW_CLASS}
-        memo[node] = (classes, set())
-        return memo[node]
-    if data.get("kind") != "op" or data.get("op_kind") not in _PASS_THROUGH:
-        return memo[node]
+        memo[n] = (classes, set())
+        return memo[n]
+    op = op_node(g, n)
+    if op is None or op.op_kind not in _PASS_THROUGH:
+        return memo[n]
     classes: set[str] = set()
-    path = {node}
-    for pred in set(g.predecessors(node)):
+    path = {n}
+    for pred in set(g.predecessors(n)):
         c, p = _narrow_sources(g, pred, memo)
         if c:
             classes |= c
             path |= p
-    memo[node] = (classes, path if classes else set())
-    return memo[node]
+    memo[n] = (classes, path if classes else set())
+    return memo[n]
 
 
 def recharge_narrow(g: nx.MultiDiGraph) -> list[str]:
     """Recharge ``g``'s dequantised contractions in place (once); returns the notes for the
     Bound's assumptions (empty when there is none)."""
-    if "narrow" in g.graph:
-        return g.graph["narrow"]
+    info = graph_info(g)
+    if info.narrow_notes is not None:
+        return list(info.narrow_notes)
     memo: dict = {}
     notes: list[str] = []
     dropped: set = set()
-    for node, data in list(g.nodes(data=True)):
-        if data.get("kind") != "op" or data.get("op_kind") != "contraction":
+    for data in [op for op in (op_node(g, n) for n in g.nodes) if op is not None]:
+        if data.op_kind != "contraction":
             continue
-        ops = data.get("ops") or {}
+        ops = data.ops
         flops = sum(v for k, v in ops.items() if k.startswith(("tc_", "cuda_")))
-        preds = [u for u, _, e in g.in_edges(node, data=True)]
+        preds = [u for u, _ in g.in_edges(data.id)]
         found = [_narrow_sources(g, u, memo) for u in dict.fromkeys(preds)]
         operand_classes = [c for c, _ in found if c]
         if len(operand_classes) < 2 or not flops:
             continue
         # the wider operand decides (an FP8 x FP4 MMA runs at the FP8 rate)
         cls = max((min(c, key=ORDER.index) for c in operand_classes), key=ORDER.index)
-        data["ops"] = {
+        new_ops = {
             cls: flops,
             **{k: v for k, v in ops.items() if not k.startswith(("tc_", "cuda_"))},
         }
+        replace_node(g, dataclasses.replace(data, ops=new_ops))
         for _, p in found:
             dropped |= p
-        notes.append(f"{data.get('kernel', node)}: {cls}")
+        notes.append(f"{data.kernel}: {cls}")
     for n in dropped:
-        g.nodes[n]["ops"] = {}
+        replace_node(g, dataclasses.replace(node(g, n), ops={}))
     out = []
     if notes:
         out.append(
@@ -91,5 +106,5 @@ def recharge_narrow(g: nx.MultiDiGraph) -> list[str]:
             "narrowest rate that consumes them), without the dequantisation work; bytes at the "
             "packed size (" + ", ".join(notes[:6]) + (" ..." if len(notes) > 6 else "") + ")"
         )
-    g.graph["narrow"] = out
+    set_graph_info(g, dataclasses.replace(info, narrow_notes=tuple(out)))
     return out

@@ -14,6 +14,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from solar.backend.units import compute_time
+from solar.graph.types import graph_info
 
 #: The order phases are reported in.
 PHASES = ("forward", "backward", "recompute", "optimizer")
@@ -68,20 +69,20 @@ def tensor_uses(g) -> dict[str, str]:
       backward), ``gradients`` (written by the backward, read by the optimizer), ``outputs``
       (the step's results), ``temporaries`` (everything else).
     """
-    kernels = g.graph["kernels"]
-    if not any(k.get("phase") for k in kernels):
+    kernels = graph_info(g).kernels
+    if not any(k.phase for k in kernels):
         return {}
     writers: dict[str, set[str]] = {}
     readers: dict[str, set[str]] = {}
     for k in kernels:
-        for t in k["writes"]:
-            writers.setdefault(t, set()).add(k.get("phase", ""))
-        for t in k["reads"]:
-            readers.setdefault(t, set()).add(k.get("phase", ""))
+        for t in k.writes:
+            writers.setdefault(t, set()).add(k.phase)
+        for t in k.reads:
+            readers.setdefault(t, set()).add(k.phase)
     uses = {}
-    for name, t in g.graph["tensors"].items():
+    for name, t in graph_info(g).tensors.items():
         w, r = writers.get(name, set()), readers.get(name, set())
-        role = t["role"]
+        role = t.role
         if role in ("weight", "constant", "input"):
             if (w | r) and (w | r) <= {"optimizer"}:
                 uses[name] = "optimizer state"

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import networkx as nx
 
 from solar.backend.units import ComputeTime, compute_time
+from solar.graph.types import graph_info, op_node
 
 
 @dataclass(frozen=True)
@@ -41,34 +42,33 @@ class KernelTime:
 def graph_ops(g: nx.MultiDiGraph, nodes=None) -> dict[str, int]:
     total: Counter[str] = Counter()
     for n in nodes if nodes is not None else g.nodes:
-        data = g.nodes[n]
-        if data.get("kind") == "op":
-            total.update(data["ops"])
+        rec = op_node(g, n)
+        if rec is not None:
+            total.update(rec.ops)
     return dict(total)
 
 
 def kernel_times(g: nx.MultiDiGraph, spec) -> list[KernelTime]:
     rows = []
-    for k in g.graph["kernels"]:
-        ops = graph_ops(g, k["statements"])
-        read, written = sum(k["reads"].values()), sum(k["writes"].values())
+    for k in graph_info(g).kernels:
+        ops = graph_ops(g, k.statements)
+        read, written = sum(k.reads.values()), sum(k.writes.values())
         rows.append(
             KernelTime(
-                k["name"],
-                k["op"],
-                k["source"],
-                k["module"],
+                k.name,
+                k.op,
+                k.source,
+                k.module,
                 ops,
                 read,
                 written,
                 compute_time(ops, spec),
                 (read + written) / spec.dram_bandwidth,
-                k["exact"],
+                k.exact,
             )
         )
     return rows
 
 
 def fused_bytes(g: nx.MultiDiGraph) -> int:
-    io = g.graph["fused_io"]
-    return sum(io["reads"].values()) + sum(io["writes"].values())
+    return graph_info(g).fused_io.total

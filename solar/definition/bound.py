@@ -8,7 +8,7 @@ import inspect
 import json
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from solar.api import bound_graph, gc_paused, trace_and_lift
@@ -22,6 +22,7 @@ from solar.definition.schema import (
     load_workloads,
 )
 from solar.definition.shadow import RealValues
+from solar.graph.types import graph_info, set_graph_info
 from solar.hw import load_spec
 from solar.questions.executors import map_tasks
 
@@ -139,16 +140,22 @@ def charge_gathered_rows(g, reference, inputs: WorkloadInputs) -> None:
         t = inputs.values[name]
         return t.numel() // t.shape[0] * t.element_size() if t.shape[0] else 0
 
-    reads = g.graph["fused_io"]["reads"]
+    info = graph_info(g)
+    reads = dict(info.fused_io.reads)
     for name, rows in reference.gathered.items():
         if name in reads:
             reads[name] = max(reads[name], len(rows) * row_bytes(name))
+    kernels = list(info.kernels)
     for name in {n for n, _ in reference.gathers}:
         calls = [k for n, k in reference.gathers if n == name]
-        kernels = [k for k in g.graph["kernels"] if k["op"] in GATHER_OPS and name in k["reads"]]
-        if len(kernels) == len(calls):
-            for k, rows in zip(kernels, calls, strict=True):
-                k["reads"][name] = max(k["reads"][name], rows * row_bytes(name))
+        at = [i for i, k in enumerate(kernels) if k.op in GATHER_OPS and name in k.reads]
+        if len(at) == len(calls):
+            for i, rows in zip(at, calls, strict=True):
+                k = kernels[i]
+                k_reads = {**k.reads, name: max(k.reads[name], rows * row_bytes(name))}
+                kernels[i] = replace(k, io=replace(k.io, reads=k_reads))
+    fused_io = replace(info.fused_io, reads=reads)
+    set_graph_info(g, replace(info, kernels=tuple(kernels), fused_io=fused_io))
 
 
 def bound_workload(defn: Definition, wl: Workload, spec, module=None) -> WorkloadBound:

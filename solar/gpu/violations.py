@@ -60,6 +60,7 @@ from dataclasses import dataclass, field
 
 from solar.backend.units import compute_time
 from solar.fmt import fmt_bytes, fmt_time
+from solar.graph.types import INFO, GraphInfo, graph_info
 
 DEFAULT_TOL = 0.01
 
@@ -224,23 +225,28 @@ class _KernelIO:
     cold: float
 
 
+def _info(bound) -> GraphInfo | None:
+    """The graph record of the einsum graph a bound carries, if it carries one."""
+    g = getattr(bound, "graph", None)
+    return graph_info(g) if g is not None and INFO in getattr(g, "graph", {}) else None
+
+
 def _kernel_io(bound) -> list[_KernelIO]:
     """Per kernel: DRAM bytes read and written (the bound's) and cold bytes (first reads of
     inputs, weights and constants since the start of the program)."""
-    g = getattr(getattr(bound, "graph", None), "graph", None)
+    info = _info(bound)
     rows = []
-    if not g or "kernels" not in g:
+    if info is None:
         return [_KernelIO(k.bytes_read, k.bytes_written, 0.0) for k in bound.kernels]
-    tensors = g.get("tensors", {})
     seen: set[str] = set()
-    for k in g["kernels"]:
+    for k in info.kernels:
         cold = 0.0
-        for t, b in k["reads"].items():
-            role = tensors.get(t, {}).get("role")
+        for t, b in k.reads.items():
+            role = info.tensors[t].role if t in info.tensors else None
             if role in ("input", "weight", "constant") and t not in seen:
                 cold += b
-        seen |= set(k["reads"])
-        rows.append(_KernelIO(sum(k["reads"].values()), sum(k["writes"].values()), cold))
+        seen |= set(k.reads)
+        rows.append(_KernelIO(sum(k.reads.values()), sum(k.writes.values()), cold))
     if len(rows) != len(bound.kernels):
         return [_KernelIO(k.bytes_read, k.bytes_written, 0.0) for k in bound.kernels]
     return rows
@@ -248,10 +254,10 @@ def _kernel_io(bound) -> list[_KernelIO]:
 
 def _fused_io(bound) -> tuple[float, float]:
     """(bytes read, bytes written) of the fused level."""
-    g = getattr(getattr(bound, "graph", None), "graph", None)
-    if g and "fused_io" in g:
-        io = g["fused_io"]
-        return float(sum(io["reads"].values())), float(sum(io["writes"].values()))
+    info = _info(bound)
+    if info is not None:
+        io = info.fused_io
+        return float(sum(io.reads.values())), float(sum(io.writes.values()))
     return float(bound.bytes_fused), 0.0
 
 

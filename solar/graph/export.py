@@ -1,4 +1,4 @@
-"""Render an einsum graph as text, Graphviz DOT, or JSON (node-link)."""
+"""Render an einsum graph as text, Graphviz DOT, or JSON (node-link, records as plain data)."""
 
 from __future__ import annotations
 
@@ -7,24 +7,22 @@ import json
 import networkx as nx
 
 from solar.fmt import fmt_bytes, fmt_ops
+from solar.graph.types import EDGE, NODE, edges, graph_info, nodes, op_nodes, plain
 
 
 def to_text(g: nx.MultiDiGraph) -> str:
-    n_ops = sum(1 for _, d in g.nodes(data=True) if d["kind"] == "op")
-    lines = [f"einsum graph {g.graph['name']}: {n_ops} ops"]
-    for name, info in g.graph["tensors"].items():
-        if info["role"] in ("input", "weight", "constant", "output"):
-            lines.append(
-                f"  {info['role']:<8} {name}{info['shape']} {info['dtype']} "
-                f"({fmt_bytes(info['bytes'])})"
-            )
-    for n, d in g.nodes(data=True):
-        if d["kind"] != "op":
-            continue
+    info = graph_info(g)
+    ops = list(op_nodes(g))
+    lines = [f"einsum graph {info.name}: {len(ops)} ops"]
+    for name, t in info.tensors.items():
+        if t.role in ("input", "weight", "constant", "output"):
+            lines.append(f"  {t.role:<8} {name}{list(t.shape)} {t.dtype} ({fmt_bytes(t.bytes)})")
+    for d in ops:
+        n = d.id
         ins = ", ".join(f"{key}<-{src}" for src, _, key in g.in_edges(n, keys=True))
-        lines.append(f"  {n:<16} {d['op_kind']:<11} {d['einsum']}")
+        lines.append(f"  {n:<16} {d.op_kind:<11} {d.einsum}")
         lines.append(
-            f"  {'':<16} ranks {d['ranks']}  work {fmt_ops(d['ops'])}"
+            f"  {'':<16} ranks {dict(d.ranks)}  work {fmt_ops(d.ops)}"
             + (f"  from {ins}" if ins else "")
         )
     return "\n".join(lines)
@@ -35,20 +33,31 @@ def _q(s: str) -> str:
 
 
 def to_dot(g: nx.MultiDiGraph) -> str:
-    out = [f"digraph {_q(g.graph['name'])} {{", "  rankdir=TB; node [fontname=monospace];"]
-    for n, d in g.nodes(data=True):
-        if d["kind"] == "op":
-            label = f"{n}\\n{d['op_kind']}\\n{d['einsum']}"
-            out.append(f"  {_q(n)} [shape=box, label={_q(label)}];")
+    out = [f"digraph {_q(graph_info(g).name)} {{", "  rankdir=TB; node [fontname=monospace];"]
+    for d in nodes(g):
+        if d.kind == "op":
+            label = f"{d.id}\\n{d.op_kind}\\n{d.einsum}"
+            out.append(f"  {_q(d.id)} [shape=box, label={_q(label)}];")
         else:
-            out.append(f"  {_q(n)} [shape=ellipse, label={_q(d['kind'] + ': ' + d['tensor'])}];")
-    for u, v, k, d in g.edges(keys=True, data=True):
-        label = _q(f"{k} {fmt_bytes(d['footprint_bytes'])}")
+            out.append(f"  {_q(d.id)} [shape=ellipse, label={_q(d.kind + ': ' + d.tensor)}];")
+    for u, v, k, e in edges(g):
+        label = _q(f"{k} {fmt_bytes(e.footprint_bytes)}")
         out.append(f"  {_q(u)} -> {_q(v)} [label={label}];")
     out.append("}")
     return "\n".join(out) + "\n"
 
 
 def to_json(g: nx.MultiDiGraph) -> str:
-    data = nx.node_link_data(g, edges="edges")
+    """Node-link JSON: each node's and edge's record fields as its attributes, the graph
+    record's fields as ``graph``."""
+    data = {
+        "directed": True,
+        "multigraph": True,
+        "graph": plain(graph_info(g)),
+        "nodes": [{**plain(d[NODE]), "id": n} for n, d in g.nodes(data=True)],
+        "edges": [
+            {**plain(d[EDGE]), "source": u, "target": v, "key": k}
+            for u, v, k, d in g.edges(keys=True, data=True)
+        ],
+    }
     return json.dumps(data, indent=2, default=str)

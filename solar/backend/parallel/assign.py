@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 from solar.backend.parallel.collectives import Collective
 from solar.backend.parallel.groups import SplitIndex
+from solar.graph.types import graph_info, op_node
 
 WHOLE, PARTIAL = "whole", "partial"
 
@@ -77,7 +78,7 @@ def shard(
     g = index.g
     degrees = _degrees(assign)
     split, factor = _split_nodes(index, assign)
-    kernels = g.graph["kernels"]
+    kernels = graph_info(g).kernels
     kernel_ops = [dict() for _ in kernels]
     kernel_batch_ops = [dict() for _ in kernels]
     shares: dict[tuple[int, str, bool], set[str]] = {}  # (kernel, base, write) -> split meshes
@@ -87,7 +88,7 @@ def shard(
         k = index.node_kernel[n]
         f = factor.get(n, 1)
         in_batch = batch is not None and batch in index.node_groups[n]
-        for cls, cnt in g.nodes[n]["ops"].items():
+        for cls, cnt in op_node(g, n).ops.items():
             kernel_ops[k][cls] = kernel_ops[k].get(cls, 0.0) + cnt / f
             if in_batch:
                 kernel_batch_ops[k][cls] = kernel_batch_ops[k].get(cls, 0.0) + cnt / f
@@ -110,20 +111,20 @@ def shard(
     kernel_bytes = []
     for k, kern in enumerate(kernels):
         total = 0.0
-        for write, io in ((False, kern["reads"]), (True, kern["writes"])):
+        for write, io in ((False, kern.reads), (True, kern.writes)):
             for base, nbytes in io.items():
                 total += nbytes * scale(shares.get((k, base, write), ()))
         kernel_bytes.append(total)
-    fio = g.graph["fused_io"]
+    fio = graph_info(g).fused_io
     io_bytes: dict[str, float] = {}
-    for io in (fio["reads"], fio["writes"]):
+    for io in (fio.reads, fio.writes):
         for base, nbytes in io.items():
             io_bytes[base] = io_bytes.get(base, 0.0) + nbytes * scale(io_meshes.get(base, ()))
     states = _states(index, split, degrees)
     storage = {}
-    for base, info in g.graph["tensors"].items():
+    for base, info in graph_info(g).tensors.items():
         sharded = [m for m, s in states.get(base, {}).items() if s.startswith("sharded")]
-        storage[base] = info["bytes"] * scale(sharded)
+        storage[base] = info.bytes * scale(sharded)
     batch_tensors = (
         {t for (t, _), gid in index.axis_group.items() if gid == batch}
         if batch is not None
@@ -151,10 +152,10 @@ def collectives_of(index: SplitIndex, assign: dict[int, tuple[str, int]]) -> lis
     degrees = _degrees(assign)
     split, _ = _split_nodes(index, assign)
     states = _states(index, split, degrees)
-    tensors = index.g.graph["tensors"]
+    tensors = graph_info(index.g).tensors
     storage = {}
     for base, per in states.items():
-        s = tensors[base]["bytes"]
+        s = tensors[base].bytes
         for m, st in per.items():
             if st.startswith("sharded"):
                 s /= degrees[m]
@@ -220,7 +221,7 @@ def _states(index: SplitIndex, split, degrees) -> dict[str, dict[str, str]]:
 
 
 def _collectives(index, split, states, degrees, storage, batch_tensors) -> list[Collective]:
-    tensors = index.g.graph["tensors"]
+    tensors = graph_info(index.g).tensors
     out: list[Collective] = []
     for base in sorted(states):
         writers = index.writers.get(base)
@@ -228,12 +229,12 @@ def _collectives(index, split, states, degrees, storage, batch_tensors) -> list[
             continue
         readers = index.readers.get(base, [])
         last = max(index.node_kernel[n] for n, _ in writers)
-        whole_bytes = tensors[base]["bytes"] or 1
+        whole_bytes = tensors[base].bytes or 1
         for mesh, state in states[base].items():
             if state == WHOLE:
                 continue
             wanting = [a for n, a in readers if split.get(n, {}).get(mesh) not in a.linked]
-            output = tensors[base]["role"] == "output"
+            output = tensors[base].role == "output"
             # the part of the tensor the readers need: the largest single read (a slice needs
             # only its part moved); a graph output needs all of it
             need = 1.0 if output else max((a.footprint for a in wanting), default=0) / whole_bytes

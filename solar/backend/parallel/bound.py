@@ -57,6 +57,7 @@ from solar.backend.parallel.pipeline import crossings, stage_paths, stage_ranges
 from solar.backend.parallel.result import ParallelBound, Plan, StageBound
 from solar.backend.result import LEVELS, Bound
 from solar.backend.units import compute_time
+from solar.graph.types import graph_info
 
 
 class NoInterconnectError(ValueError):
@@ -84,7 +85,7 @@ class ParallelModel:
         """The bounds of ``plan`` on GPUs of ``spec`` (see the module docstring)."""
         link = link_bandwidth(spec, plan.gpus)
         costs = self.costs(plan)
-        n_k = len(self.g.graph["kernels"])
+        n_k = len(graph_info(self.g).kernels)
         ranges = stage_ranges(plan.starts, n_k)
         m = plan.micro_batches if plan.pp > 1 else 1
         cross, cross_b = crossings(self.g, costs.storage, costs.batch_tensors)
@@ -104,7 +105,7 @@ class ParallelModel:
         totals, by = _totals(stages, spec, deltas)
         single = single if single is not None else _single(self.g, spec)
         return ParallelBound(
-            program=self.g.graph["name"],
+            program=graph_info(self.g).name,
             hw=spec.name,
             hw_key=spec.key,
             gpus=plan.gpus,
@@ -131,7 +132,7 @@ class ParallelModel:
         )
 
     def _stage(self, work: _Work, r: range, cross, last: bool) -> StageBound:
-        kernels = self.g.graph["kernels"]
+        kernels = graph_info(self.g).kernels
         whole = work.levels(r)
         send = cross[r.stop] if r.stop < len(cross) else 0.0
         recv = cross[r.start] if r.start > 0 else 0.0
@@ -141,14 +142,14 @@ class ParallelModel:
         mb_sizes = {
             b: v / m
             if b in costs.batch_tensors
-            and self.g.graph["tensors"][b]["role"] not in ("input", "weight", "constant")
+            and graph_info(self.g).tensors[b].role not in ("input", "weight", "constant")
             else v
             for b, v in costs.storage.items()
         }
         peak = peak_memory(self.g, sizes=mb_sizes, span=(r.start, r.stop)).peak_bytes
         return StageBound(
-            kernels[r.start]["name"],
-            kernels[r.stop - 1]["name"],
+            kernels[r.start].name,
+            kernels[r.stop - 1].name,
             len(r),
             whole["compute"],
             whole["compute_by"],
@@ -349,7 +350,7 @@ def _ideal(single: Bound, spec, n: int) -> float:
 def _group_row(index: SplitIndex, gid: int) -> dict:
     grp = index.groups[gid]
     kernels = sorted({index.node_kernel[n] for n in grp.nodes})
-    names = [index.g.graph["kernels"][k]["name"] for k in kernels]
+    names = [graph_info(index.g).kernels[k].name for k in kernels]
     return {
         "label": grp.label,
         "extent": grp.extent,

@@ -29,6 +29,8 @@ from functools import cached_property
 
 import networkx as nx
 
+from solar.graph.types import ViewInfo, graph_info, in_edges, op_node, op_nodes
+
 RESIDENT = ("input", "weight", "constant")
 
 
@@ -84,11 +86,11 @@ def _contiguous(shape) -> list[int]:
     return out
 
 
-def linked_axis(view: dict, base_shape, v: int) -> tuple[int, int, int] | None:
+def linked_axis(view: ViewInfo, base_shape, v: int) -> tuple[int, int, int] | None:
     """``(j, start, length)``: the storage axis ``j`` whose outer boundary view axis ``v``
     shares, and the range of axis ``j`` whose ``t`` contiguous blocks a ``t``-way split of
     ``v`` gives each GPU; None when they are not so linked."""
-    strides, shape = view["strides"], view["shape"]
+    strides, shape = view.strides, view.shape
     s_v, e_v = strides[v], shape[v]
     if s_v <= 0 or e_v <= 1:
         return None
@@ -102,7 +104,7 @@ def linked_axis(view: dict, base_shape, v: int) -> tuple[int, int, int] | None:
         step = s_v // cj  # axis-j indices per step of v
         # where v's blocks begin along axis j: an offset inside one step (a slice of an inner
         # factor, as rotary embeddings take of a head) does not move the blocks
-        start = (view["offset"] // cj) % ej // step * step
+        start = (view.offset // cj) % ej // step * step
         if span <= cj * ej:  # v walks inside axis j: it must be the outermost view axis there
             inner = any(
                 s_v < strides[u] < cj * ej and shape[u] > 1 for u in range(len(shape)) if u != v
@@ -110,7 +112,7 @@ def linked_axis(view: dict, base_shape, v: int) -> tuple[int, int, int] | None:
             return None if inner else (j, start, span // cj)
         # v merges axis j with outer axes: link to the outermost, which must end where v ends
         for k, (ck, ek) in enumerate(zip(c, base_shape)):
-            if ek > 1 and ck * ek == span and ck % s_v == 0 and view["offset"] == 0:
+            if ek > 1 and ck * ek == span and ck % s_v == 0 and view.offset == 0:
                 return (k, 0, ek)
         return None
     return None
@@ -129,30 +131,27 @@ class SplitIndex:
 
     def __init__(self, g: nx.MultiDiGraph) -> None:
         self.g = g
-        tensors = g.graph["tensors"]
-        views = g.graph.get("views", {})
-        kernel_index = {k["name"]: i for i, k in enumerate(g.graph["kernels"])}
-        self.op_nodes = [n for n, d in g.nodes(data=True) if d.get("kind") == "op"]
-        self.node_kernel = {n: kernel_index[g.nodes[n]["kernel"]] for n in self.op_nodes}
+        tensors = graph_info(g).tensors
+        views = graph_info(g).views
+        kernel_index = {k.name: i for i, k in enumerate(graph_info(g).kernels)}
+        self.op_nodes = [d.id for d in op_nodes(g)]
+        self.node_kernel = {d.id: kernel_index[d.kernel] for d in op_nodes(g)}
         direct, groups = _UnionFind(), _UnionFind()
         raw: dict[str, list] = {}
         imposed: list[tuple[tuple, tuple[int, int]]] = []  # (storage axis, (start, length))
-        for n in self.op_nodes:
-            d = g.nodes[n]
-            ranks = d["ranks"]
+        for d in op_nodes(g):
+            n, ranks = d.id, d.ranks
             for r in ranks:
                 direct.find(("rank", r))
                 groups.find(("rank", r))
-            touched = {
-                k: e["footprint_bytes"] for _, _, k, e in g.in_edges(n, keys=True, data=True)
-            }
+            touched = {k: e.footprint_bytes for _, k, e in in_edges(g, n)}
             out = []
-            for acc, write in [(d["output"], True)] + [(a, False) for a in d["operands"]]:
-                tensor, base = acc["tensor"], acc["base"]
+            for acc, write in [(d.output, True)] + [(a, False) for a in d.operands]:
+                tensor, base = acc.tensor, acc.base
                 view = views.get(tensor) if tensor != base else None
-                shape = view["shape"] if view else tensors[base]["shape"]
+                shape = view.shape if view else tensors[base].shape
                 rank_axes = []
-                for v, r in enumerate(acc["ranks"]):
+                for v, r in enumerate(acc.ranks):
                     if r is None:
                         continue
                     ext = _extent(shape[v])
@@ -164,7 +163,7 @@ class SplitIndex:
                         groups.union(("rank", r), ("axis", base, v))
                         rank_axes.append((r, v))
                         continue
-                    link = linked_axis(view, tensors[base]["shape"], v)
+                    link = linked_axis(view, tensors[base].shape, v)
                     if link is None:
                         rank_axes.append((r, None))
                         continue
@@ -173,7 +172,7 @@ class SplitIndex:
                     imposed.append((("axis", base, j), (start, length)))
                     rank_axes.append((r, j))
                 fp = 0 if write else touched.get(tensor, 0)
-                out.append((base, tensors[base]["role"], write, rank_axes, fp))
+                out.append((base, tensors[base].role, write, rank_axes, fp))
             raw[n] = out
         self._build_groups(g, groups, direct, imposed)
         self.accesses: dict[str, list[AccessInfo]] = {}
@@ -185,13 +184,13 @@ class SplitIndex:
                 infos.append(AccessInfo(base, role, write, linked, touched, fp))
             self.accesses[n] = infos
         self.node_groups = {
-            n: frozenset(self.rank_group[r] for r in g.nodes[n]["ranks"]) for n in self.op_nodes
+            n: frozenset(self.rank_group[r] for r in op_node(g, n).ranks) for n in self.op_nodes
         }
 
     # -- groups -------------------------------------------------------------------------------
 
     def _build_groups(self, g, uf: _UnionFind, direct: _UnionFind, imposed) -> None:
-        tensors = g.graph["tensors"]
+        tensors = graph_info(g).tensors
         members: dict = {}
         for x in list(uf.parent):
             members.setdefault(uf.find(x), []).append(x)
@@ -201,15 +200,15 @@ class SplitIndex:
         self.axis_group: dict[tuple[str, int], int] = {}
         rank_nodes: dict[str, list[str]] = {}
         bad_rank: dict[str, str] = {}
-        for n in self.op_nodes:
-            d = g.nodes[n]
-            for r in d["ranks"]:
+        for d in op_nodes(g):
+            n = d.id
+            for r in d.ranks:
                 rank_nodes.setdefault(r, []).append(n)
-            fixed = list(d.get("loops") or [])
-            if d.get("scan"):
-                fixed.append(d["scan"])
-            if d.get("extern"):
-                fixed += list(d.get("reduction_ranks") or [])
+            fixed = list(d.loops)
+            if d.scan:
+                fixed.append(d.scan)
+            if d.extern:
+                fixed += list(d.reduction_ranks)
             for r in fixed:
                 bad_rank.setdefault(r, f"{r} is a sequential loop, scan or extern row of {n}")
         conflicts = _imposed_conflicts(direct, imposed)
@@ -221,10 +220,10 @@ class SplitIndex:
             for a in axes:
                 self.axis_group[a] = gid
             nodes = sorted({n for r in ranks for n in rank_nodes.get(r, ())})
-            extents = [_extent(tensors[t]["shape"][j]) for t, j in axes]
+            extents = [_extent(tensors[t].shape[j]) for t, j in axes]
             for n in nodes:
                 extents += [
-                    _extent(g.nodes[n]["ranks"][r]) for r in ranks if r in g.nodes[n]["ranks"]
+                    _extent(op_node(g, n).ranks[r]) for r in ranks if r in op_node(g, n).ranks
                 ]
             extent = 0 if any(e is None for e in extents) else math.gcd(*extents)
             reason = next((bad_rank[r] for r in ranks if r in bad_rank), None)
@@ -278,13 +277,13 @@ class SplitIndex:
     def batch_group(self, tensor: str | None = None, axis: int = 0) -> int | None:
         """The group of ``tensor``'s ``axis`` (default: axis 0 of the first graph input whose
         axis 0 is splittable): what data parallelism and micro-batches split."""
-        tensors = self.g.graph["tensors"]
-        names = [tensor] if tensor else [t for t, i in tensors.items() if i["role"] == "input"]
+        tensors = graph_info(self.g).tensors
+        names = [tensor] if tensor else [t for t, i in tensors.items() if i.role == "input"]
         for t in names:
             if t not in tensors:
                 raise ValueError(
-                    f"no tensor {t!r} in {self.g.graph['name']}; inputs: "
-                    + ", ".join(x for x, i in tensors.items() if i["role"] == "input")
+                    f"no tensor {t!r} in {graph_info(self.g).name}; inputs: "
+                    + ", ".join(x for x, i in tensors.items() if i.role == "input")
                 )
             gid = self.axis_group.get((t, axis))
             if gid is not None and self.groups[gid].reason is None:
@@ -317,7 +316,7 @@ def _shape_conflict(g, ranks, axes, nodes) -> str | None:
             return f"two axes of {t} in one group"
     rs = set(ranks)
     for n in nodes:
-        if len(rs & set(g.nodes[n]["ranks"])) > 1:
+        if len(rs & set(op_node(g, n).ranks)) > 1:
             return f"two loops of {n} in one group"
     return None
 
@@ -326,8 +325,8 @@ def _label(tensors, axes, ranks) -> str:
     """The axis of the largest weight (else of the largest tensor) the group splits."""
     order = ("weight", "input", "output", "intermediate", "constant", "local")
     for role in order:
-        mine = [(t, j) for t, j in axes if tensors[t]["role"] == role]
+        mine = [(t, j) for t, j in axes if tensors[t].role == role]
         if mine:
-            t, j = min(mine, key=lambda a: (-tensors[a[0]]["bytes"], a))
+            t, j = min(mine, key=lambda a: (-tensors[a[0]].bytes, a))
             return f"{t}[{j}]"
     return f"rank {ranks[0]}" if ranks else "?"

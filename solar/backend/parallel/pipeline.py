@@ -19,6 +19,8 @@ from itertools import accumulate
 
 import networkx as nx
 
+from solar.graph.types import graph_info
+
 RESIDENT = ("input", "weight", "constant")
 
 
@@ -30,23 +32,23 @@ def crossings(
     axis (it shrinks with micro-batches). A tensor made before the cut crosses it with what
     the kernels after the cut read of it: at least the largest of their footprints (a slice
     read later needs only its part sent)."""
-    tensors = g.graph["tensors"]
-    kernels = g.graph["kernels"]
+    tensors = graph_info(g).tensors
+    kernels = graph_info(g).kernels
     made: dict[str, int] = {}
     reads: dict[str, list[tuple[int, int]]] = {}
     for i, k in enumerate(kernels):
-        for b in k["writes"]:
+        for b in k.writes:
             made.setdefault(b, i)
-        for b, nbytes in k["reads"].items():
+        for b, nbytes in k.reads.items():
             reads.setdefault(b, []).append((i, nbytes))
     n = len(kernels)
     delta = [0.0] * (n + 1)
     delta_b = [0.0] * (n + 1)
     for b, i in made.items():
         info = tensors[b]
-        if info["role"] in (*RESIDENT, "local") or not info["bytes"]:
+        if info.role in (*RESIDENT, "local") or not info.bytes:
             continue
-        scale = sizes.get(b, info["bytes"]) / info["bytes"]
+        scale = sizes.get(b, info.bytes) / info.bytes
         later = sorted(((k, f) for k, f in reads.get(b, ()) if k > i), reverse=True)
         # from the last reader back: boundaries (k_prev, k] need the largest footprint read
         # at or after them
@@ -146,33 +148,33 @@ def stage_paths(g: nx.MultiDiGraph, r: range) -> tuple[list[int], list[int]]:
     and that what it sends to the next stage (``to_next``), or that and its graph outputs
     (``to_end``), depend on. Other kernels (work on weights alone, side outputs) may run
     while other stages fill or drain the pipeline."""
-    tensors = g.graph["tensors"]
-    kernels = g.graph["kernels"]
+    tensors = graph_info(g).tensors
+    kernels = graph_info(g).kernels
     made: dict[str, int] = {}
     for i, k in enumerate(kernels):
-        for b in k["writes"]:
+        for b in k.writes:
             made.setdefault(b, i)
-    later = {b for k in kernels[r.stop :] for b in k["reads"]}
+    later = {b for k in kernels[r.stop :] for b in k.reads}
     tainted: set[str] = set()
     after_arrival = []
     for i in r:
         k = kernels[i]
         received = any(
-            made.get(b, i) < r.start and tensors[b]["role"] not in (*RESIDENT, "local")
-            for b in k["reads"]
+            made.get(b, i) < r.start and tensors[b].role not in (*RESIDENT, "local")
+            for b in k.reads
         )
-        if r.start == 0 or received or tainted & set(k["reads"]):
+        if r.start == 0 or received or tainted & set(k.reads):
             after_arrival.append(i)
-            tainted |= set(k["writes"])
-    sent = {b for i in r for b in kernels[i]["writes"] if b in later}
-    outputs = {b for i in r for b in kernels[i]["writes"] if tensors[b]["role"] == "output"}
+            tainted |= set(k.writes)
+    sent = {b for i in r for b in kernels[i].writes if b in later}
+    outputs = {b for i in r for b in kernels[i].writes if tensors[b].role == "output"}
     arrival = set(after_arrival)
 
     def feeding(targets: set[str]) -> list[int]:
         needed, out = set(targets), []
         for i in reversed(r):
-            if needed & set(kernels[i]["writes"]):
-                needed |= set(kernels[i]["reads"])
+            if needed & set(kernels[i].writes):
+                needed |= set(kernels[i].reads)
                 if i in arrival:
                     out.append(i)
         return sorted(out)

@@ -1,0 +1,127 @@
+"""The einsum graph holds only typed records (solar/graph/types.py); the backend reads them."""
+
+import ast
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+import solar
+from solar.graph import lift
+from solar.graph.export import to_json
+from solar.graph.types import (
+    EDGE,
+    INFO,
+    NODE,
+    Access,
+    DataDependent,
+    GraphInfo,
+    InputNode,
+    IOBytes,
+    KernelInfo,
+    OpNode,
+    OutputNode,
+    TensorEdge,
+    TensorInfo,
+    ViewInfo,
+    graph_info,
+    op_nodes,
+)
+from solar.ir.affine import Affine
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def meta(*shape, dtype=torch.float32):
+    return torch.empty(*shape, dtype=dtype, device="meta")
+
+
+def _graphs():
+    def causal(q, k, v):
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    def gather_mlp(tab, ids, w):
+        return torch.relu(tab[ids] @ w.t())
+
+    q = meta(1, 2, 64, 16, dtype=torch.bfloat16)
+    ids = torch.zeros(8, dtype=torch.long, device="meta")
+
+    def masked(x):  # a data-dependent size assumed 0: an output nothing writes
+        return x[x > 0].exp()
+
+    return [
+        lift(solar.trace(causal, [q, q.clone(), q.clone()]).program),
+        lift(solar.trace(gather_mlp, [meta(32, 16), ids, meta(24, 16)]).program),
+        lift(solar.trace(masked, [meta(64, 64)]).program),
+    ]
+
+
+@pytest.mark.parametrize("g", _graphs(), ids=["causal_sdpa", "gather_mlp", "empty_output"])
+def test_the_graph_holds_only_typed_records(g):
+    assert set(g.graph) == {"name", INFO} and isinstance(g.graph[INFO], GraphInfo)
+    info = graph_info(g)
+    assert g.graph["name"] == info.name  # networkx's own name attribute, kept in step
+    assert all(isinstance(k, KernelInfo) and isinstance(k.io, IOBytes) for k in info.kernels)
+    assert all(isinstance(t, TensorInfo) for t in info.tensors.values())
+    assert all(isinstance(v, ViewInfo) for v in info.views.values())
+    assert isinstance(info.fused_io, IOBytes)
+    for n, d in g.nodes(data=True):
+        assert set(d) == {NODE} and isinstance(d[NODE], OpNode | InputNode | OutputNode)
+        assert d[NODE].id == n
+    for _, _, d in g.edges(data=True):
+        assert set(d) == {EDGE} and isinstance(d[EDGE], TensorEdge)
+    for op in op_nodes(g):
+        for acc in (*op.operands, op.output):
+            assert isinstance(acc, Access)
+            assert all(isinstance(e, Affine | DataDependent) for e in acc.index)
+            assert len(acc.index) == len(acc.shape)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            op.op_kind = "map"  # type: ignore[misc]
+
+
+def test_views_and_data_dependent_entries_are_structured():
+    """A transposed weight is read through a view (its strides and offset in the access); a
+    gathered row index is a DataDependent entry naming the rank its value depends on."""
+    g = _graphs()[1]
+    gather = next(d for d in op_nodes(g) if d.op_kind == "gather")
+    (entry, col) = gather.operands[0].index
+    assert isinstance(entry, DataDependent) and isinstance(col, Affine)
+    assert gather.operands[0].indirect and gather.operands[0].ranks == (None, col.single_dim)
+    assert entry.ranks == (gather.output.ranks[0],)
+    mm = next(d for d in op_nodes(g) if d.op_kind == "contraction")
+    wt = next(a for a in mm.operands if a.base == "w")
+    assert wt.tensor != "w" and wt.shape == (16, 24) and (wt.strides, wt.offset) == ((1, 16), 0)
+    view = graph_info(g).views[wt.tensor]
+    assert (view.base, view.strides, view.offset) == ("w", (1, 16), 0)
+
+
+def test_causal_guard_is_a_record_over_output_ranks():
+    g = _graphs()[0]
+    qk = next(d for d in op_nodes(g) if d.op_kind == "contraction")
+    (guard,) = qk.guards
+    b, i, j = qk.output.ranks[1:]
+    assert guard.expr == Affine.of(j) - Affine.of(i) and (guard.lo, guard.hi) == (-63, 1)
+    assert guard.ranks <= set(qk.output.ranks)
+    assert qk.einsum == f"q[0,{b},{i},e] k[0,{b},{j},e] -> sdpa_scores[a,{b},{i},{j}]"
+
+
+def test_json_export_is_plain_data():
+    g = _graphs()[0]
+    data = json.loads(to_json(g))
+    assert data["graph"]["name"] == "causal" and data["graph"]["kernels"][0]["reads"]
+    op = next(n for n in data["nodes"] if n["kind"] == "op")
+    assert op["einsum"].startswith("q[") and op["guards"][0]["expr"] == "-c+d"
+    assert op["operands"][0]["index"] == ["0", "b", "c", "e"]
+    assert op["operands"][0]["ranks"] == [None, "b", "c", "e"]
+    assert all(isinstance(e["footprint_bytes"], int) for e in data["edges"])
+    assert {e["key"] for e in data["edges"]} >= {"q", "k", "v"}
+
+
+def test_cache_aware_reads_structure_not_text():
+    tree = ast.parse((ROOT / "solar/backend/cache_aware.py").read_text())
+    imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    imported |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert "re" not in imported
+    assert "einsum" not in (ROOT / "solar/backend/cache_aware.py").read_text().split('"""', 2)[2]
