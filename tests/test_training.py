@@ -442,8 +442,7 @@ def test_contraction_flops_agree_with_flop_counter_mode():
     counter = FlopCounterMode(display=False)
     with counter:
         step(*batch)
-    b = solar.bound(step, batch)
-    g = b.graph
+    _, g = solar.trace_and_lift(step, batch)
     contraction = sum(
         sum(d["ops"].values())
         for _, d in g.nodes(data=True)

@@ -227,32 +227,13 @@ class _KernelIO:
 def _kernel_io(bound) -> list[_KernelIO]:
     """Per kernel: DRAM bytes read and written (the bound's) and cold bytes (first reads of
     inputs, weights and constants since the start of the program)."""
-    g = getattr(getattr(bound, "graph", None), "graph", None)
-    rows = []
-    if not g or "kernels" not in g:
-        return [_KernelIO(k.bytes_read, k.bytes_written, 0.0) for k in bound.kernels]
-    tensors = g.get("tensors", {})
-    seen: set[str] = set()
-    for k in g["kernels"]:
-        cold = 0.0
-        for t, b in k["reads"].items():
-            role = tensors.get(t, {}).get("role")
-            if role in ("input", "weight", "constant") and t not in seen:
-                cold += b
-        seen |= set(k["reads"])
-        rows.append(_KernelIO(sum(k["reads"].values()), sum(k["writes"].values()), cold))
-    if len(rows) != len(bound.kernels):
-        return [_KernelIO(k.bytes_read, k.bytes_written, 0.0) for k in bound.kernels]
-    return rows
+    return [_KernelIO(k.bytes_read, k.bytes_written, k.cold_bytes) for k in bound.kernels]
 
 
 def _fused_io(bound) -> tuple[float, float]:
     """(bytes read, bytes written) of the fused level."""
-    g = getattr(getattr(bound, "graph", None), "graph", None)
-    if g and "fused_io" in g:
-        io = g["fused_io"]
-        return float(sum(io["reads"].values())), float(sum(io["writes"].values()))
-    return float(bound.bytes_fused), 0.0
+    read = float(bound.bytes_fused_read)
+    return read, float(bound.bytes_fused) - read
 
 
 def _unit_of(flops: Mapping[str, float], spec) -> tuple[float, str]:
