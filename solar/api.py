@@ -115,8 +115,12 @@ def _check_inputs(model, inputs, kwargs, framework: str | None = None) -> None:
     from deep inside when a numpy array meets ``==``). A JAX program may take numpy arrays
     (JAX converts them); it is one when ``framework="jax"``, a JAX array or a Flax module
     says so."""
+    if framework is not None:
+        framework_of(model, inputs, kwargs, framework)  # a bad keyword is named first
     if framework == "jax" or (framework is None and _says_jax(model, inputs, kwargs)):
         return
+    torch_model = _framework_of_value(model) == "torch"
+    hint = "" if torch_model else ", or framework='jax' for a JAX function of numpy arrays"
     leaves = [(f"input {i}", x) for i, x in enumerate(_top_level(inputs))]
     leaves += [(f"keyword input {k!r}", x) for k, x in (kwargs or {}).items()]
     for what, x in leaves:
@@ -124,7 +128,7 @@ def _check_inputs(model, inputs, kwargs, framework: str | None = None) -> None:
         if kind.__module__ == "numpy" and kind.__name__ == "ndarray":
             raise InputError(
                 f"{what} is a numpy array {tuple(x.shape)} {x.dtype}; solar traces PyTorch "
-                "tensors or JAX arrays: pass torch.from_numpy(x) (or jnp.asarray(x))"
+                "tensors or JAX arrays: pass torch.from_numpy(x) (or jnp.asarray(x))" + hint
             )
 
 
