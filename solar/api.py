@@ -1,6 +1,9 @@
-"""The analysis API: ``solar.trace``, ``solar.bound``, ``solar.bound_program``, and the
+"""The analysis API: ``solar.trace``, ``solar.bound`` (one GPU: a :class:`Bound`),
+``solar.plan`` (N GPUs: a :class:`ParallelBound`), ``solar.bound_program``, and the
 trace-once/analyse-many pair (:func:`trace_and_lift`, :func:`bound_graph`) the questions on top
-of a bound (compare, provision, sweep) are built from.
+of a bound (compare, provision, sweep) are built from. Each entry point answers one type; the
+framework is told by the types of the model and inputs, or by ``framework=``
+(:func:`framework_of`).
 
 Layer: above the frontends, the graph and the backends; below the questions, the device-side
 modules, the views and the CLI.
