@@ -223,3 +223,19 @@ def test_training_step_without_tensor_arguments_needs_framework_torch():
         solar.bound(closed, ())
     b = solar.bound(closed, (), framework="torch")
     assert [p.phase for p in b.phases] == ["forward", "backward", "optimizer"]
+
+
+def test_a_file_of_the_first_schema_still_loads():
+    """``solar.bound/1`` files written before the added fields load; their text is the same
+    (it needs none of them) and what needs them says so in one line."""
+    b = solar.bound(*_attention(), hw="H100")
+    d = b.to_dict()
+    for key in ("assumption_records", "gpu", "rates_used", "cache_aware_model"):
+        del d[key]
+    old = Bound.from_dict(d)
+    assert str(old) == str(b)
+    assert old.hardware() == b.hardware()  # the catalogue's spec of hw_key
+    with pytest.raises(ValueError, match="has no cache-aware model"):
+        old.cache_aware_bytes(1e6)
+    with pytest.raises(ValueError, match="not a solar.bound/1 object"):
+        Bound.from_dict({**d, "schema": "solar.compare/1"})

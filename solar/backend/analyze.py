@@ -56,6 +56,14 @@ def analyze(g: nx.MultiDiGraph, spec, *, notes: list[str] | None = None) -> Boun
     assumptions.extend(note(a, "latency") for a in lat.assumptions())
     assumptions.extend(note(a, "spec") for a in spec.notes)  # a what-if GPU: what changed
     assumptions.extend(note(a, "trace") for a in notes or [])
+    shares = kernel_shares(
+        g,
+        spec,
+        [k.compute.per_unit for k in kernels],
+        lat.kernel_s,
+        ca.extra,
+        {"fused": (fused, fused_by), "cache_aware": (cache_aware, cache_by)},
+    )
     rows = [
         KernelRow(
             name=k.name,
@@ -80,18 +88,7 @@ def analyze(g: nx.MultiDiGraph, spec, *, notes: list[str] | None = None) -> Boun
             cold_bytes=share.cold_bytes,
         )
         for k, src, latency_s, share in zip(
-            kernels,
-            g.graph["kernels"],
-            lat.kernel_s,
-            kernel_shares(
-                g,
-                spec,
-                [k.compute.per_unit for k in kernels],
-                lat.kernel_s,
-                ca.extra,
-                {"fused": (fused, fused_by), "cache_aware": (cache_aware, cache_by)},
-            ),
-            strict=True,
+            kernels, g.graph["kernels"], lat.kernel_s, shares, strict=True
         )
     ]
     return Bound(

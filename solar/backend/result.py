@@ -186,8 +186,9 @@ class Bound(Viewable):
             return load_spec(self.gpu or self.hw_key)
         except ValueError as e:
             raise ValueError(
-                f"cannot find the spec {self.hw_key!r} this bound was computed on; "
-                "pass hw=<spec> where the view takes one"
+                f"cannot find the spec {self.hw_key!r} this bound was computed on: the bound "
+                "stores no GPU figures (a file written before they were) and the catalogue has "
+                "no such GPU; bound the program again"
             ) from e
 
     def cache_aware_bytes(self, capacity: float) -> float:
