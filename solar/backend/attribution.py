@@ -49,11 +49,10 @@ def kernel_shares(
         return []
     first_reader: dict[str, int] = {}
     last_writer: dict[str, int] = {}
+    for j in range(n - 1, -1, -1):  # backwards: the first reader is the last one assigned
+        first_reader.update(dict.fromkeys(kernels[j]["reads"], j))
     for j, k in enumerate(kernels):
-        for base in k["reads"]:
-            first_reader.setdefault(base, j)
-        for base in k["writes"]:
-            last_writer[base] = j
+        last_writer.update(dict.fromkeys(k["writes"], j))
     fio = g.graph["fused_io"]
     fused = [0.0] * n
     for base, nbytes in fio["reads"].items():
@@ -77,24 +76,19 @@ def kernel_shares(
 
     f_sh = shares(*levels["fused"], fused)
     c_sh = shares(*levels["cache_aware"], ca_bytes)
-    cold = _cold_bytes(g)
+    cold = _cold_bytes(g, first_reader)
     return [KernelShare(*row) for row in zip(f_sh, c_sh, fused, ca_bytes, cold, strict=True)]
 
 
-def _cold_bytes(g: nx.MultiDiGraph) -> list[float]:
+def _cold_bytes(g: nx.MultiDiGraph, first_reader: dict[str, int]) -> list[float]:
     """Per kernel: bytes of its first reads of inputs, weights and constants (what a device
     measurement after a cache flush must fetch from DRAM; :mod:`solar.gpu.violations`)."""
-    tensors = g.graph.get("tensors", {})
-    seen: set[str] = set()
-    out = []
-    for k in g.graph["kernels"]:
-        cold = 0.0
-        for t, nbytes in k["reads"].items():
-            role = tensors.get(t, {}).get("role")
-            if role in ("input", "weight", "constant") and t not in seen:
-                cold += nbytes
-        seen |= set(k["reads"])
-        out.append(cold)
+    kernels = g.graph["kernels"]
+    out = [0.0] * len(kernels)
+    for t, info in g.graph.get("tensors", {}).items():
+        j = first_reader.get(t)
+        if j is not None and info.get("role") in ("input", "weight", "constant"):
+            out[j] += kernels[j]["reads"][t]
     return out
 
 
