@@ -188,9 +188,10 @@ def analyse(name: str, size: str, dtype, spec) -> dict:
     from solar.api import bound_parallel
 
     model, x = build(name, size, dtype, "meta")
-    one = solar.bound(model, [x], hw=spec, name=name)
-    pb = bound_parallel(one.ir, one.graph, spec, WORLD, tp=WORLD, split=SPLIT[name], single=one)
-    found = bound_parallel(one.ir, one.graph, spec, WORLD, tp=WORLD, single=one)
+    program, g = solar.trace_and_lift(model, [x], name=name)
+    one = solar.api.bound_graph(program, g, spec)
+    pb = bound_parallel(program, g, spec, WORLD, tp=WORLD, split=SPLIT[name], single=one)
+    found = bound_parallel(program, g, spec, WORLD, tp=WORLD, single=one)
     return {
         "plan": pb.plan.describe(),
         "search_split": [g["label"] for g in found.tp_groups],  # what solar picks by itself

@@ -37,7 +37,7 @@ CASES = {
     "jax_linear_solve_train.py": {"BATCH": 64, "FEATURES": 16, "HIDDEN": 24},
     "jax_diffusion_sampler.py": {"BATCH": 8, "DIM": 8, "WIDTH": 16, "STEPS": 4},
 }
-LEVELS = ("unfused", "fused", "cache_aware")
+from solar.backend.result import LEVELS  # noqa: E402  (after the path setup)
 
 
 def parse(argv):

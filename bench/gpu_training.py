@@ -91,7 +91,7 @@ def row(name: str, r) -> dict:
     out["headroom"] = {lv: (m / v if m and v else None) for lv, v in r.bounds.items()}
     out["sol_utilisation"] = r.bounds["fused"] / m if m else None
     flops, unit = model_flops(b) if b is not None else (0, None)
-    spec = b.spec if b is not None else None
+    spec = b.hardware() if b is not None else None
     peak = None
     if spec is not None and unit is not None:
         peak = spec.datasheet_dense.get(unit) or spec.peak(unit)

@@ -4,6 +4,7 @@ import solar
 b = solar.bound(model, inputs, hw="H100")
 b.fused, b.cache_aware, b.unfused      # seconds, each a lower bound under its assumptions
 b = solar.bound(train_step, (batch,))  # a training step: forward, backward, optimizer
+p = solar.plan(model, inputs, hw="H100", gpus=8)  # the best plan of 8 GPUs: ParallelBound
 
 The package reads as the pipeline (docs/architecture.md): ``frontend`` (PyTorch, JAX) ->
 ``ir`` (Affine Loop IR) -> ``graph`` (einsum graph) -> ``backend`` (bounds, with ``hw`` specs)
@@ -24,14 +25,14 @@ install_import_hook()  # a torchvision whose extension cannot load still imports
 
 if TYPE_CHECKING:  # what the names below are, for type checkers and IDEs
     from solar import llm
-    from solar.api import bound, bound_program, bound_training, trace
+    from solar.api import bound, bound_program, bound_training, plan, trace, trace_and_lift
     from solar.backend.result import Bound
     from solar.definition import bound_definition
     from solar.gpu.calibrate import calibrate
     from solar.gpu.headroom import headroom
     from solar.gpu.score import sol_score
     from solar.gpu.validate import validate
-    from solar.hub import bound_hub
+    from solar.hub import bound_hub, plan_hub
     from solar.hw import list_specs, load_spec
     from solar.questions.compare import compare
     from solar.questions.provision import provision
@@ -51,10 +52,13 @@ _EXPORTS: dict[str, str] = {
     "headroom": "solar.gpu.headroom",
     "list_specs": "solar.hw",
     "load_spec": "solar.hw",
+    "plan": "solar.api",
+    "plan_hub": "solar.hub",
     "provision": "solar.questions.provision",
     "sol_score": "solar.gpu.score",
     "sweep": "solar.questions.sweep",
     "trace": "solar.api",
+    "trace_and_lift": "solar.api",
     "validate": "solar.gpu.validate",
 }
 #: subpackages and modules reachable as attributes (``solar.hw``, ``solar.llm``, ...)
@@ -78,10 +82,13 @@ __all__ = [
     "list_specs",
     "llm",
     "load_spec",
+    "plan",
+    "plan_hub",
     "provision",
     "sol_score",
     "sweep",
     "trace",
+    "trace_and_lift",
     "validate",
 ]
 

@@ -1,6 +1,9 @@
-"""The analysis API: ``solar.trace``, ``solar.bound``, ``solar.bound_program``, and the
+"""The analysis API: ``solar.trace``, ``solar.bound`` (one GPU: a :class:`Bound`),
+``solar.plan`` (N GPUs: a :class:`ParallelBound`), ``solar.bound_program``, and the
 trace-once/analyse-many pair (:func:`trace_and_lift`, :func:`bound_graph`) the questions on top
-of a bound (compare, provision, sweep) are built from.
+of a bound (compare, provision, sweep) are built from. Each entry point answers one type; the
+framework is told by the types of the model and inputs, or by ``framework=``
+(:func:`framework_of`).
 
 Layer: above the frontends, the graph and the backends; below the questions, the device-side
 modules, the views and the CLI.
@@ -29,32 +32,67 @@ from solar.graph.types import graph_info, set_graph_info
 from solar.hw import load_spec
 from solar.ir.program import Program
 
-
-def _is_torch_program(fn, inputs) -> bool:
-    if "torch" not in sys.modules:  # torch modules or tensors imply torch is imported
-        return False
-    import torch
-
-    if isinstance(fn, torch.nn.Module):
-        return True
-    return any(isinstance(x, torch.Tensor) for x in _flat(inputs))
+FRAMEWORKS = ("torch", "jax")
 
 
-def _is_torch_training_step(fn, inputs) -> bool:
-    """A step function without tensor arguments that reaches a torch.optim optimizer."""
-    if "torch" not in sys.modules or _is_jax_program(fn, inputs):
-        return False
-    from solar.frontend.torch.step_state import find_step_objects
-
-    return callable(fn) and bool(find_step_objects(fn)[1])
+def _type_names(x) -> set[str]:
+    """``module.Class`` of every class in ``type(x)``'s MRO (no framework is imported)."""
+    return {f"{c.__module__}.{c.__qualname__}" for c in type(x).__mro__}
 
 
-def _is_jax_program(fn, inputs) -> bool:
-    if "jax" not in sys.modules:  # JAX inputs or Flax modules imply JAX is imported
-        return False
-    from solar.frontend.jax import is_jax_program
+def _framework_of_value(x) -> str | None:
+    """``torch`` for a torch.Tensor or nn.Module, ``jax`` for a JAX array,
+    ``jax.ShapeDtypeStruct`` or Flax module, else None: by the value's type alone."""
+    for name in _type_names(x):
+        root = name.split(".")[0]
+        if root == "torch" and name.endswith((".Tensor", ".Module")):
+            return "torch"
+        if root in ("jax", "jaxlib") and name.endswith(("Array", "ArrayImpl", "ShapeDtypeStruct")):
+            return "jax"
+        if root == "flax" and name.endswith(".Module"):
+            return "jax"
+    return None
 
-    return is_jax_program(fn, inputs)
+
+def _leaves(x):
+    """The leaves of nested tuples, lists and dicts, and the attribute values of other
+    objects one level down (dataclasses, KV caches, a Flax module's variables)."""
+    if isinstance(x, (list, tuple)):
+        for y in x:
+            yield from _leaves(y)
+    elif isinstance(x, dict):
+        for y in x.values():
+            yield from _leaves(y)
+    else:
+        yield x
+        if _framework_of_value(x) is None and hasattr(x, "__dict__") and not callable(x):
+            for y in vars(x).values():
+                if isinstance(y, (list, tuple, dict)):
+                    yield from _leaves(y)
+                else:
+                    yield y
+
+
+def framework_of(model, inputs, kwargs=None, framework: str | None = None) -> str:
+    """``"torch"`` or ``"jax"``: ``framework`` when given, else what the types of the model
+    and its inputs say (a torch.nn.Module or torch.Tensor inputs; a Flax module or JAX arrays
+    / ``jax.ShapeDtypeStruct`` inputs). Raises a one-line error naming ``framework=`` when
+    they say nothing (a function of no tensors, numpy inputs) or say both."""
+    if framework is not None:
+        if framework not in FRAMEWORKS:
+            raise ValueError(f"framework must be one of {', '.join(FRAMEWORKS)}, got {framework!r}")
+        return framework
+    found = {_framework_of_value(model)} | {
+        _framework_of_value(x) for x in _leaves((inputs, kwargs or {}))
+    }
+    found.discard(None)
+    if len(found) == 1:
+        return found.pop()
+    what = "both PyTorch and JAX values" if found else "no PyTorch or JAX value"
+    raise TypeError(
+        f"solar cannot tell which framework {type(model).__name__} belongs to ({what} among "
+        "the model and its inputs): pass framework='torch' or framework='jax'"
+    )
 
 
 def _flat(inputs):
@@ -79,12 +117,17 @@ class InputError(TypeError):
     to pass instead."""
 
 
-def _check_inputs(model, inputs, kwargs) -> None:
+def _check_inputs(model, inputs, kwargs, framework: str | None = None) -> None:
     """Reject inputs no frontend takes before tracing, naming the input (not a ValueError
     from deep inside when a numpy array meets ``==``). A JAX program may take numpy arrays
-    (JAX converts them); it is one when a JAX array or a Flax module says so."""
-    if _is_jax_program(model, inputs):
+    (JAX converts them); it is one when ``framework="jax"``, a JAX array or a Flax module
+    says so."""
+    if framework is not None:
+        framework_of(model, inputs, kwargs, framework)  # a bad keyword is named first
+    if framework == "jax" or (framework is None and _says_jax(model, inputs, kwargs)):
         return
+    torch_model = _framework_of_value(model) == "torch"
+    hint = "" if torch_model else ", or framework='jax' for a JAX function of numpy arrays"
     leaves = [(f"input {i}", x) for i, x in enumerate(_top_level(inputs))]
     leaves += [(f"keyword input {k!r}", x) for k, x in (kwargs or {}).items()]
     for what, x in leaves:
@@ -92,8 +135,14 @@ def _check_inputs(model, inputs, kwargs) -> None:
         if kind.__module__ == "numpy" and kind.__name__ == "ndarray":
             raise InputError(
                 f"{what} is a numpy array {tuple(x.shape)} {x.dtype}; solar traces PyTorch "
-                "tensors or JAX arrays: pass torch.from_numpy(x) (or jnp.asarray(x))"
+                "tensors or JAX arrays: pass torch.from_numpy(x) (or jnp.asarray(x))" + hint
             )
+
+
+def _says_jax(model, inputs, kwargs) -> bool:
+    """Whether the types of the model or its inputs name JAX."""
+    values = [model, *_leaves((inputs, kwargs or {}))]
+    return any(_framework_of_value(x) == "jax" for x in values)
 
 
 def _top_level(inputs) -> list:
@@ -136,19 +185,23 @@ def trace(
     kwargs: dict | None = None,
     precision: str | None = None,
     name=None,
+    framework: str | None = None,
     **sizes,
 ):
     """Trace a program into the Affine Loop IR; returns the frontend's trace object
     (``.program`` is the IR). PyTorch modules and functions of tensors (any structure of
     them: dicts, dataclasses, KV-cache objects; ``kwargs`` are keyword arguments), JAX
     functions of arrays or ``jax.ShapeDtypeStruct`` s (pytrees welcome) and Flax modules are
-    supported. ``sizes``: ``observe`` and ``routing`` of :func:`bound` (PyTorch). One trace
+    supported. ``framework`` (``"torch"`` or ``"jax"``) says which when the types of the
+    model and inputs cannot (:func:`framework_of`: a step function of no tensors, numpy
+    inputs). ``sizes``: ``observe`` and ``routing`` of :func:`bound` (PyTorch). One trace
     runs at a time in a process (the frameworks' tracers are not thread-safe); what follows it
     (lifting, the bounds) runs in parallel in several threads."""
-    _check_inputs(model, inputs, kwargs)
+    _check_inputs(model, inputs, kwargs, framework)
+    fw = framework_of(model, inputs, kwargs, framework)
     with gc_paused(), _TRACE_LOCK, _fake_tensor_log_quiet():
         try:
-            return _trace(model, inputs, kwargs=kwargs, precision=precision, name=name, **sizes)
+            return _trace(model, inputs, fw, kwargs=kwargs, precision=precision, name=name, **sizes)
         except Exception as e:
             error = located(e, model)
             if error is None:
@@ -177,8 +230,8 @@ def _fake_tensor_log_quiet() -> Iterator[None]:
         log.setLevel(level)
 
 
-def _trace(model, inputs, *, kwargs=None, precision: str | None, name, **sizes):
-    if _is_torch_program(model, (inputs, kwargs or {})) or _is_torch_training_step(model, inputs):
+def _trace(model, inputs, framework: str, *, kwargs=None, precision: str | None, name, **sizes):
+    if framework == "torch":
         from solar.frontend.torch import trace_torch
         from solar.frontend.torch.training import is_training_step, trace_training_step
 
@@ -194,26 +247,37 @@ def _trace(model, inputs, *, kwargs=None, precision: str | None, name, **sizes):
         )
     if kwargs:
         raise TypeError("kwargs are supported for PyTorch programs; bind them into the function")
-    if _is_jax_program(model, inputs):
-        from solar.frontend.jax import trace_jax
+    from solar.frontend.jax import trace_jax
 
-        return trace_jax(model, inputs, precision=precision, name=name)
-    raise TypeError(
-        f"solar cannot tell which framework {type(model).__name__} belongs to: pass a "
-        "torch.nn.Module or a function with torch.Tensor inputs, or a JAX function (or Flax "
-        "module) with JAX arrays or jax.ShapeDtypeStruct inputs"
-    )
+    return trace_jax(model, inputs, precision=precision, name=name)
 
 
 def trace_and_lift(
-    model, inputs, *, kwargs=None, precision: str | None = None, name=None, notes=(), **sizes
+    model,
+    inputs,
+    *,
+    kwargs=None,
+    precision: str | None = None,
+    name=None,
+    notes=(),
+    framework: str | None = None,
+    **sizes,
 ):
-    """Trace and lift once: ``(IR program, einsum graph)``. The trace's assumptions (autocast,
-    precision policy, train mode, ...) and ``notes`` (how the program was built) travel with
-    the graph (its :class:`~solar.graph.types.GraphInfo`'s ``trace_notes``) into every bound
+    """Trace and lift once: ``(IR program, einsum graph)`` — where the IR and the graph are
+    (a :class:`Bound` keeps neither). The trace's assumptions (autocast, precision policy,
+    train mode, ...) and ``notes`` (how the program was built) travel with the graph (its
+    :class:`~solar.graph.types.GraphInfo`'s ``trace_notes``) into every bound
     :func:`bound_graph` makes of it."""
     with gc_paused():
-        traced = trace(model, inputs, kwargs=kwargs, precision=precision, name=name, **sizes)
+        traced = trace(
+            model,
+            inputs,
+            kwargs=kwargs,
+            precision=precision,
+            name=name,
+            framework=framework,
+            **sizes,
+        )
         g = lift(traced.program)
     notes = (*notes, *(getattr(traced, "assumptions", None) or []))
     set_graph_info(g, dataclasses.replace(graph_info(g), trace_notes=notes))
@@ -237,15 +301,25 @@ def lift_problem(problem, *, precision: str | None = None):
 
 
 def bound_graph(program: Program | None, g, spec) -> Bound:
-    """Bounds of an already lifted graph on one spec (a HardwareSpec, name or path)."""
-    b = analyze(g, load_spec(spec), notes=list(graph_info(g).trace_notes) or None)
-    b.ir = program
-    return b
+    """Bounds of an already lifted graph on one spec (a HardwareSpec, name or path).
+    ``program`` (the IR ``g`` was lifted from, or None) is not kept: a Bound is data."""
+    return analyze(g, load_spec(spec), notes=list(graph_info(g).trace_notes) or None)
 
 
 def bound_program(program: Program, hw="H100") -> Bound:
     """Bounds of an already-built IR program (any frontend)."""
     return bound_graph(program, lift(program), hw)
+
+
+#: the keywords of :func:`plan` that :func:`bound` names it for
+_PLAN_KEYWORDS = ("gpus", "tp", "pp", "dp", "micro_batches", "batch", "split", "level")
+
+
+def _sizes(observe: bool, routing) -> dict:
+    sizes: dict = {"observe": True} if observe else {}
+    if routing != "any":
+        sizes["routing"] = routing
+    return sizes
 
 
 def bound(
@@ -256,19 +330,20 @@ def bound(
     kwargs=None,
     precision: str | None = None,
     name=None,
-    gpus: int = 1,
+    framework: str | None = None,
     observe: bool = False,
     routing="any",
-    **plan,
-) -> Bound | ParallelBound:
-    """Speed-of-light bounds of ``model(*inputs, **kwargs)`` on ``hw`` (a catalogue name or
-    alias such as ``"H100"``, a YAML path, a dict or a HardwareSpec).
+    **plan_keywords,
+) -> Bound:
+    """Speed-of-light bounds of ``model(*inputs, **kwargs)`` on one GPU ``hw`` (a catalogue
+    name or alias such as ``"H100"``, a YAML path, a dict or a HardwareSpec): a :class:`Bound`.
 
     ``inputs`` may hold any structure of tensors (dicts, dataclasses, a Hugging Face KV cache);
     every tensor of the result is an output. ``precision`` overrides the framework's fp32
-    matmul policy: ``"tf32"`` or ``"ieee"``. Tracing runs on fake tensors (PyTorch) or abstract
-    values (JAX): meta-device models and ``jax.ShapeDtypeStruct`` inputs are analysed without
-    allocating weights.
+    matmul policy: ``"tf32"`` or ``"ieee"``. ``framework`` (``"torch"``, ``"jax"``) is
+    needed only where the types of the model and inputs do not say it. Tracing runs on fake
+    tensors (PyTorch) or abstract values (JAX): meta-device models and
+    ``jax.ShapeDtypeStruct`` inputs are analysed without allocating weights.
 
     A size that depends on tensor values (``nonzero``, boolean masks, ``unique``, ...) is
     taken at its smallest possible value, so the bound holds for every input;
@@ -278,22 +353,84 @@ def bound(
     experts a top-k router touches), ``"balanced"`` or a list of per-expert token counts. The
     bound's assumptions list every size taken.
 
-    ``gpus=N`` (N > 1) returns the :class:`~solar.backend.parallel.ParallelBound` of the best
-    tensor/pipeline/data-parallel plan found for N GPUs of ``hw``; ``plan`` keywords of
-    :func:`bound_parallel` (``tp``, ``pp``, ``dp``, ``micro_batches``, ``batch``, ``level``)
-    pin or steer it.
+    Several GPUs (``gpus=N``, ``tp``/``pp``/``dp``) are :func:`plan`'s question.
     """
+    _reject_plan_keywords("bound", plan_keywords)
     spec = load_spec(hw)
     with gc_paused():
-        sizes = {"observe": True} if observe else {}
-        if routing != "any":
-            sizes["routing"] = routing
         program, g = trace_and_lift(
-            model, inputs, kwargs=kwargs, precision=precision, name=name, **sizes
+            model,
+            inputs,
+            kwargs=kwargs,
+            precision=precision,
+            name=name,
+            framework=framework,
+            **_sizes(observe, routing),
         )
-        if gpus == 1 and not plan:
-            return bound_graph(program, g, spec)
-        return bound_parallel(program, g, spec, gpus, **plan)
+        return bound_graph(program, g, spec)
+
+
+def _reject_plan_keywords(fn: str, keywords: dict) -> None:
+    """``bound(..., gpus=2)``: name :func:`plan`; any other unknown keyword: Python's error."""
+    plan_like = [k for k in keywords if k in _PLAN_KEYWORDS]
+    if plan_like and (keywords.get("gpus", 2) != 1 or len(plan_like) > 1):
+        raise TypeError(
+            f"{fn}() bounds one GPU; for {', '.join(f'{k}=' for k in plan_like)} use "
+            "solar.plan(model, inputs, hw, gpus=N, tp=..., pp=..., dp=...)"
+        )
+    other = [k for k in keywords if k not in _PLAN_KEYWORDS]
+    if other:
+        raise TypeError(f"{fn}() got an unexpected keyword argument {other[0]!r}")
+
+
+def plan(
+    model,
+    inputs,
+    hw="H100",
+    *,
+    gpus: int,
+    kwargs=None,
+    precision: str | None = None,
+    name=None,
+    framework: str | None = None,
+    observe: bool = False,
+    routing="any",
+    level: str = "fused",
+    tp: int | None = None,
+    pp: int | None = None,
+    dp: int | None = None,
+    micro_batches: int | None = None,
+    batch: str | None = None,
+    split: Sequence[str] | None = None,
+) -> ParallelBound:
+    """The :class:`~solar.backend.parallel.ParallelBound` of the best tensor/pipeline/data
+    parallel plan of ``gpus`` GPUs of ``hw`` for ``model(*inputs, **kwargs)`` (the other
+    keywords as in :func:`bound`); ``level``, ``tp``, ``pp``, ``dp``, ``micro_batches``,
+    ``batch`` and ``split`` pin or steer it (:func:`bound_parallel`)."""
+    spec = load_spec(hw)
+    with gc_paused():
+        program, g = trace_and_lift(
+            model,
+            inputs,
+            kwargs=kwargs,
+            precision=precision,
+            name=name,
+            framework=framework,
+            **_sizes(observe, routing),
+        )
+        return bound_parallel(
+            program,
+            g,
+            spec,
+            gpus,
+            level=level,
+            tp=tp,
+            pp=pp,
+            dp=dp,
+            micro_batches=micro_batches,
+            batch=batch,
+            split=split,
+        )
 
 
 def bound_parallel(
@@ -345,7 +482,6 @@ def bound_parallel(
             "tensor parallelism needs a weight axis its degree divides, data parallelism and "
             "micro-batches a batch it divides, pipelines enough kernels; try another count"
         )
-    best.single.ir = program
     return best
 
 
@@ -397,7 +533,14 @@ def bound_training(
     from solar.frontend.torch.training import make_train_step
 
     step, args = make_train_step(model, inputs, loss=loss, targets=targets, optimizer=optimizer)
-    return bound(step, args, hw, precision=precision, name=name or f"{type(model).__name__} step")
+    return bound(
+        step,
+        args,
+        hw,
+        precision=precision,
+        name=name or f"{type(model).__name__} step",
+        framework="torch",
+    )
 
 
 PAUSE_GC = "SOLAR_PAUSE_GC"  # environment variable: "1" pauses the collector per analysis

@@ -107,8 +107,9 @@ def test_json_schema_fields():
     assert d["hw"] == load_spec("A100").name
     for key in ("unfused_s", "fused_s", "cache_aware_s"):
         assert d["bounds"][key] > 0
-    assert set(d["totals"]["bytes"]) == {"unfused", "fused", "cache_aware"}
+    assert set(d["totals"]["bytes"]) == {"unfused", "fused", "cache_aware", "fused_read"}
     assert d["totals"]["bytes"]["fused"] == (64 * 32 + 32 * 16 + 64 * 16) * 4
+    assert d["totals"]["bytes"]["fused_read"] == (64 * 32 + 32 * 16) * 4
     assert len(d["kernels"]) == 1
     row = d["kernels"][0]
     assert row["bytes_read"] == (64 * 32 + 32 * 16) * 4

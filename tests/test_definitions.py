@@ -13,6 +13,8 @@ import torch
 from console import run_solar
 
 from solar.definition import DefinitionError, bound_definition, load_definition
+from solar.definition.bound import lift_workload
+from solar.definition.schema import load_workloads
 from solar.graph.types import graph_info
 from solar.hw import load_spec
 
@@ -87,11 +89,15 @@ def test_paged_decode_loop_equals_vectorised(hw):
     assert a.cache_aware == pytest.approx(b.cache_aware, rel=1e-12)
     assert a.kernels > b.kernels  # the loop's own launches: one set per batch entry
     # the 3 x 4 distinct pages the indices name, K and V: page_size 16 x 8 heads x 128 x bf16
-    for wb in (a, b):
-        reads = graph_info(wb.bound.graph).fused_io.reads
+    graphs = []
+    for d in (loop, vec):  # the graphs the bounds were computed from (a Bound keeps none)
+        defn = load_definition(d)
+        graphs.append(lift_workload(defn, load_workloads(wl, defn)[0])[2])
+    for g in graphs:
+        reads = graph_info(g).fused_io.reads
         assert reads["k_cache"] == reads["v_cache"] == 12 * 16 * 8 * 128 * 2
     # unfused: each of the loop's gather kernels reads its own sequence's 4 pages
-    kernels = graph_info(a.bound.graph).kernels
+    kernels = graph_info(graphs[0]).kernels
     gathers = [k.reads["k_cache"] for k in kernels if "k_cache" in k.reads]
     assert gathers == [4 * 16 * 8 * 128 * 2] * 3
     assert any(

@@ -168,7 +168,8 @@ def test_bidirectional_lstm():
     (399 - 1) x φ / 2 = 1.608 µs, above the throughput bound: bound by latency."""
     torch.manual_seed(0)
     model = torch.nn.LSTM(32, 64, num_layers=2, bidirectional=True)
-    b = solar.bound(model, [torch.randn(200, 4, 32)], hw="H100")
+    program, g = solar.trace_and_lift(model, [torch.randn(200, 4, 32)])
+    b = solar.api.bound_graph(program, g, "H100")
     phi = cycles(16)
     chains = b.latency.chains
     assert [c.state for c in chains] == [
@@ -180,7 +181,7 @@ def test_bidirectional_lstm():
     for c in chains:
         assert (c.steps, c.lanes) == (200, 4)
         assert c.step_s == pytest.approx(phi, rel=1e-12)
-    layer2 = graph_info(b.graph).kernels[-1].chains[0]
+    layer2 = graph_info(g).kernels[-1].chains[0]
     (inp,) = layer2.inputs
     assert inp.tensor == "lstm_l0_output" and (inp.coef, inp.const) == (1, 0)
     assert inp.mixing_ops == {"tc_tf32": 4 * (4 * 64 * 128 * 2)}
@@ -209,8 +210,9 @@ def test_jax_scan_recurrence():
     from solar.problem import load_module
 
     fn, inputs = load_jax_problem(load_module(ROOT / "examples" / "jax_scan_rnn.py"))
-    b = solar.bound(fn, inputs, hw="H100")
-    (raw,) = graph_info(b.graph).kernels[0].chains
+    program, g = solar.trace_and_lift(fn, inputs)
+    b = solar.api.bound_graph(program, g, "H100")
+    (raw,) = graph_info(g).kernels[0].chains
     assert (raw.steps, raw.lanes, raw.state) == (1000, 4, "scan_carry_hist")
     assert raw.ops == {"tc_tf32": 4 * 131072, "cuda_fp32": 4 * 256, "sfu": 4 * 256}
     phi = cycles(64)
@@ -235,9 +237,9 @@ def test_no_chain_for_linear_or_unmixed_recurrences():
 
         xs = jax.ShapeDtypeStruct((3000, 8), jnp.float32)
         c0 = jax.ShapeDtypeStruct((8,), jnp.float32)
-        b = solar.bound(f, [xs, c0], hw="H100")
-        assert any(k.loops for k in b.ir.kernels)  # lowered as one looped kernel
-        return [c for k in b.ir.kernels for c in kernel_chains(b.ir, k)]
+        ir, _ = solar.trace_and_lift(f, [xs, c0])
+        assert any(k.loops for k in ir.kernels)  # lowered as one looped kernel
+        return [c for k in ir.kernels for c in kernel_chains(ir, k)]
 
     assert scan(lambda c, x: 0.5 * c + x) == []
     (c,) = scan(lambda c, x: jnp.tanh(c) + x)

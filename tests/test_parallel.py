@@ -69,7 +69,7 @@ def test_bad_interconnect_block_names_the_field():
     del d["interconnect"]
     x = torch.empty(64, 64, device="meta")
     with pytest.raises(ValueError, match="no 'interconnect:' block"):
-        solar.bound(lambda a: a @ a, [x], hw=load_spec(d), gpus=2)
+        solar.plan(lambda a: a @ a, [x], hw=load_spec(d), gpus=2)
 
 
 # --------------------------------------------------------------------------------------------
@@ -90,7 +90,7 @@ def test_tp2_mlp_by_hand():
     the hidden axis (4096) is split; each GPU does half of both matmuls and of the ReLU;
     the second matmul's partial sums y [4096, 1024] are all-reduced: 2(2-1)/2 x 8 MiB."""
     model, x = mlp()
-    pb = solar.bound(model, [x], hw="H100", gpus=2, tp=2)
+    pb = solar.plan(model, [x], hw="H100", gpus=2, tp=2)
     assert pb.plan.describe() == "TP 2 x PP 1 x DP 1"
     assert [g["label"] for g in pb.tp_groups] == ["0_weight[0]"]  # Linear(1024, 4096).weight
     assert pb.tp_groups[0]["extent"] == HID
@@ -125,8 +125,8 @@ def test_tp_on_eight_gpus_uses_the_switch_and_pcie_counts():
     """8 H100s: NVLink SHARP all-reduces move M per GPU, not 2(8-1)/8 M; on A100s (no SHARP)
     they move 1.75 M."""
     model, x = mlp()
-    h = solar.bound(model, [x], hw="H100", gpus=8, tp=8)
-    a = solar.bound(model, [x], hw="A100", gpus=8, tp=8)
+    h = solar.plan(model, [x], hw="H100", gpus=8, tp=8)
+    a = solar.plan(model, [x], hw="A100", gpus=8, tp=8)
     (ch,), (ca,) = h.collectives, a.collectives
     assert ch["in_network"] and ch["bytes_per_gpu"] == T * D * BF
     assert not ca["in_network"] and ca["bytes_per_gpu"] == 1.75 * T * D * BF
@@ -189,7 +189,8 @@ def test_gpt_block_peak_memory_by_hand_one_gpu_and_tp2():
     TP 2 the qkv, attention, fc and gelu tensors are halved, the partial projections whole:
     peak 5A while gelu runs, beside half of the split weights."""
     model, x = gpt_block(2, 1024, 1024, 16)
-    one = solar.bound(model, [x], hw="H100")
+    program, g = trace_and_lift(model, [x])
+    one = solar.api.bound_graph(program, g, "H100")
     a, s = 2 * 1024 * 1024 * BF, 2 * 1024 * BF
     weights = {n: p.numel() * BF for n, p in model.named_parameters()}
     r = a + sum(weights.values())
@@ -197,7 +198,7 @@ def test_gpt_block_peak_memory_by_hand_one_gpu_and_tp2():
     hand = [a + 2 * s, 4 * a, 4 * a, 2 * a, 2 * a, 2 * a + 2 * s, 6 * a, 9 * a, 6 * a, 3 * a]
     assert one.memory.timeline == tuple(r + v for v in hand)
     assert one.memory.peak_kernel == "gelu_7"
-    tp = bound_parallel(one.ir, one.graph, "H100", 2, tp=2, single=one)
+    tp = bound_parallel(program, g, "H100", 2, tp=2, single=one)
     split = (
         "c_attn.weight",
         "c_attn.bias",
@@ -230,7 +231,7 @@ def test_dp_all_reduces_the_weight_gradient():
     (256 x 128 fp32), 2(4-1)/4 of it per GPU on A100s. Nothing else communicates."""
     b, d, o = 1024, 256, 128
     x, w, tgt = (torch.empty(*s, device="meta") for s in ((b, d), (d, o), (b, o)))
-    pb = solar.bound(sgd_step, [x, w, tgt], hw="A100", gpus=4, dp=4)
+    pb = solar.plan(sgd_step, [x, w, tgt], hw="A100", gpus=4, dp=4)
     assert pb.plan.describe() == "TP 1 x PP 1 x DP 4" and pb.batch == "x[0]"
     (ar,) = pb.collectives
     grad = d * o * 4
@@ -267,7 +268,7 @@ def test_pipeline_of_four_layers_by_formula():
         layers = [m for _ in range(4) for m in (nn.Linear(2048, 2048), nn.ReLU())]
         model = nn.Sequential(*layers).to(torch.bfloat16)
         x = torch.empty(4096, 2048, dtype=torch.bfloat16)
-    pb = solar.bound(model, [x], hw="H100", gpus=2, pp=2, micro_batches=4)
+    pb = solar.plan(model, [x], hw="H100", gpus=2, pp=2, micro_batches=4)
     assert pb.plan.starts == (0, 4) and pb.bubble == pytest.approx(0.2)
     s0, s1 = pb.stages
     assert s0.compute_s == pytest.approx(s1.compute_s, rel=1e-9)
@@ -287,7 +288,7 @@ def test_pipeline_of_four_layers_by_formula():
 def test_plan_without_a_split_says_why():
     model, x = mlp()
     with pytest.raises(ValueError, match="no plan splits .* over 3 GPUs with tp=3"):
-        solar.bound(model, [x], hw="H100", gpus=3, tp=3)
+        solar.plan(model, [x], hw="H100", gpus=3, tp=3)
 
 
 def test_no_plan_is_faster_than_ideal():
@@ -331,7 +332,7 @@ def test_only_the_part_read_crosses_or_is_reduced():
 
     with torch.device("meta"):
         model, x = LastToken(), torch.empty(512, 256)
-    pb = solar.bound(model, [x], hw="A100", gpus=2, tp=2)
+    pb = solar.plan(model, [x], hw="A100", gpus=2, tp=2)
     (ar,) = pb.collectives
     assert ar["kind"] == "all-reduce" and ar["tensor_bytes"] == 512 * 256 * 4
     # relu reads all of the partial sums: the slice comes after it
@@ -343,7 +344,7 @@ def test_only_the_part_read_crosses_or_is_reduced():
 
     with torch.device("meta"):
         model = SliceFirst()
-    pb = solar.bound(model, [x], hw="A100", gpus=2, tp=2)
+    pb = solar.plan(model, [x], hw="A100", gpus=2, tp=2)
     (ar,) = pb.collectives
     assert ar["fraction"] == pytest.approx(1 / 512)  # one row of 512 is read
     assert ar["bytes_per_gpu"] == pytest.approx(256 * 4)

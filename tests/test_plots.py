@@ -105,9 +105,13 @@ def test_each_plot(mpl, ffn_bound, tmp_path):
     h100 = load_spec("H100")
     assert {h100.l2_capacity, h100.on_chip_capacity} <= xs
     assert len(kernels_plot(b).axes[0].patches) >= 3 * len(b.kernels) - 3
-    p = provision_graph(b.ir, b.graph, target_s=2e-4)
+    from solar.problem import load_problem
+
+    problem = load_problem(GPT_FFN)
+    program, g = solar.trace_and_lift(problem.model, problem.inputs, name=problem.name)
+    p = provision_graph(program, g, target_s=2e-4)
     assert region_plot(p).axes
-    assert compare_plot(compare_graph(b.ir, b.graph, ["A100", "H100"])).axes
+    assert compare_plot(compare_graph(program, g, ["A100", "H100"])).axes
     lin = torch.nn.Linear(256, 256, device="meta")
     s = sweep(lin, lambda n: [torch.empty(n, 256, device="meta")], [64, 256], target_ms=1.0)
     assert sweep_plot(s).axes

@@ -27,12 +27,14 @@ H100 = load_spec("H100")
 
 @pytest.fixture(scope="module")
 def ffn():
+    """(the problem, its provision, the IR program and graph it was computed from)."""
     p = load_problem(GPT_FFN)
-    return p, provision(p.model, p.inputs, target_ms=0.2, hw="H100", name=p.name)
+    program, g = solar.trace_and_lift(p.model, p.inputs, name=p.name)
+    return p, provision_graph(program, g, target_s=2e-4, hw="H100"), program, g
 
 
 def test_region_is_a_bandwidth_capacity_tradeoff(ffn):
-    _, p = ffn
+    _, p, *_ = ffn
     assert p.level == "cache_aware" and p.target_s == pytest.approx(2e-4)
     assert [pt.capacity_scale for pt in p.region] == list(CAPACITY_FACTORS)
     caps = [pt.capacity for pt in p.region]
@@ -50,10 +52,9 @@ def test_one_region_point_recomputed_with_a_scaled_spec(ffn):
     """A GPU built with HardwareSpec.scaled at a region point's capacity and bandwidth (and
     ample compute) has a cache-aware bound of exactly the target, memory-bound; a hair less
     bandwidth misses it."""
-    problem, p = ffn
+    problem, p, _, g = ffn
     pt = p.region[0]  # 1/64 of the H100's on-chip storage: 1.9 MB
     assert pt.bandwidth > p.bandwidth_floor
-    g = p.reference.graph
     for compute in (2.0, 10.0):
         spec = H100.scaled(
             bandwidth=pt.bandwidth / H100.dram_bandwidth,
@@ -81,13 +82,13 @@ def test_one_region_point_recomputed_with_a_scaled_spec(ffn):
 
 
 def test_catalog_matches_and_slack(ffn):
-    _, p = ffn
+    _, p, program, _ = ffn
     assert {c.key for c in p.catalog} == {s.key for s in list_specs()}
     for c in p.catalog:
         assert c.meets == (c.bound_s <= p.target_s)
         assert c.slack_s == pytest.approx(p.target_s - c.bound_s)
         assert c.ratio == pytest.approx(p.target_s / c.bound_s)
-        b = solar.bound_program(p.reference.ir, c.key)
+        b = solar.bound_program(program, c.key)
         assert c.bound_s == pytest.approx(b.cache_aware, rel=1e-12)
         if c.meets:
             assert c.dram_bandwidth >= c.bandwidth_needed and c.compute_needed <= 1
@@ -112,9 +113,12 @@ def test_fused_and_unfused_levels():
     # at the unfused bandwidth, Σ max(compute_k, bytes_k / BW) is exactly the target
     from solar.backend.roofline import kernel_times
 
-    ks = kernel_times(pu.reference.graph, H100)
+    _, g = solar.trace_and_lift(model, [x], precision="tf32")
+    ks = kernel_times(g, H100)
     total = sum(max(k.compute.seconds, (k.bytes_read + k.bytes_written) / pu.bandwidth_floor)
                 for k in ks)  # fmt: skip
+    # the bound's own per-kernel numbers give the same
+    assert [k.compute_s for k in pu.reference.kernels] == [k.compute.seconds for k in ks]
     assert total == pytest.approx(1e-3, rel=1e-9)
     assert _unfused_bandwidth([2.0], [1.0], 1.0) == math.inf
     with pytest.raises(ValueError, match="unknown level"):

@@ -137,7 +137,7 @@ def test_more_gpus_than_a_host_is_refused():
     import solar
 
     with pytest.raises(ValueError, match="one host holds at most 8"):
-        solar.bound(lambda a: a + 1, [x], hw=spec, gpus=16)
+        solar.plan(lambda a: a + 1, [x], hw=spec, gpus=16)
 
 
 def test_gpu_kinds_searched_in_worker_processes_agree():

@@ -443,8 +443,7 @@ def test_contraction_flops_agree_with_flop_counter_mode():
     counter = FlopCounterMode(display=False)
     with counter:
         step(*batch)
-    b = solar.bound(step, batch)
-    g = b.graph
+    _, g = solar.trace_and_lift(step, batch)
     contraction = sum(sum(d.ops.values()) for d in op_nodes(g) if d.op_kind == "contraction")
     assert contraction == counter.get_total_flops()
 

@@ -182,22 +182,24 @@ def test_twins_train_with_the_same_fused_bound():
     only by what the frameworks really move differently: int64 vs int32 token ids, optax's
     step count (read and written) and JAX's literal constants."""
     fn, inputs = load_jax_problem(load_module(EX / "jax_twin_train_gpt.py"))
-    bj = solar.bound(fn, inputs, hw="H100")
+    program, gj = solar.trace_and_lift(fn, inputs)
+    bj = solar.api.bound_graph(program, gj, "H100")
     p = load_problem(EX / "jax_twin_train_gpt_torch.py")
-    bt = solar.bound(p.model, p.inputs, hw="H100")
+    program, gt = solar.trace_and_lift(p.model, p.inputs)
+    bt = solar.api.bound_graph(program, gt, "H100")
     assert bj.fused == bt.fused and bj.fused_bound_by == bt.fused_bound_by == "tensor"
     for a, b in zip(bj.phases, bt.phases, strict=True):
         assert a.phase == b.phase and a.flops.get("tc_bf16") == b.flops.get("tc_bf16")
 
-    def io(b, keep):
-        io = graph_info(b.graph).fused_io
+    def io(g, keep):
+        io = graph_info(g).fused_io
         return sum(v for t, v in [*io.reads.items(), *io.writes.items()] if keep(t))
 
-    tensors_j = graph_info(bj.graph).tensors
-    tokens_j = io(bj, lambda t: t.startswith("batch"))
-    count_j = io(bj, lambda t: "count" in t or t.startswith("select_n"))
-    consts_j = io(bj, lambda t: t in tensors_j and tensors_j[t].role == "constant")
-    tokens_t = io(bt, lambda t: t.startswith(("idx", "targets", "batch")))
+    tensors_j = graph_info(gj).tensors
+    tokens_j = io(gj, lambda t: t.startswith("batch"))
+    count_j = io(gj, lambda t: "count" in t or t.startswith("select_n"))
+    consts_j = io(gj, lambda t: t in tensors_j and tensors_j[t].role == "constant")
+    tokens_t = io(gt, lambda t: t.startswith(("idx", "targets", "batch")))
     assert tokens_t == 2 * tokens_j  # int64 vs int32 ids
     assert count_j == 8
     assert bt.bytes_fused - tokens_t == bj.bytes_fused - tokens_j - count_j - consts_j

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import networkx as nx
 
-from solar.backend.cache_aware import cache_aware_bytes
+from solar.backend.assumptions import Assumption, note, sfu_emulation
+from solar.backend.attribution import kernel_shares
+from solar.backend.cache_aware import CacheAwareModel
 from solar.backend.latency import latency_bound, unfused_bound_by
 from solar.backend.memory import peak_memory
 from solar.backend.narrow import recharge_narrow
@@ -12,7 +14,6 @@ from solar.backend.phases import phase_split
 from solar.backend.result import Bound, KernelRow
 from solar.backend.roofline import fused_bytes, graph_ops, kernel_times
 from solar.backend.units import compute_time
-from solar.fmt import fmt_bytes
 from solar.graph.types import graph_info, op_nodes
 from solar.ir.dtypes import is_complex
 from solar.ir.extern import routine_assumptions
@@ -26,15 +27,17 @@ def _level(compute, nbytes: float, spec) -> tuple[float, str]:
 
 
 def analyze(g: nx.MultiDiGraph, spec, *, notes: list[str] | None = None) -> Bound:
-    """Unfused, fused and cache-aware bounds of graph ``g`` on ``spec``."""
+    """Unfused, fused and cache-aware bounds of graph ``g`` on ``spec``, with everything a
+    view needs (kernel shares, the cache-aware model, the spec's figures, the assumptions
+    as records): the Bound keeps no reference to ``g`` or ``spec``."""
     narrow = recharge_narrow(g)
     kernels = kernel_times(g, spec)
     ops = graph_ops(g)
     compute = compute_time(ops, spec)
     fused_b = fused_bytes(g)
     fused, fused_by = _level(compute, fused_b, spec)
-    capacity = spec.on_chip_capacity
-    ca = cache_aware_bytes(g, capacity)
+    model = CacheAwareModel(g)
+    ca = model.at(spec.on_chip_capacity)
     cache_aware, cache_by = _level(compute, ca.bytes, spec)
     unfused = sum(k.time_s for k in kernels)
     unfused_bytes = sum(k.bytes_read + k.bytes_written for k in kernels)
@@ -50,71 +53,44 @@ def analyze(g: nx.MultiDiGraph, spec, *, notes: list[str] | None = None) -> Boun
     cache_by = "latency" if lat.binds("cache_aware") else cache_by
     unfused, fused, cache_aware = (lat.final[lv] for lv in ("unfused", "fused", "cache_aware"))
 
-    rates = sorted({r for k in kernels for r in k.compute.rates_used.values()})
-    assumptions = [
-        f"peaks: per-SM per-clock dense rates x {spec.sm_count} SMs x max boost clock "
-        f"{spec.max_clock_hz / 1e6:.0f} MHz ({', '.join(f'{r} {spec.peak(r) / 1e12:.1f} T/s' for r in rates)}); "  # noqa: E501
-        "an FMA counts 2 flops and CUDA-core ops are assumed to pair into FMAs",
-        f"DRAM bandwidth {spec.dram_bandwidth / 1e12:.3g} TB/s "
-        + ("(the spec's peak; see its notes below)" if spec.notes else "(datasheet peak)"),
-        "unfused: one kernel per source operator, each reading its inputs and writing its "
-        "outputs once through DRAM, no cache reuse between kernels",
-        "fused: one pass over graph inputs, weights and outputs; intermediates stay on chip",
-        f"cache-aware: on-chip capacity {fmt_bytes(capacity)} = L2 + {spec.sm_count} SMs x "
-        "(combined L1/shared memory + registers); traffic forced by that capacity, from proven I/O "
-        "lower bounds "
-        + (
-            f"({', '.join(sorted(set(ca.rules.values())))}) adds {fmt_bytes(ca.bytes - fused_b)}"
-            if ca.extra
-            else "(none binding at this capacity)"
-        ),
-        "SFU work may be emulated on the FMA pipe at 8 flops per op where that is faster",
-        "peak memory: live bytes in the traced kernel order (inputs and weights resident, "
-        "every other tensor from the first kernel touching it to the last reading it); "
-        "allocator overhead, library workspaces and the CUDA context come on top",
-    ]
-    fallbacks = {
-        cls: r for k in kernels for cls, r in k.compute.rates_used.items() if not r.startswith(cls)
-    }
-    if fallbacks:
-        assumptions.append(
-            "no native unit, ran on: " + ", ".join(f"{c} -> {r}" for c, r in fallbacks.items())
-        )
-    precisions = sorted({d.precision for d in op_nodes(g) if d.precision})
-    if precisions:
-        assumptions.append(f"fp32 contractions run as: {', '.join(precisions)}")
-    if not all(k.exact for k in kernels) or not graph_info(g).fused_io.exact:
-        assumptions.append("some footprints are proven lower bounds, not exact counts (marked ≥)")
-    assumptions.extend(narrow)
-    routines = {d.extern for d in op_nodes(g) if d.extern}
-    assumptions.extend(routine_assumptions(routines))
-    if any(is_complex(t.dtype) for t in graph_info(g).tensors.values()):
-        assumptions.append(
-            "complex arithmetic in real operations: a complex multiply 4 multiplies and 2 adds, "
-            "a complex contraction 3 real multiply-adds per product (the 3M algorithm)"
-        )
-    assumptions.extend(lat.assumptions())
-    assumptions.extend(spec.notes)  # a what-if GPU: what changed, which figures were dropped
-    assumptions.extend(notes or [])
+    assumptions = _assumptions(g, spec, kernels, model, ca, narrow)
+    assumptions.extend(note(a, "latency") for a in lat.assumptions())
+    assumptions.extend(note(a, "spec") for a in spec.notes)  # a what-if GPU: what changed
+    assumptions.extend(note(a, "trace") for a in notes or [])
+    shares = kernel_shares(
+        g,
+        spec,
+        [k.compute.per_unit for k in kernels],
+        lat.kernel_s,
+        ca.extra,
+        {"fused": (fused, fused_by), "cache_aware": (cache_aware, cache_by)},
+    )
     rows = [
         KernelRow(
-            k.name,
-            k.op,
-            k.source,
-            k.module,
-            k.ops,
-            k.bytes_read,
-            k.bytes_written,
-            k.compute.seconds,
-            k.memory_s,
-            k.time_s,
-            k.bound_by,
-            k.exact,
-            src.phase,
-            src.origin,
-            latency_s,
+            name=k.name,
+            op=k.op,
+            source=k.source,
+            module=k.module,
+            flops=k.ops,
+            bytes_read=k.bytes_read,
+            bytes_written=k.bytes_written,
+            compute_s=k.compute.seconds,
+            memory_s=k.memory_s,
+            time_s=k.time_s,
+            bound_by=k.bound_by,
+            exact=k.exact,
+            phase=src.phase,
+            origin=src.origin,
+            latency_s=latency_s,
+            fused_s=share.fused_s,
+            cache_aware_s=share.cache_aware_s,
+            fused_bytes=share.fused_bytes,
+            cache_aware_bytes=share.cache_aware_bytes,
+            cold_bytes=share.cold_bytes,
         )
-        for k, src, latency_s in zip(kernels, graph_info(g).kernels, lat.kernel_s, strict=True)
+        for k, src, latency_s, share in zip(
+            kernels, graph_info(g).kernels, lat.kernel_s, shares, strict=True
+        )
     ]
     return Bound(
         program=graph_info(g).name,
@@ -130,13 +106,60 @@ def analyze(g: nx.MultiDiGraph, spec, *, notes: list[str] | None = None) -> Boun
         bytes_unfused=unfused_bytes,
         bytes_fused=fused_b,
         bytes_cache_aware=ca.bytes,
+        bytes_fused_read=sum(graph_info(g).fused_io.reads.values()),
         compute_s=compute.per_unit,
         kernels=rows,
-        assumptions=assumptions,
+        assumption_records=assumptions,
         memory=peak_memory(g),
         phases=phase_split(rows, spec),
         dram_capacity=spec.dram_capacity,
         latency=lat,
-        graph=g,
-        spec=spec,
+        gpu=spec.to_dict(),
+        rates_used=dict(compute.rates_used),
+        cache_model=model,
     )
+
+
+def _assumptions(g, spec, kernels, model, ca, narrow: list[str]) -> list[Assumption]:
+    """The records of what the bounds assume (their sentences: :mod:`.assumptions`)."""
+    rates = sorted({r for k in kernels for r in k.compute.rates_used.values()})
+    out = [
+        Assumption(
+            "peaks",
+            {
+                "sm_count": spec.sm_count,
+                "max_clock_hz": spec.max_clock_hz,
+                "peaks": {r: spec.peak(r) for r in rates},
+            },
+        ),
+        Assumption("dram", {"bandwidth": spec.dram_bandwidth, "spec_notes": bool(spec.notes)}),
+        Assumption("unfused"),
+        Assumption("fused"),
+        Assumption(
+            "cache_aware",
+            {
+                "capacity": spec.on_chip_capacity,
+                "sm_count": spec.sm_count,
+                "rules": sorted(set(ca.rules.values())) if ca.extra else [],
+                "extra_bytes": ca.bytes - model.fused,
+            },
+        ),
+        sfu_emulation(),
+        Assumption("peak_memory"),
+    ]
+    fallbacks = {
+        cls: r for k in kernels for cls, r in k.compute.rates_used.items() if not r.startswith(cls)
+    }
+    if fallbacks:
+        out.append(Assumption("fallback", {"units": fallbacks}))
+    precisions = sorted({d.precision for d in op_nodes(g) if d.precision})
+    if precisions:
+        out.append(Assumption("precision", {"precisions": precisions}))
+    if not all(k.exact for k in kernels) or not graph_info(g).fused_io.exact:
+        out.append(Assumption("footprints"))
+    out.extend(note(a, "narrow") for a in narrow)
+    routines = {d.extern for d in op_nodes(g) if d.extern}
+    out.extend(note(a, "routine") for a in routine_assumptions(routines))
+    if any(is_complex(t.dtype) for t in graph_info(g).tensors.values()):
+        out.append(Assumption("complex"))
+    return out

@@ -7,80 +7,108 @@ a unit binds, the level's time is split in proportion to the kernels' time on th
 latency binds (:mod:`solar.backend.latency`), in proportion to the kernels' latency floors (a
 launch, their own critical path). Shares add up to the level's time exactly (the unfused
 level: unless the program's critical path across kernels exceeds the sum of the kernels').
+
+:func:`kernel_shares` runs inside the analysis (it reads the graph); the shares are stored on
+each :class:`~solar.backend.result.KernelRow`, so a Bound loaded from JSON has them too.
 """
 
 from __future__ import annotations
 
-from solar.backend.cache_aware import CacheAwareModel
-from solar.backend.roofline import graph_ops
-from solar.backend.units import compute_time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import networkx as nx
+
 from solar.graph.types import graph_info, op_node
-from solar.hw import load_spec
 
 
-def spec_of(b, hw=None):
-    """The HardwareSpec a Bound was computed on (``hw`` overrides)."""
-    if hw is not None:
-        return load_spec(hw)
-    spec = getattr(b, "spec", None)
-    if spec is not None:
-        return spec
-    try:
-        return load_spec(b.hw_key)
-    except ValueError as e:
-        raise ValueError(
-            f"cannot find the spec {b.hw_key!r} this bound was computed on; pass hw=<spec>"
-        ) from e
+@dataclass(frozen=True)
+class KernelShare:
+    """One kernel's share of the fused and cache-aware levels (seconds and DRAM bytes)."""
+
+    fused_s: float
+    cache_aware_s: float
+    fused_bytes: float
+    cache_aware_bytes: float
+    cold_bytes: float  # first reads of inputs, weights and constants since the program began
 
 
-def kernel_attribution(b, hw=None) -> list[dict]:
-    """Per kernel: ``unfused_s`` (its own bound), ``fused_s`` and ``cache_aware_s`` (its share
-    of those levels), ``fused_bytes`` and ``cache_aware_bytes`` (its share of their DRAM
-    bytes). See the module docstring
-    for the rule."""
-    g = b.graph
-    spec = spec_of(b, hw)
-    kernels = graph_info(g).kernels
-    index = {k.name: i for i, k in enumerate(kernels)}
-    fio = graph_info(g).fused_io
-    fused = [0.0] * len(kernels)
+def kernel_shares(
+    g: nx.MultiDiGraph,
+    spec,
+    per_unit: Sequence[dict[str, float]],
+    latency_s: Sequence[float],
+    extra: dict[str, float],
+    levels: dict[str, tuple[float, str]],
+) -> list[KernelShare]:
+    """Per kernel of ``g``: its shares (see the module docstring). ``per_unit``: each kernel's
+    compute seconds per unit; ``latency_s``: its latency floor; ``extra``: cache-aware bytes
+    beyond the fused ones per node; ``levels``: ``fused`` and ``cache_aware`` -> (seconds,
+    bound by)."""
+    info = graph_info(g)
+    kernels = info.kernels
+    n = len(kernels)
+    if n == 0:
+        return []
+    first_reader: dict[str, int] = {}
+    last_writer: dict[str, int] = {}
+    for j in range(n - 1, -1, -1):  # backwards: the first reader is the last one assigned
+        first_reader.update(dict.fromkeys(kernels[j].reads, j))
+    for j, k in enumerate(kernels):
+        last_writer.update(dict.fromkeys(k.writes, j))
+    fio = info.fused_io
+    fused = [0.0] * n
     for base, nbytes in fio.reads.items():
-        i = next((j for j, k in enumerate(kernels) if base in k.reads), 0)
-        fused[i] += nbytes
+        fused[first_reader.get(base, 0)] += nbytes
     for base, nbytes in fio.writes.items():
-        hits = [j for j, k in enumerate(kernels) if base in k.writes]
-        fused[hits[-1] if hits else len(kernels) - 1] += nbytes
-    extra = [0.0] * len(kernels)
-    ca = CacheAwareModel(g).at(spec.on_chip_capacity)
-    for node, x in ca.extra.items():
-        extra[index.get(op_node(g, node).kernel, 0)] += x
-    per_unit = [compute_time(graph_ops(g, k.statements), spec).per_unit for k in kernels]
+        fused[last_writer.get(base, n - 1)] += nbytes
+    index = {k.name: i for i, k in enumerate(kernels)}
+    ca_bytes = list(fused)
+    for node, x in extra.items():
+        op = op_node(g, node)
+        ca_bytes[index.get(op.kernel if op else None, 0)] += x
 
     def shares(time: float, by: str, nbytes: list[float]) -> list[float]:
         if by == "dram":
             return [x / spec.dram_bandwidth for x in nbytes]
-        if by == "latency":  # in proportion to each kernel's launch floor / critical path
-            w = [getattr(k, "latency_s", 0.0) for k in b.kernels]
-        else:
-            w = [pu.get(by, 0.0) for pu in per_unit]
+        # latency: in proportion to each kernel's launch floor / critical path
+        w = list(latency_s) if by == "latency" else [pu.get(by, 0.0) for pu in per_unit]
         total = sum(w)
         if total <= 0:
-            return [time / len(kernels)] * len(kernels)
+            return [time / n] * n
         return [time * x / total for x in w]
 
-    ca_bytes = [f + x for f, x in zip(fused, extra)]
-    f_sh = shares(b.fused, b.fused_bound_by, fused)
-    c_sh = shares(b.cache_aware, b.cache_aware_bound_by, ca_bytes)
-    rows = []
-    for i, k in enumerate(b.kernels):
-        rows.append(
-            {
-                "kernel": k.name,
-                "unfused_s": max(k.time_s, getattr(k, "latency_s", 0.0)),
-                "fused_s": f_sh[i],
-                "cache_aware_s": c_sh[i],
-                "fused_bytes": fused[i],
-                "cache_aware_bytes": ca_bytes[i],
-            }
-        )
-    return rows
+    f_sh = shares(*levels["fused"], fused)
+    c_sh = shares(*levels["cache_aware"], ca_bytes)
+    cold = _cold_bytes(g, first_reader)
+    return [KernelShare(*row) for row in zip(f_sh, c_sh, fused, ca_bytes, cold, strict=True)]
+
+
+def _cold_bytes(g: nx.MultiDiGraph, first_reader: dict[str, int]) -> list[float]:
+    """Per kernel: bytes of its first reads of inputs, weights and constants (what a device
+    measurement after a cache flush must fetch from DRAM; :mod:`solar.gpu.violations`)."""
+    info = graph_info(g)
+    kernels = info.kernels
+    out = [0.0] * len(kernels)
+    for t, tensor in info.tensors.items():
+        j = first_reader.get(t)
+        if j is not None and tensor.role in ("input", "weight", "constant"):
+            out[j] += kernels[j].reads[t]
+    return out
+
+
+def kernel_attribution(b) -> list[dict]:
+    """Per kernel of a Bound: ``unfused_s`` (its own bound), ``fused_s`` and
+    ``cache_aware_s`` (its share of those levels), ``fused_bytes`` and ``cache_aware_bytes``
+    (its share of their DRAM bytes), as stored by the analysis."""
+    return [
+        {
+            "kernel": k.name,
+            "unfused_s": k.unfused_s,
+            "fused_s": k.fused_s,
+            "cache_aware_s": k.cache_aware_s,
+            "fused_bytes": k.fused_bytes,
+            "cache_aware_bytes": k.cache_aware_bytes,
+        }
+        for k in b.kernels
+    ]

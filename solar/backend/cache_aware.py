@@ -77,6 +77,7 @@ recomputation (see :mod:`solar.backend.io_bounds`).
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from collections.abc import Iterable, Sequence
@@ -263,6 +264,23 @@ class ContractionIO:
     def binding_rule(self, capacity: float) -> str:
         return self.words(capacity)[1]
 
+    def to_dict(self) -> dict:
+        """JSON-able fields (``kind``: ``contraction``); :func:`io_item` reads it back."""
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return {
+            "kind": "contraction",
+            **d,
+            "tensors": sorted(self.tensors),
+            "segment": dataclasses.asdict(self.segment),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> ContractionIO:
+        fields = {k: v for k, v in d.items() if k != "kind"}
+        fields["tensors"] = frozenset(d["tensors"])
+        fields["segment"] = SegmentBound(**d["segment"])
+        return cls(**fields)
+
 
 @dataclass(frozen=True)
 class BarrierIO:
@@ -286,8 +304,28 @@ class BarrierIO:
     def binding_rule(self, capacity: float) -> str:
         return self.rule
 
+    def to_dict(self) -> dict:
+        """JSON-able fields (``kind``: ``barrier``); :func:`io_item` reads it back."""
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return {"kind": "barrier", **d, "tensors": sorted(self.tensors)}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> BarrierIO:
+        fields = {k: v for k, v in d.items() if k != "kind"}
+        return cls(**{**fields, "tensors": frozenset(d["tensors"])})
+
 
 IOItem = ContractionIO | BarrierIO
+
+
+def io_item(d: dict) -> IOItem:
+    """An item from its :meth:`to_dict` (``kind``: ``contraction`` or ``barrier``)."""
+    kinds = {"contraction": ContractionIO, "barrier": BarrierIO}
+    if d.get("kind") not in kinds:
+        raise ValueError(
+            f"unknown cache-aware item kind {d.get('kind')!r}; one of {', '.join(kinds)}"
+        )
+    return kinds[d["kind"]].from_dict(d)
 
 
 def _edge_footprint(g: nx.MultiDiGraph, node: str, tensor: str) -> int | None:
@@ -559,12 +597,34 @@ class CacheAwareBytes:
 
 class CacheAwareModel:
     """The cache-aware traffic of one graph as a function of capacity (build once, evaluate
-    at many capacities: the ski slope)."""
+    at many capacities: the ski slope). Its data are the fused bytes and the chosen items:
+    :meth:`to_dict` / :meth:`from_dict` carry it without the graph (a stored
+    :class:`~solar.backend.result.Bound` evaluates it at any capacity)."""
 
     def __init__(self, g: nx.MultiDiGraph) -> None:
         self.fused = fused_bytes(g)
         self.candidates: list[IOItem] = [*contraction_io(g), *barrier_io(g)]
         self.items: list[IOItem] = select(self.candidates)
+
+    @classmethod
+    def of_items(cls, fused: float, items: Sequence[IOItem]) -> CacheAwareModel:
+        """The model of already chosen tensor-disjoint ``items`` over ``fused`` bytes."""
+        model = cls.__new__(cls)
+        model.fused, model.items = fused, list(items)
+        model.candidates = list(items)
+        return model
+
+    def to_dict(self) -> dict:
+        return {"fused_bytes": self.fused, "items": [i.to_dict() for i in self.items]}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> CacheAwareModel:
+        return cls.of_items(d["fused_bytes"], [io_item(i) for i in d["items"]])
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, CacheAwareModel):
+            return NotImplemented
+        return self.fused == other.fused and self.items == other.items
 
     def at(self, capacity: float) -> CacheAwareBytes:
         capacity = float(capacity)

@@ -1,7 +1,10 @@
-"""The result of an analysis, as data: :class:`Bound` (and its :class:`KernelRow` s).
+"""The result of an analysis, as frozen data: :class:`Bound` (and its :class:`KernelRow` s).
 
-Its text table, HTML, DataFrame and plots are views (:mod:`solar.report`), reached through
-:class:`~solar.viewable.Viewable`.
+The analysis computes everything a view needs (per-kernel shares of every level, the
+cache-aware model as its proven I/O items, the GPU's figures, the assumptions as records), so
+a Bound holds no graph, IR or spec object: ``Bound.from_json(b.to_json())`` draws every view
+as ``b`` does. Its text table, HTML, DataFrame and plots are views (:mod:`solar.report`),
+reached through :class:`~solar.viewable.Viewable`.
 
 JSON schema ``solar.bound/1`` (stable; agents may rely on it)::
 
@@ -25,7 +28,18 @@ JSON schema ``solar.bound/1`` (stable; agents may rely on it)::
                   "phase": str, "origin": str}],
      "phases": [{"phase", "kernels": int, "flops": {op_class: int}, "bytes": int,
                  "unfused_s": float, "compute_s": float}]  (empty unless a training step),
-     "assumptions": [str]}
+     "assumptions": [str],
+     # added (still solar.bound/1; files without them load, their views lack what they give):
+     "assumption_records": [{"kind": str, "values": {...}, "text": str}],
+     "gpu": {the HardwareSpec's to_dict(): peaks, bandwidth, capacities, ...},
+     "rates_used": {op_class: rate},
+     "cache_aware_model": {"fused_bytes": int, "items": [{"kind": "contraction" | "barrier",
+                            ...the item's fields}]}}
+
+Each kernel also carries its shares of the fused and cache-aware levels (``fused_s``,
+``cache_aware_s``, ``fused_bytes``, ``cache_aware_bytes``: :mod:`solar.backend.attribution`)
+and its ``cold_bytes``; ``totals.bytes`` the fused bytes read (``fused_read``); ``memory``
+the live bytes per kernel (``timeline``).
 
 ``bound_by`` is a physical unit (``tensor``, ``fma``, ``fp64``, ``int``, ``sfu``), ``dram``,
 or ``latency`` (a launch floor or a critical path of dependent steps binds: see
@@ -42,18 +56,20 @@ kernel updates); other programs leave both empty.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass, field
 
-from solar.backend.latency import Latency
+from solar.backend.assumptions import Assumption, note
+from solar.backend.cache_aware import CacheAwareModel
+from solar.backend.latency import LEVELS, ChainFloor, Latency
 from solar.backend.memory import PeakMemory
 from solar.backend.phases import PhaseRow
 from solar.fmt import fmt_time
 from solar.viewable import Viewable
 
 SCHEMA = "solar.bound/1"
-#: The three bound levels of docs/bounds.md, in the order reports show them.
-LEVELS = ("unfused", "fused", "cache_aware")
+__all__ = ["LEVELS", "SCHEMA", "Bound", "KernelRow", "level_name"]
 
 
 def level_name(level: str) -> str:
@@ -64,8 +80,11 @@ def level_name(level: str) -> str:
     return key
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class KernelRow:
+    """One kernel: its unfused roofline (work, bytes, compute and memory time, what binds),
+    its latency floor, and its shares of the fused and cache-aware levels."""
+
     name: str
     op: str
     source: str
@@ -81,6 +100,11 @@ class KernelRow:
     phase: str = ""  # a training step's kernels: forward, backward, recompute or optimizer
     origin: str = ""  # what a backward / optimizer kernel belongs to
     latency_s: float = 0.0  # launch floor and own critical path (issue 13), unfused term
+    fused_s: float = 0.0  # share of the fused level (solar.backend.attribution)
+    cache_aware_s: float = 0.0  # share of the cache-aware level
+    fused_bytes: float = 0.0  # share of the fused DRAM bytes
+    cache_aware_bytes: float = 0.0  # share of the cache-aware DRAM bytes
+    cold_bytes: float = 0.0  # first reads of inputs, weights, constants (solar.gpu.violations)
 
     @property
     def unfused_s(self) -> float:
@@ -94,6 +118,11 @@ class KernelRow:
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> KernelRow:
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
 
 
 @dataclass(repr=False)
@@ -116,14 +145,21 @@ class Bound(Viewable):
     bytes_cache_aware: float
     compute_s: dict[str, float]
     kernels: list[KernelRow]
-    assumptions: list[str]
+    assumption_records: list[Assumption]
+    bytes_fused_read: int = 0  # of bytes_fused, what is read (the rest is written)
     memory: PeakMemory | None = None  # peak live bytes over the kernel order
     phases: list[PhaseRow] = field(default_factory=list)  # a training step's parts
     dram_capacity: int = 0  # the GPU's device memory (bytes)
     latency: Latency | None = None  # launch floor and critical path (solar.backend.latency)
-    graph: object = field(default=None, repr=False)  # the einsum graph (networkx)
-    ir: object = field(default=None, repr=False)  # the Affine Loop IR program
-    spec: object = field(default=None, repr=False)  # the HardwareSpec the bound is for
+    gpu: dict = field(default_factory=dict, repr=False)  # the spec's figures (to_dict())
+    rates_used: dict[str, str] = field(default_factory=dict)  # op class -> the rate it ran at
+    # DRAM bytes against on-chip capacity (the proven I/O items; None: not computed)
+    cache_model: CacheAwareModel | None = field(default=None, repr=False)
+
+    @property
+    def assumptions(self) -> list[str]:
+        """The assumptions as sentences (rendered from :attr:`assumption_records`)."""
+        return [a.text for a in self.assumption_records]
 
     @property
     def fits(self) -> bool | None:
@@ -141,7 +177,39 @@ class Bound(Viewable):
         """What binds the bound at ``level``: a physical unit or ``dram``."""
         return getattr(self, f"{level_name(level)}_bound_by")
 
+    def hardware(self):
+        """The :class:`~solar.hw.spec.HardwareSpec` this bound is for, rebuilt from its stored
+        figures (a bound from a file without them: the catalogue's spec of ``hw_key``)."""
+        from solar.hw import load_spec
+
+        try:
+            return load_spec(self.gpu or self.hw_key)
+        except ValueError as e:
+            raise ValueError(
+                f"cannot find the spec {self.hw_key!r} this bound was computed on: the bound "
+                "stores no GPU figures (a file written before they were) and the catalogue has "
+                "no such GPU; bound the program again"
+            ) from e
+
+    def cache_aware_bytes(self, capacity: float) -> float:
+        """Proven DRAM bytes of the program at on-chip ``capacity`` bytes (the curve of the
+        capacity plot and of provisioning)."""
+        if self.cache_model is None:
+            raise ValueError(
+                f"this bound of {self.program!r} has no cache-aware model (loaded from a file "
+                "written before it was stored): bound the program again"
+            )
+        return self.cache_model.bytes(capacity)
+
     def to_dict(self) -> dict:
+        memory = None
+        if self.memory is not None:
+            memory = {
+                **self.memory.to_dict(),
+                "dram_capacity": self.dram_capacity,
+                "fits": self.fits,
+                "timeline": list(self.memory.timeline),
+            }
         return {
             "schema": SCHEMA,
             "program": self.program,
@@ -161,23 +229,103 @@ class Bound(Viewable):
                     "unfused": self.bytes_unfused,
                     "fused": self.bytes_fused,
                     "cache_aware": self.bytes_cache_aware,
+                    "fused_read": self.bytes_fused_read,
                 },
                 "compute_s": dict(self.compute_s),
             },
-            "memory": None
-            if self.memory is None
-            else {**self.memory.to_dict(), "dram_capacity": self.dram_capacity, "fits": self.fits},
+            "memory": memory,
             "latency": None if self.latency is None else self.latency.to_dict(),
             "kernels": [k.to_dict() for k in self.kernels],
             "phases": [p.to_dict() for p in self.phases],
-            "assumptions": list(self.assumptions),
+            "assumptions": self.assumptions,
+            "assumption_records": [a.to_dict() for a in self.assumption_records],
+            "gpu": dict(self.gpu),
+            "rates_used": dict(self.rates_used),
+            "cache_aware_model": None if self.cache_model is None else self.cache_model.to_dict(),
         }
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Bound:
+        """The Bound of :meth:`to_dict` (``solar.bound/1``; fields added later may be absent)."""
+        if d.get("schema") != SCHEMA:
+            raise ValueError(f"not a {SCHEMA} object (schema {d.get('schema')!r})")
+        bounds, totals = d["bounds"], d["totals"]
+        kernels = [KernelRow.from_dict(k) for k in d["kernels"]]
+        records = [Assumption.from_dict(a) for a in d.get("assumption_records", ())]
+        if "assumption_records" not in d:  # an older file: its sentences, as notes
+            records = [note(a) for a in d.get("assumptions", ())]
+        m = d.get("memory")
+        memory = None
+        if m is not None:
+            memory = PeakMemory(
+                peak_bytes=m["peak_bytes"],
+                peak_kernel=m["peak_kernel"],
+                resident_bytes=m["resident_bytes"],
+                at_peak=dict(m["at_peak"]),
+                timeline=tuple(m.get("timeline", ())),
+                at_peak_use=dict(m.get("at_peak_use", {})),
+            )
+        final = {lv: bounds[f"{lv}_s"] for lv in LEVELS}
+        lat = d.get("latency")
+        latency = None if lat is None else _latency(lat, kernels, final)
+        model = d.get("cache_aware_model")
+        return cls(
+            program=d["program"],
+            hw=d["hw"],
+            hw_key=d["hw_key"],
+            unfused=final["unfused"],
+            fused=final["fused"],
+            cache_aware=final["cache_aware"],
+            unfused_bound_by=bounds["unfused_bound_by"],
+            fused_bound_by=bounds["fused_bound_by"],
+            cache_aware_bound_by=bounds["cache_aware_bound_by"],
+            flops=dict(totals["flops"]),
+            bytes_unfused=totals["bytes"]["unfused"],
+            bytes_fused=totals["bytes"]["fused"],
+            bytes_cache_aware=totals["bytes"]["cache_aware"],
+            bytes_fused_read=totals["bytes"].get("fused_read", 0),
+            compute_s=dict(totals["compute_s"]),
+            kernels=kernels,
+            assumption_records=records,
+            memory=memory,
+            phases=[PhaseRow(**p) for p in d.get("phases", ())],
+            dram_capacity=(m or {}).get("dram_capacity", 0),
+            latency=latency,
+            gpu=dict(d.get("gpu") or {}),
+            rates_used=dict(d.get("rates_used") or {}),
+            cache_model=None if model is None else CacheAwareModel.from_dict(model),
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> Bound:
+        """The Bound of :meth:`to_json` text."""
+        return cls.from_dict(json.loads(text))
 
     def __repr__(self) -> str:
         return (
             f"Bound({self.program!r} on {self.hw}: unfused {fmt_time(self.unfused)}, "
             f"fused {fmt_time(self.fused)}, cache-aware {fmt_time(self.cache_aware)})"
         )
+
+
+def _latency(d: dict, kernels: list[KernelRow], final: dict[str, float]) -> Latency:
+    """A :class:`Latency` from its ``to_dict`` (per-kernel floors from the kernels, the final
+    bounds from the levels)."""
+    cp = d["critical_path"]
+    return Latency(
+        launch_floor_s=d["launch_floor_s"],
+        sync_floor_s=d["sync_floor_s"],
+        launches=d["launches"],
+        critical_path_s=cp["seconds"],
+        critical_steps=cp["steps"],
+        critical_sum_s=cp["sum_of_step_floors_s"],
+        critical_max_s=cp["max_step_floor_s"],
+        chains=[ChainFloor(**c) for c in d["chains"]],
+        kernel_s=[k.latency_s for k in kernels],
+        throughput=dict(d["throughput_s"]),
+        bounds=dict(d["latency_s"]),
+        final=dict(final),
+    )

@@ -44,7 +44,7 @@ def save_all(
     written = []
     for kind in kinds:
         if kind in ("roofline", "capacity", "kernels"):
-            fig = plot_bound(b, kind, hw=spec)
+            fig = plot_bound(b, kind)
         elif kind == "region":
             t = target_ms * 1e-3 if target_ms is not None else b.cache_aware
             fig = region_plot(provision_graph(program, g, target_s=t, hw=spec))

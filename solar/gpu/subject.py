@@ -50,7 +50,7 @@ def _trace(model, args, *, precision, name, kwargs=None):
         return trace_jax(model, args, precision=precision, name=name)
     from solar.api import trace
 
-    return trace(model, args, kwargs=kwargs, precision=precision, name=name)
+    return trace(model, args, kwargs=kwargs, precision=precision, name=name, framework="torch")
 
 
 def _torch_leaves(result) -> list[torch.Tensor]:

@@ -60,7 +60,6 @@ from dataclasses import dataclass, field
 
 from solar.backend.units import compute_time
 from solar.fmt import fmt_bytes, fmt_time
-from solar.graph.types import INFO, GraphInfo, graph_info
 
 DEFAULT_TOL = 0.01
 
@@ -225,40 +224,16 @@ class _KernelIO:
     cold: float
 
 
-def _info(bound) -> GraphInfo | None:
-    """The graph record of the einsum graph a bound carries, if it carries one."""
-    g = getattr(bound, "graph", None)
-    return graph_info(g) if g is not None and INFO in getattr(g, "graph", {}) else None
-
-
 def _kernel_io(bound) -> list[_KernelIO]:
     """Per kernel: DRAM bytes read and written (the bound's) and cold bytes (first reads of
     inputs, weights and constants since the start of the program)."""
-    info = _info(bound)
-    rows = []
-    if info is None:
-        return [_KernelIO(k.bytes_read, k.bytes_written, 0.0) for k in bound.kernels]
-    seen: set[str] = set()
-    for k in info.kernels:
-        cold = 0.0
-        for t, b in k.reads.items():
-            role = info.tensors[t].role if t in info.tensors else None
-            if role in ("input", "weight", "constant") and t not in seen:
-                cold += b
-        seen |= set(k.reads)
-        rows.append(_KernelIO(sum(k.reads.values()), sum(k.writes.values()), cold))
-    if len(rows) != len(bound.kernels):
-        return [_KernelIO(k.bytes_read, k.bytes_written, 0.0) for k in bound.kernels]
-    return rows
+    return [_KernelIO(k.bytes_read, k.bytes_written, k.cold_bytes) for k in bound.kernels]
 
 
 def _fused_io(bound) -> tuple[float, float]:
     """(bytes read, bytes written) of the fused level."""
-    info = _info(bound)
-    if info is not None:
-        io = info.fused_io
-        return float(sum(io.reads.values())), float(sum(io.writes.values()))
-    return float(bound.bytes_fused), 0.0
+    read = float(bound.bytes_fused_read)
+    return read, float(bound.bytes_fused) - read
 
 
 def _unit_of(flops: Mapping[str, float], spec) -> tuple[float, str]:

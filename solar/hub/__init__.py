@@ -29,7 +29,16 @@ model-level problems) are built the same way while :mod:`solar.problem` loads th
 are :mod:`solar.hub.bound`'s.
 """
 
-from solar.hub.bound import PHASES, bound_hub, hub_program
+from solar.hub.bound import PHASES, bound_hub, hub_program, lift_hub, plan_hub
 from solar.hub.models import HubError, find_config, hub_model
 
-__all__ = ["PHASES", "HubError", "bound_hub", "find_config", "hub_model", "hub_program"]
+__all__ = [
+    "PHASES",
+    "HubError",
+    "bound_hub",
+    "find_config",
+    "hub_model",
+    "hub_program",
+    "lift_hub",
+    "plan_hub",
+]

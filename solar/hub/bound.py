@@ -18,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from solar.api import bound_graph, bound_parallel, gc_paused, trace_and_lift
+from solar.backend.parallel.result import ParallelBound
+from solar.backend.result import Bound
 from solar.hub.models import PREFIX, HubError, hub_model, strip_prefix
 from solar.hw import load_spec
 
@@ -130,6 +132,27 @@ def loss_of_labels(model):
     return LossOfLabels(model)
 
 
+def lift_hub(
+    model_id: str,
+    batch: int = 1,
+    seq: int | None = None,
+    *,
+    phase: str = "forward",
+    context: int | None = None,
+    dtype=None,
+    cache: str = "static",
+    precision: str | None = None,
+):
+    """``(IR program, einsum graph)`` of a Hugging Face model's ``phase`` (see
+    :func:`bound_hub`)."""
+    p = hub_program(
+        model_id, batch=batch, seq=seq, phase=phase, context=context, dtype=dtype, cache=cache
+    )
+    return trace_and_lift(
+        p.program, p.inputs, kwargs=p.kwargs, precision=precision, name=p.name, notes=p.notes
+    )
+
+
 def bound_hub(
     model_id: str,
     batch: int = 1,
@@ -141,24 +164,43 @@ def bound_hub(
     dtype=None,
     cache: str = "static",
     precision: str | None = None,
-    gpus: int = 1,
-    **plan,
-):
-    """Bounds of a Hugging Face model named by its id (or a folder holding its
+) -> Bound:
+    """Bounds on one GPU of a Hugging Face model named by its id (or a folder holding its
     ``config.json``), built from the config alone on the meta device: no weights are
     downloaded. ``phase``: ``"forward"`` (``model(input_ids)`` of ``batch`` x ``seq`` tokens),
     ``"prefill"``, ``"decode"`` (``context`` cached tokens) or ``"train"``; ``dtype``
-    overrides the config's ``torch_dtype``; ``gpus`` and ``plan`` as in :func:`solar.bound`."""
+    overrides the config's ``torch_dtype``. Several GPUs: :func:`plan_hub`."""
     spec = load_spec(hw)
     with gc_paused():
-        p = hub_program(
-            model_id, batch=batch, seq=seq, phase=phase, context=context, dtype=dtype, cache=cache
-        )
-        program, g = trace_and_lift(
-            p.program, p.inputs, kwargs=p.kwargs, precision=precision, name=p.name, notes=p.notes
-        )
-        if gpus == 1 and not plan:
-            return bound_graph(program, g, spec)
+        program, g = lift_hub(
+            model_id, batch, seq, phase=phase, context=context, dtype=dtype, cache=cache,
+            precision=precision,
+        )  # fmt: skip
+        return bound_graph(program, g, spec)
+
+
+def plan_hub(
+    model_id: str,
+    batch: int = 1,
+    seq: int | None = None,
+    hw="H100",
+    *,
+    gpus: int,
+    phase: str = "forward",
+    context: int | None = None,
+    dtype=None,
+    cache: str = "static",
+    precision: str | None = None,
+    **plan,
+) -> ParallelBound:
+    """The best plan of ``gpus`` GPUs of ``hw`` for a Hugging Face model (the model as in
+    :func:`bound_hub`; ``plan``: the keywords of :func:`solar.api.bound_parallel`)."""
+    spec = load_spec(hw)
+    with gc_paused():
+        program, g = lift_hub(
+            model_id, batch, seq, phase=phase, context=context, dtype=dtype, cache=cache,
+            precision=precision,
+        )  # fmt: skip
         return bound_parallel(program, g, spec, gpus, **plan)
 
 
@@ -192,8 +234,7 @@ def bound_from_args(args, plan: dict):
         batch = 1 if args.batch is None else int(args.batch)
     except ValueError:
         raise HubError(f"--batch {args.batch}: for hf: models, the batch size") from None
-    return bound_hub(
-        args.paths[0],
+    what = dict(
         batch=batch,
         seq=args.seq,
         hw=args.hw,
@@ -201,6 +242,7 @@ def bound_from_args(args, plan: dict):
         context=args.context,
         dtype=args.dtype,
         precision=args.precision,
-        gpus=args.gpus,
-        **plan,
     )
+    if args.gpus != 1 or plan:
+        return plan_hub(args.paths[0], gpus=args.gpus, **what, **plan)
+    return bound_hub(args.paths[0], **what)

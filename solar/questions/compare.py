@@ -63,7 +63,6 @@ class Comparison(Viewable):
     program: str
     bounds: list[Bound]
     errors: dict[str, str] = field(default_factory=dict)
-    specs: list = field(default_factory=list, repr=False)
     gpus: int = 1
     parallel: list[ParallelBound] = field(default_factory=list)  # with gpus > 1
 
@@ -87,8 +86,9 @@ class Comparison(Viewable):
 
     def to_dict(self) -> dict:
         gpus = []
-        for b, spec in zip(self.bounds, self.specs or [None] * len(self.bounds)):
+        for b in self.bounds:
             d = b.to_dict()
+            spec = b.hardware() if b.gpu else None
             gpus.append(
                 {
                     "hw": b.hw,
@@ -116,7 +116,7 @@ class Comparison(Viewable):
 
 def compare_graph(program, g, hw="all", gpus: int = 1) -> Comparison:
     """:func:`compare` on an already lifted graph."""
-    bounds, errors, specs, parallel = [], {}, [], []
+    bounds, errors, parallel = [], {}, []
     model = ParallelModel(g) if gpus > 1 else None
     for spec in resolve_hw(hw):
         try:
@@ -125,13 +125,12 @@ def compare_graph(program, g, hw="all", gpus: int = 1) -> Comparison:
             errors[spec.key] = str(e).splitlines()[0]
             continue
         bounds.append(b)
-        specs.append(spec)
         if model is not None:
             try:
                 parallel.append(bound_parallel(program, g, spec, gpus, model=model, single=b))
             except ValueError as e:  # no interconnect, too few GPUs per host, no plan
                 errors[spec.key] = str(e).splitlines()[0]
-    return Comparison(graph_info(g).name, bounds, errors, specs, gpus, parallel)
+    return Comparison(graph_info(g).name, bounds, errors, gpus, parallel)
 
 
 def compare(

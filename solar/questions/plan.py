@@ -69,9 +69,9 @@ class GpuCount:
         return {**self.__dict__, "meets": self.meets}
 
 
-def at_least(single, spec, target_s: float) -> int:
-    """Proven lower bound on the GPU count (see the module docstring)."""
-    g = single.graph
+def at_least(single, g, spec, target_s: float) -> int:
+    """Proven lower bound on the GPU count (see the module docstring); ``single`` is the
+    bound of graph ``g`` on one GPU."""
     resident = sum(t.bytes for t in graph_info(g).tensors.values() if t.role in RESIDENT)
     ideal = max(compute_time(single.flops, spec).seconds, single.bytes_fused / spec.dram_bandwidth)
     return max(1, math.ceil(resident / spec.dram_capacity), math.ceil(ideal / target_s - 1e-12))
@@ -92,7 +92,7 @@ def gpus_needed(
     level = level_name(level)
     spec = load_spec(hw)
     single = bound_graph(program, g, spec)
-    low = at_least(single, spec, target_s)
+    low = at_least(single, g, spec, target_s)
     ic = spec.interconnect
     top = max_gpus or (ic.host_gpus if ic is not None else 1)
 

@@ -28,9 +28,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from solar.api import bound_graph, trace_and_lift
-from solar.backend.cache_aware import CacheAwareModel
 from solar.backend.result import Bound, level_name
-from solar.backend.roofline import graph_ops, kernel_times
 from solar.backend.units import UNIT_OF_RATE, compute_time
 from solar.fmt import fmt_rate, fmt_time, jsonable
 from solar.hw import list_specs, load_spec
@@ -94,14 +92,14 @@ class Provision(Viewable):
     bandwidth_floor: float  # the region's asymptote (infinite capacity)
     region: list[RegionPoint]
     catalog: list[CatalogFit]
-    reference: Bound = field(repr=False)
-    spec: object = field(default=None, repr=False)  # the reference HardwareSpec
+    reference: Bound = field(repr=False)  # the bound on ``hw`` (data: no graph kept)
     gpus: list[GpuCount] = field(default_factory=list)  # per GPU kind: how many meet it
 
     def bandwidth_needed(self, capacity: float) -> float:
-        """Minimum DRAM bandwidth at on-chip ``capacity`` bytes (exact, not interpolated)."""
+        """Minimum DRAM bandwidth at on-chip ``capacity`` bytes (exact, not interpolated:
+        the reference bound's stored cache-aware model)."""
         if self.level == "cache_aware":
-            return CacheAwareModel(self.reference.graph).bytes(capacity) / self.target_s
+            return self.reference.cache_aware_bytes(capacity) / self.target_s
         return self.region[0].bandwidth
 
     def feasible(self, bandwidth: float, capacity: float, compute_scale: float = math.inf):
@@ -141,7 +139,11 @@ class Provision(Viewable):
 
     @property
     def reference_spec(self):
-        return self.spec or getattr(self.reference, "spec", None) or _spec_or_none(self.hw_key)
+        """The reference GPU's spec (rebuilt from the reference bound's figures)."""
+        try:
+            return self.reference.hardware()
+        except ValueError:
+            return None
 
     def __repr__(self) -> str:
         ok = ", ".join(c.key for c in self.meeting) or "none"
@@ -150,13 +152,6 @@ class Provision(Viewable):
             f"compute x{self.compute_scale:.3g} of {self.hw_key}, DRAM >= "
             f"{fmt_rate(self.bandwidth_floor, 'B/s')}; catalog meeting it: {ok})"
         )
-
-
-def _spec_or_none(key: str):
-    try:
-        return load_spec(key)
-    except (ValueError, OSError):
-        return None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -187,31 +182,30 @@ def _unfused_bandwidth(compute: Sequence[float], nbytes: Sequence[float], target
     return hi
 
 
-def _needs(g, spec, target: float) -> tuple[dict, dict, dict, float]:
-    ops = graph_ops(g)
-    ct = compute_time(ops, spec)
-    class_peaks = {cls: n / target for cls, n in ops.items() if n}
+def _needs(b: Bound, spec, target: float) -> tuple[dict, dict, dict, float]:
+    ct = compute_time(b.flops, spec)
+    class_peaks = {cls: n / target for cls, n in b.flops.items() if n}
     peaks = {}
     for rate in set(ct.rates_used.values()):
         t_u = ct.per_unit.get(UNIT_OF_RATE[rate], 0.0)
         peaks[rate] = spec.peak(rate) * t_u / target
-    return ops, class_peaks, peaks, ct.seconds / target
+    return dict(b.flops), class_peaks, peaks, ct.seconds / target
 
 
-def _fit(b: Bound, spec, level: str, target: float, g) -> CatalogFit:
+def _unfused_need(b: Bound, target: float) -> tuple[float, float]:
+    """(DRAM bandwidth, compute time / target) for the unfused level of ``b`` to meet
+    ``target`` with ``b``'s GPU's compute (per-kernel numbers of the bound)."""
+    compute = [k.compute_s for k in b.kernels]
+    bw = _unfused_bandwidth(compute, [k.bytes_read + k.bytes_written for k in b.kernels], target)
+    return bw, sum(compute) / target
+
+
+def _fit(b: Bound, spec, level: str, target: float) -> CatalogFit:
     t = b.time(level)
     if level == "unfused":
-        ks = kernel_times(g, spec)
-        bw = _unfused_bandwidth(
-            [k.compute.seconds for k in ks], [k.bytes_read + k.bytes_written for k in ks], target
-        )
-        comp = sum(k.compute.seconds for k in ks) / target
+        bw, comp = _unfused_need(b, target)
     else:
-        nbytes = (
-            CacheAwareModel(g).bytes(spec.on_chip_capacity)
-            if level == "cache_aware"
-            else b.bytes_fused
-        )
+        nbytes = b.bytes_cache_aware if level == "cache_aware" else b.bytes_fused
         bw = nbytes / target
         comp = compute_time(b.flops, spec).seconds / target
     return CatalogFit(
@@ -254,8 +248,57 @@ def _catalog(program, g, level: str, target: float, specs) -> list[CatalogFit]:
                 )
             )
             continue
-        out.append(_fit(b, spec, level, target, g))
+        out.append(_fit(b, spec, level, target))
     return out
+
+
+def provision_bound(
+    b: Bound, *, target_s: float, level: str = "cache_aware", catalog=(), gpus=()
+) -> Provision:
+    """:func:`provision` against an existing bound ``b`` (its GPU the reference): the
+    compute needs and the bandwidth ↔ capacity region come from ``b``'s data alone (a Bound
+    loaded from JSON gives the same answer). The catalogue fits and the GPU counts need the
+    program on other GPUs: ``catalog`` and ``gpus`` pass them (:func:`provision_graph`)."""
+    level = level_name(level)
+    if not (isinstance(target_s, (int, float)) and 0 < target_s < math.inf):
+        raise ValueError(f"target time must be a positive number of seconds, got {target_s!r}")
+    spec = b.hardware()
+    ops, class_peaks, peaks, scale = _needs(b, spec, target_s)
+    caps = [
+        (f, spec.scaled(capacity=f).on_chip_capacity if f != 1 else spec.on_chip_capacity)
+        for f in CAPACITY_FACTORS
+    ]
+    if level == "cache_aware":
+        region = []
+        for f, cap in caps:
+            nbytes = b.cache_aware_bytes(cap)
+            region.append(RegionPoint(float(cap), f, nbytes / target_s, nbytes))
+        floor = b.bytes_fused / target_s
+    else:
+        if level == "fused":
+            nbytes, bw = b.bytes_fused, b.bytes_fused / target_s
+        else:
+            nbytes = sum(k.bytes_read + k.bytes_written for k in b.kernels)
+            bw, scale = _unfused_need(b, target_s)
+        region = [RegionPoint(float(cap), f, bw, nbytes) for f, cap in caps]
+        floor = bw
+    return Provision(
+        program=b.program,
+        level=level,
+        target_s=float(target_s),
+        hw=b.hw,
+        hw_key=b.hw_key,
+        ops=ops,
+        class_peaks=class_peaks,
+        peaks=peaks,
+        compute_scale=scale,
+        fused_bytes=b.bytes_fused,
+        bandwidth_floor=floor,
+        region=region,
+        catalog=list(catalog),
+        reference=b,
+        gpus=list(gpus),
+    )
 
 
 def provision_graph(
@@ -270,58 +313,17 @@ def provision_graph(
     jobs: int | None = 1,
     ray: str | None = None,
 ) -> Provision:
-    """:func:`provision` on an already lifted graph (``program`` may be None)."""
+    """:func:`provision` on an already lifted graph (``program`` may be None):
+    :func:`provision_bound` of its bound on ``hw``, with the catalogue's GPUs bounded."""
     level = level_name(level)
-    if not (isinstance(target_s, (int, float)) and 0 < target_s < math.inf):
-        raise ValueError(f"target time must be a positive number of seconds, got {target_s!r}")
-    spec = load_spec(hw)
-    ref = bound_graph(program, g, spec)
-    ops, class_peaks, peaks, scale = _needs(g, spec, target_s)
-    region = []
-    if level == "cache_aware":
-        model = CacheAwareModel(g)
-        for f in CAPACITY_FACTORS:
-            cap = spec.scaled(capacity=f).on_chip_capacity if f != 1 else spec.on_chip_capacity
-            nbytes = model.bytes(cap)
-            region.append(RegionPoint(float(cap), f, nbytes / target_s, nbytes))
-        floor = model.fused / target_s
-    else:
-        if level == "fused":
-            nbytes, bw = ref.bytes_fused, ref.bytes_fused / target_s
-        else:
-            ks = kernel_times(g, spec)
-            nbytes = sum(k.bytes_read + k.bytes_written for k in ks)
-            bw = _unfused_bandwidth(
-                [k.compute.seconds for k in ks],
-                [k.bytes_read + k.bytes_written for k in ks],
-                target_s,
-            )
-            scale = sum(k.compute.seconds for k in ks) / target_s
-        for f in CAPACITY_FACTORS:
-            cap = spec.scaled(capacity=f).on_chip_capacity if f != 1 else spec.on_chip_capacity
-            region.append(RegionPoint(float(cap), f, bw, nbytes))
-        floor = bw
+    ref = bound_graph(program, g, load_spec(hw))
+    p = provision_bound(ref, target_s=target_s, level=level)  # checks the target first
     specs = list_specs() if catalog is None else [load_spec(s) for s in catalog]
-    return Provision(
-        program=ref.program,
-        level=level,
-        target_s=float(target_s),
-        hw=spec.name,
-        hw_key=spec.key,
-        ops=ops,
-        class_peaks=class_peaks,
-        peaks=peaks,
-        compute_scale=scale,
-        fused_bytes=ref.bytes_fused,
-        bandwidth_floor=floor,
-        region=region,
-        catalog=_catalog(program, g, level, target_s, specs),
-        reference=ref,
-        spec=spec,
-        gpus=gpus_per_gpu_kind(
-            program, g, specs, target_s, level=level, max_gpus=max_gpus, jobs=jobs, ray=ray
-        ),
+    p.catalog = _catalog(program, g, level, target_s, specs)
+    p.gpus = gpus_per_gpu_kind(
+        program, g, specs, target_s, level=level, max_gpus=max_gpus, jobs=jobs, ray=ray
     )
+    return p
 
 
 def provision(

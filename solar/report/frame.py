@@ -2,16 +2,14 @@
 
 - :func:`bound_frame` — one row per kernel (``by="kernel"``) with its unfused numbers, its
   phase and origin (training steps) and its share of the fused and cache-aware bounds
-  (:mod:`solar.backend.attribution`), one row per level (``by="level"``), or one row per phase
-  of a training step (``by="phase"``);
+  (stored by the analysis: :mod:`solar.backend.attribution`), one row per level
+  (``by="level"``), or one row per phase of a training step (``by="phase"``);
 - :func:`provision_frame`, :func:`comparison_frame`, :func:`sweep_frame` for the other results.
 """
 
 from __future__ import annotations
 
 import math
-
-from solar.backend.attribution import kernel_attribution
 
 
 def _pd():
@@ -26,7 +24,7 @@ def _pd():
 # DataFrames
 
 
-def bound_frame(b, by: str = "kernel", hw=None):
+def bound_frame(b, by: str = "kernel"):
     """A Bound as a DataFrame: ``by="kernel"`` (default) or ``by="level"``."""
     pd = _pd()
     if by == "level":
@@ -58,9 +56,8 @@ def bound_frame(b, by: str = "kernel", hw=None):
         return _phase_frame(b, pd)
     if by != "kernel":
         raise ValueError(f"by must be 'kernel', 'level' or 'phase', got {by!r}")
-    shares = kernel_attribution(b, hw) if b.graph is not None else None
     rows = []
-    for i, k in enumerate(b.kernels):
+    for k in b.kernels:
         ops = sum(k.flops.values())
         nbytes = k.bytes_read + k.bytes_written
         row = {
@@ -82,10 +79,9 @@ def bound_frame(b, by: str = "kernel", hw=None):
             "phase": k.phase,
             "origin": k.origin,
         }
-        if shares is not None:
-            row["fused_share_s"] = shares[i]["fused_s"]
-            row["cache_aware_share_s"] = shares[i]["cache_aware_s"]
-            row["fusion_gap_s"] = k.unfused_s - shares[i]["fused_s"]
+        row["fused_share_s"] = k.fused_s
+        row["cache_aware_share_s"] = k.cache_aware_s
+        row["fusion_gap_s"] = k.unfused_s - k.fused_s
         rows.append(row)
     df = pd.DataFrame(rows).set_index("kernel")
     flop_cols = [c for c in df.columns if c.startswith("flops_")]

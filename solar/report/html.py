@@ -6,7 +6,6 @@ from __future__ import annotations
 import html
 import math
 
-from solar.backend.attribution import kernel_attribution
 from solar.fmt import fmt_bytes, fmt_ops, fmt_rate, fmt_time
 from solar.report.style import COLORS
 from solar.report.table import latency_lines, memory_lines
@@ -90,13 +89,9 @@ def bound_html(b) -> str:
     ]
     summary = _table(["level", "time", "bound by", "DRAM bytes", "", "meaning"], rows)
     gap = b.unfused / b.fused if b.fused > 0 else math.inf
-    try:
-        shares = kernel_attribution(b) if b.graph is not None else None
-    except ValueError:
-        shares = None
     ktop = max((k.unfused_s for k in b.kernels), default=1.0) or 1.0
     krows = []
-    for i, k in enumerate(b.kernels):
+    for k in b.kernels:
         nbytes = k.bytes_read + k.bytes_written
         ops = sum(k.flops.values())
         by = "latency" if k.latency_bound else k.bound_by
@@ -114,7 +109,7 @@ def bound_html(b) -> str:
                 f"<b>{fmt_time(k.unfused_s)}</b>",
                 _tag(by),
                 _bar(k.unfused_s / ktop, COLORS.get(by, "#777"), 100),
-                fmt_time(shares[i]["fused_s"]) if shares else "-",
+                fmt_time(k.fused_s),
             ]
         )
     kernels = _table(

@@ -105,8 +105,7 @@ def _stage_table(p: ParallelBound) -> Table:
 
 
 def _bw(p: ParallelBound) -> float:
-    spec = getattr(p.single, "spec", None)
-    return spec.dram_bandwidth if spec is not None else math.inf
+    return p.single.gpu.get("dram_bandwidth", math.inf)
 
 
 def _collective_table(p: ParallelBound, limit: int = 12) -> Table:

@@ -29,10 +29,10 @@ import math
 import sys
 from collections.abc import Sequence
 
-from solar.backend.attribution import kernel_attribution, spec_of
-from solar.backend.cache_aware import CacheAwareModel, default_capacities
+from solar.backend.attribution import kernel_attribution
+from solar.backend.cache_aware import default_capacities
 from solar.backend.result import LEVELS
-from solar.backend.units import UNIT_OF_RATE, compute_time
+from solar.backend.units import UNIT_OF_RATE
 from solar.fmt import fmt_bytes, fmt_time
 from solar.hw import list_specs
 from solar.report.style import COLORS
@@ -109,9 +109,9 @@ def _labels(ax, points, fontsize=7, rotation=0) -> None:
         )
 
 
-def roofline_plot(b, ax=None, hw=None, label_kernels: int = 12):
+def roofline_plot(b, ax=None, label_kernels: int = 12):
     """Kernels by arithmetic intensity under the per-unit ceilings and the DRAM roof."""
-    spec = spec_of(b, hw)
+    spec = b.hardware()
     ax = _ax(ax, (8.0, 4.5))
     pts = []
     for k in b.kernels:
@@ -130,7 +130,7 @@ def roofline_plot(b, ax=None, hw=None, label_kernels: int = 12):
                 prog.append((name, total_ops / nb, total_ops / t, marker))
     xs = [p[0] for p in pts] + [p[1] for p in prog] or [1.0]
     lo, hi = min(xs) / 8, max(xs) * 8
-    rates = sorted(set(compute_time(b.flops, spec).rates_used.values()), key=spec.peak)
+    rates = sorted(set(b.rates_used.values()), key=spec.peak)
     peaks = [spec.peak(r) for r in rates] or [spec.dram_bandwidth * hi]
     top = max(peaks)
     # DRAM roof up to the highest ceiling
@@ -220,22 +220,23 @@ def roofline_plot(b, ax=None, hw=None, label_kernels: int = 12):
     return ax.figure
 
 
-def capacity_plot(b, ax=None, hw=None, catalog: bool = True):
-    """Cache-aware DRAM bytes against on-chip capacity, L2 and total on-chip marked."""
-    spec = spec_of(b, hw)
+def capacity_plot(b, ax=None, catalog: bool = True):
+    """Cache-aware DRAM bytes against on-chip capacity, L2 and total on-chip marked (from the
+    bound's stored cache-aware model)."""
+    spec = b.hardware()
     ax = _ax(ax)
-    model = CacheAwareModel(b.graph)
+    at = b.cache_aware_bytes
     caps = default_capacities()
-    ys = [model.bytes(c) for c in caps]
+    ys = [at(c) for c in caps]
     ax.plot(caps, ys, color="#1f77b4", lw=2, label="cache-aware DRAM bytes (lower bound)")
-    ax.axhline(model.fused, color="gray", ls=":", lw=1.2, label="fused (infinite on-chip)")
+    ax.axhline(b.bytes_fused, color="gray", ls=":", lw=1.2, label="fused (infinite on-chip)")
     for x, name, style in (
         (spec.l2_capacity, f"L2 {fmt_bytes(spec.l2_capacity)}", "--"),
         (spec.on_chip_capacity, f"all on-chip {fmt_bytes(spec.on_chip_capacity)}", "-"),
     ):
         ax.axvline(x, color="#d62728", ls=style, lw=1)
         ax.text(x * 1.08, max(ys) * 0.9, name, rotation=90, va="top", fontsize=8, color="#d62728")
-    here = model.bytes(spec.on_chip_capacity)
+    here = at(spec.on_chip_capacity)
     ax.scatter(
         [spec.on_chip_capacity],
         [here],
@@ -247,17 +248,17 @@ def capacity_plot(b, ax=None, hw=None, catalog: bool = True):
         others = [s for s in list_specs() if s.key != spec.key]
         ax.scatter(
             [s.on_chip_capacity for s in others],
-            [model.bytes(s.on_chip_capacity) for s in others],
+            [at(s.on_chip_capacity) for s in others],
             marker="|",
             s=120,
             color="black",
             zorder=3,
             label="catalog GPUs (on-chip)",
         )
-        _labels(ax, [(s.on_chip_capacity, model.bytes(s.on_chip_capacity), s.key) for s in others])
+        _labels(ax, [(s.on_chip_capacity, at(s.on_chip_capacity), s.key) for s in others])
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_ylim(model.fused / 1.5, max(ys) * 1.5)
+    ax.set_ylim(b.bytes_fused / 1.5, max(ys) * 1.5)
     ax.set_xlabel("on-chip capacity S (bytes: L2 + shared memory + registers)")
     ax.set_ylabel("DRAM bytes")
     ax.set_title(f"{b.program}: DRAM traffic vs on-chip capacity", fontsize=10)
@@ -266,9 +267,9 @@ def capacity_plot(b, ax=None, hw=None, catalog: bool = True):
     return ax.figure
 
 
-def kernels_plot(b, ax=None, hw=None, top: int = 9):
+def kernels_plot(b, ax=None, top: int = 9):
     """Time per level as stacked bars of the kernels' shares."""
-    rows = kernel_attribution(b, hw)
+    rows = kernel_attribution(b)
     ax = _ax(ax, (7.0, 3.2))
     order = sorted(range(len(rows)), key=lambda i: -rows[i]["unfused_s"])
     named, rest = order[:top], order[top:]
@@ -312,10 +313,10 @@ def kernels_plot(b, ax=None, hw=None, top: int = 9):
     return ax.figure
 
 
-def phases_plot(b, ax=None, hw=None):
+def phases_plot(b, ax=None):
     """A training step's time per level as stacked bars of its phases (forward, backward,
     recompute, optimizer): the kernels' shares of each bound summed by phase."""
-    rows = kernel_attribution(b, hw)
+    rows = kernel_attribution(b)
     phases = [p.phase for p in b.phases] or [""]
     ax = _ax(ax, (7.0, 2.8))
     levels = [("unfused", "unfused_s"), ("cache-aware", "cache_aware_s"), ("fused", "fused_s")]
