@@ -297,3 +297,25 @@ def test_any_and_all_equal_pytorch():
         check(f, x)
     check(lambda x: x.any(), torch.zeros(0))  # no terms: false
     check(lambda x: x.all(), torch.zeros(0))  # no terms: true
+
+
+# ------------------------------------------------------------ multi-query attention backward
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_backward_with_one_key_value_head_broadcast(causal):
+    """Falcon's multi-query attention: keys and values of one head broadcast over the query
+    heads (no ``enable_gqa``); their gradients sum over the heads, as one GQA group."""
+    q, k, v = rand(2, 4, 5, 8), rand(2, 1, 6, 8, seed=1), rand(2, 1, 6, 8, seed=2)
+
+    def grad(q, k, v, g):
+        with torch.enable_grad():
+            q, k, v = (t.detach().requires_grad_() for t in (q, k, v))
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+            return torch.autograd.grad(y, (q, k, v), g)
+
+    t = check(grad, q, k, v, rand(2, 4, 5, 8, seed=3))
+    assert [k.op for k in t.program.kernels] == [
+        "solar.sdpa.default",
+        "solar.sdpa_backward.default",
+    ]
