@@ -319,3 +319,33 @@ def test_attention_backward_with_one_key_value_head_broadcast(causal):
         "solar.sdpa.default",
         "solar.sdpa_backward.default",
     ]
+
+
+# ------------------------------------------------------------ mixture-of-experts training
+
+
+def test_mixtral_training_step_is_bounded_with_expert_weight_gradients():
+    """transformers' default experts path is ``torch._grouped_mm``; its backward runs the
+    weight-gradient form ``x.T (K, S) @ grad (S, N)`` split by the same routing. A tiny Mixtral
+    on the meta device in bf16 (``_grouped_mm`` needs bf16)."""
+    tf = transformers
+    cfg = tf.MixtralConfig(
+        num_hidden_layers=1,
+        hidden_size=64,
+        intermediate_size=128,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        vocab_size=128,
+        num_local_experts=4,
+        num_experts_per_tok=2,
+    )
+    with torch.device("meta"):
+        model = tf.MixtralForCausalLM(cfg).to(torch.bfloat16).train()
+    ids = torch.randint(0, 128, (1, 16))
+    b = solar.bound_training(model, (ids,), "H100", loss=_loss("mixtral", ids))
+    grouped = [k for k in b.kernels if k.op == "aten._grouped_mm.default"]
+    assert {k.phase for k in grouped} == {"forward", "backward"}
+    # forward: gate_up and down; backward: each one's input and weight gradients
+    assert len([k for k in grouped if k.phase == "backward"]) == 2 * len(
+        [k for k in grouped if k.phase == "forward"]
+    )
