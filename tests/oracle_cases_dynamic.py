@@ -118,6 +118,12 @@ def _grouped_mm(draw):
     counts = [draw(st.integers(0, 3)) for _ in range(groups)]
     offs = torch.tensor(counts, dtype=torch.int32).cumsum(0, dtype=torch.int32)
     rows = max(sum(counts), 1)
+    if draw(st.booleans()):  # the weight gradient: (K, S) @ (S, N), K-major as autograd passes
+        return (lambda x, g, o: aten._grouped_mm.default(x.t(), g, o)), (
+            rand((rows, 8)).bfloat16(),
+            rand((rows, n)).bfloat16(),
+            offs,
+        )
     return (lambda x, w, o: aten._grouped_mm.default(x, w, o)), (
         rand((rows, 8)).bfloat16(),
         rand((groups, 8, n)).bfloat16(),

@@ -297,3 +297,55 @@ def test_any_and_all_equal_pytorch():
         check(f, x)
     check(lambda x: x.any(), torch.zeros(0))  # no terms: false
     check(lambda x: x.all(), torch.zeros(0))  # no terms: true
+
+
+# ------------------------------------------------------------ multi-query attention backward
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_backward_with_one_key_value_head_broadcast(causal):
+    """Falcon's multi-query attention: keys and values of one head broadcast over the query
+    heads (no ``enable_gqa``); their gradients sum over the heads, as one GQA group."""
+    q, k, v = rand(2, 4, 5, 8), rand(2, 1, 6, 8, seed=1), rand(2, 1, 6, 8, seed=2)
+
+    def grad(q, k, v, g):
+        with torch.enable_grad():
+            q, k, v = (t.detach().requires_grad_() for t in (q, k, v))
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+            return torch.autograd.grad(y, (q, k, v), g)
+
+    t = check(grad, q, k, v, rand(2, 4, 5, 8, seed=3))
+    assert [k.op for k in t.program.kernels] == [
+        "solar.sdpa.default",
+        "solar.sdpa_backward.default",
+    ]
+
+
+# ------------------------------------------------------------ mixture-of-experts training
+
+
+def test_mixtral_training_step_is_bounded_with_expert_weight_gradients():
+    """transformers' default experts path is ``torch._grouped_mm``; its backward runs the
+    weight-gradient form ``x.T (K, S) @ grad (S, N)`` split by the same routing. A tiny Mixtral
+    on the meta device in bf16 (``_grouped_mm`` needs bf16)."""
+    tf = transformers
+    cfg = tf.MixtralConfig(
+        num_hidden_layers=1,
+        hidden_size=64,
+        intermediate_size=128,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        vocab_size=128,
+        num_local_experts=4,
+        num_experts_per_tok=2,
+    )
+    with torch.device("meta"):
+        model = tf.MixtralForCausalLM(cfg).to(torch.bfloat16).train()
+    ids = torch.randint(0, 128, (1, 16))
+    b = solar.bound_training(model, (ids,), "H100", loss=_loss("mixtral", ids))
+    grouped = [k for k in b.kernels if k.op == "aten._grouped_mm.default"]
+    assert {k.phase for k in grouped} == {"forward", "backward"}
+    # forward: gate_up and down; backward: each one's input and weight gradients
+    assert len([k for k in grouped if k.phase == "backward"]) == 2 * len(
+        [k for k in grouped if k.phase == "forward"]
+    )

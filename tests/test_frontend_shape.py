@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from eager_oracle import check as _check
 from eager_oracle import exact
 
-from solar.frontend.torch import DataDependentOperatorError, trace_torch
+from solar.frontend.torch import trace_torch
 from solar.ir.cost import kernel_io, program_io, statement_ops
 
 aten = torch.ops.aten
@@ -197,7 +197,7 @@ def test_constant_pad_writes_every_element_once():
 
 
 def test_repeat_interleave_with_tensor_repeats_is_data_dependent():
-    with pytest.raises(DataDependentOperatorError):
-        trace_torch(
-            lambda x, r: x.repeat_interleave(r, dim=0), (rand(3, 2), torch.tensor([1, 2, 3]))
-        )
+    """Its length is data: traced at its smallest value (0) unless observed."""
+    fn, args = (lambda x, r: x.repeat_interleave(r, dim=0)), (rand(3, 2), torch.tensor([1, 2, 3]))
+    assert trace_torch(fn, args).program.tensors["index_select"].shape == (0, 2)
+    assert trace_torch(fn, args, observe=True).program.tensors["index_select"].shape == (6, 2)

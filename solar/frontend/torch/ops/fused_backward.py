@@ -50,6 +50,9 @@ def sdpa_backward(
     dq, dk, dv = ctx.out(0), ctx.out(1), ctx.out(2)
     if not q.ndim == k.ndim == v.ndim == o.ndim:
         ctx.fail("with query, key, value of different ranks is not supported")
+    head = q.ndim - 3
+    if not gqa and head >= 0 and k.shape[head] == v.shape[head] == 1 < q.shape[head]:
+        gqa = True  # every query head on one key/value head (multi-query): one GQA group
     if any(k.shape[p] != q.shape[p] for p in range(q.ndim - 2) if not (gqa and p == q.ndim - 3)):
         ctx.fail("with key/value broadcast over a batch dim is not supported")
     lq, e_dim, lk, ev = q.shape[-2], q.shape[-1], k.shape[-2], v.shape[-1]

@@ -7,6 +7,9 @@ as CUDA runs it.
   :class:`~solar.frontend.torch.sizes.Routing` (or observed), and each non-empty group is one
   affine contraction over its rows. The flops, ``2 S K N``, do not depend on the split; the
   weights read (``K N`` per group with rows) do. Rows past ``offs[-1]`` are not computed.
+- ``x (K, S) @ w (S, N)`` with ``offs``: the weight gradient of the first form (autograd's
+  ``x.T @ grad``), ``out[g] = x[:, rows of g] @ w[rows of g, :]`` (zeros for a group with no
+  rows), one contraction per group, the same split.
 - ``x (G, M, K) @ w (G, K, N)`` without ``offs``: a batched product.
 """
 
@@ -49,16 +52,16 @@ def grouped_mm(
             dims, out, ["g", "m", "n"], product, reduce="sum", precision=precision, dtype=compute
         )
         return
+    if x.ndim == 2 and w.ndim == 2:
+        _weight_gradient(ctx, x, w, offs, out, compute, precision)
+        return
     if x.ndim != 2 or w.ndim != 3:
         ctx.fail(
-            f"with offs is supported for x (rows, K) @ w (groups, K, N), not {x.shape} @ "
-            f"{w.shape} (the weight-gradient form)"
+            f"with offs is supported for x (rows, K) @ w (groups, K, N) and x (K, rows) @ "
+            f"w (rows, N), not {x.shape} @ {w.shape}"
         )
     rows, groups = x.shape[0], w.shape[0]
-    offs_node = ctx.node.args[2] if len(ctx.node.args) > 2 else ctx.node.kwargs.get("offs")
-    counts = ctx.sizes.groups(
-        "aten._grouped_mm", rows, groups, fewest_groups(offs_node), ctx.source
-    )
+    counts = _counts(ctx, rows, groups)
     start = 0
     for g, c in enumerate(counts):
         if c > 0:
@@ -70,4 +73,25 @@ def grouped_mm(
             ctx.statement(
                 dims, out, [s, "n"], product, reduce="sum", precision=precision, dtype=compute
             )
+        start += c
+
+
+def _counts(ctx: LoweringContext, rows: int, groups: int) -> list[int]:
+    """Rows per group: the routing's split (or the observed one)."""
+    offs_node = ctx.node.args[2] if len(ctx.node.args) > 2 else ctx.node.kwargs.get("offs")
+    return ctx.sizes.groups("aten._grouped_mm", rows, groups, fewest_groups(offs_node), ctx.source)
+
+
+def _weight_gradient(ctx, x: T, w: T, offs: T, out: T, compute: str, precision) -> None:
+    """``out[g] = x[:, rows of g] @ w[rows of g, :]``: the experts' weight gradient (``x`` the
+    transposed activations, ``w`` the output gradient); an expert with no rows gets zeros."""
+    k, rows, n = x.shape[0], x.shape[1], w.shape[1]
+    start = 0
+    for g, c in enumerate(_counts(ctx, rows, offs.shape[0])):
+        s = Affine.build({"s": 1}, start)
+        product = call("mul", ctx.load(x, ["k", s], compute), ctx.load(w, [s, "n"], compute))
+        dims = [("k", k), ("n", n), ("s", c, True)]  # no rows: the sum of nothing, zeros
+        ctx.statement(
+            dims, out, [g, "k", "n"], product, reduce="sum", precision=precision, dtype=compute
+        )
         start += c

@@ -1,6 +1,7 @@
 """``any`` and ``all`` (full, over one dim, over a list of dims): a boolean reduction of
 ``x != 0``, ``max`` for ``any`` and ``min`` for ``all``. ONE kernel, one compare per element
-and the reduction's combines (an empty ``dim`` list reduces nothing: ``x != 0`` per element) (uint8 inputs give uint8 outputs, as PyTorch's do).
+and the reduction's combines (an empty ``dim`` list reduces nothing: ``x != 0`` per element;
+uint8 inputs give uint8 outputs, as PyTorch's do).
 """
 
 from __future__ import annotations
