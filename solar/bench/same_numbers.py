@@ -19,6 +19,7 @@ import argparse
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -77,21 +78,35 @@ def _same(a: object, b: object) -> bool:
 
 
 def compare(before: dict, after: dict) -> list[tuple[str, str, object, object]]:
-    """``(program, field, before, after)`` for every differing number or string; a program
-    present in one record only is one row with field ``""``."""
+    """``(program, field, before, after)`` for every number or string that differs or that
+    ``after`` no longer has; a program present in one record only is one row with field ``""``.
+    Fields only ``after`` has (a result that carries more) are not differences: see
+    :func:`added_fields`."""
     a, b = _programs(before), _programs(after)
     rows: list[tuple[str, str, object, object]] = []
     for name in sorted(a.keys() | b.keys()):
         if name not in a or name not in b:
-            rows.append(
-                (name, "", "present" if name in a else "-", "present" if name in b else "-")
-            )
+            seen = ("present" if name in a else "-", "present" if name in b else "-")
+            rows.append((name, "", *seen))
             continue
         la, lb = dict(_leaves(a[name])), dict(_leaves(b[name]))
-        for f in sorted(la.keys() | lb.keys()):
-            if not _same(la.get(f), lb.get(f)):
-                rows.append((name, f, la.get(f, "-"), lb.get(f, "-")))
+        for f in sorted(la):
+            if not _same(la[f], lb.get(f, _MISSING)):
+                rows.append((name, f, la[f], lb.get(f, "-")))
     return rows
+
+
+_MISSING = object()
+
+
+def added_fields(before: dict, after: dict) -> set[str]:
+    """Fields (with list positions dropped) that ``after`` has and ``before`` lacks."""
+    a, b = _programs(before), _programs(after)
+    out: set[str] = set()
+    for name in a.keys() & b.keys():
+        la = dict(_leaves(a[name]))
+        out |= {re.sub(r"\[\d+\]", "[]", f) for f, _ in _leaves(b[name]) if f not in la}
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -114,6 +129,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name}: {field or 'program'}: {x} -> {y}")
     n = len({r[0] for r in rows})
     print(f"{n} programs differ ({len(rows)} numbers)" if rows else "every number is equal")
+    added = sorted(
+        added_fields(json.loads(args.before.read_text()), json.loads(args.after.read_text()))
+    )
+    if added:
+        print(
+            f"fields only the second record has ({len(added)}): {', '.join(added[:12])}"
+            + (" ..." if len(added) > 12 else "")
+        )
     return 1 if rows else 0
 
 
