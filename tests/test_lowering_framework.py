@@ -19,7 +19,7 @@ FRONTEND = ROOT / "solar" / "frontend"
 
 # Statements still built positionally, in files the IR-kinds change converts (issue 23, item 3);
 # remove each from this set once it builds through ProgramBuilder.
-PENDING = {"solar/frontend/jax/ops/contraction.py", "solar/frontend/jax/ops/control.py"}
+PENDING: set[str] = set()
 
 
 def _lower_a(ctx, x):

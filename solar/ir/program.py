@@ -397,11 +397,16 @@ class ProgramBuilder:
         scan: str | None = None,
         extern: str | None = None,
         extern_attrs=(),
+        kernel: Kernel | None = None,
+        before: Statement | None = None,
     ) -> Statement:
-        """Add a statement to the open kernel: a :class:`Scan` along ``scan``, an
-        :class:`Extern` running ``extern`` with ``extern_attrs`` (a dict or a tuple of pairs),
-        else a plain :class:`Statement`."""
-        if self._kernel is None:
+        """Add a statement to the open kernel (or to ``kernel``, one opened earlier: a JAX
+        unit filled while a nested call opened others), appended or inserted ``before`` one of
+        its statements: a :class:`Scan` along ``scan``, an :class:`Extern` running ``extern``
+        with ``extern_attrs`` (a dict or a tuple of pairs), else a plain :class:`Statement`.
+        Checked (:func:`check_statement`); an error names the kernel."""
+        k = kernel if kernel is not None else self._kernel
+        if k is None:
             raise RuntimeError("begin_kernel() before adding statements")
         if reduce is not None and reduce not in REDUCE_OPS:
             raise ValueError(f"unknown reduction {reduce!r}; one of {REDUCE_OPS}")
@@ -420,10 +425,13 @@ class ProgramBuilder:
             extern_attrs=extern_attrs,
         )
         try:
-            check_statement(st, self.program, self._kernel.loops)
+            check_statement(st, self.program, k.loops)
         except ValueError as e:
-            raise ValueError(f"kernel {self._kernel.name}: {e}") from None
-        self._kernel.statements.append(st)
+            raise ValueError(f"kernel {k.name}: {e}") from None
+        if before is None:
+            k.statements.append(st)
+        else:
+            k.statements.insert(k.statements.index(before), st)
         return st
 
 

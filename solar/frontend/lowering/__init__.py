@@ -13,7 +13,7 @@
 Nothing here imports torch or JAX.
 """
 
-from solar.frontend.lowering.base import Lowerer, LoweringContext, statement_into
+from solar.frontend.lowering.base import Lowerer, LoweringContext
 from solar.frontend.lowering.errors import (
     MissingOperator,
     UnsupportedDtypeError,
@@ -33,5 +33,4 @@ __all__ = [
     "UnsupportedDtypeError",
     "UnsupportedOperatorError",
     "expressible",
-    "statement_into",
 ]

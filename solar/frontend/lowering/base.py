@@ -32,17 +32,6 @@ EMPTY_REDUCTION = {
 }
 
 
-def statement_into(builder: ProgramBuilder, kernel: Kernel, *args, **kw) -> Statement:
-    """:meth:`ProgramBuilder.statement` into ``kernel``, which may be a kernel opened before
-    the builder's latest (a JAX unit filled while a nested call opened others): the same
-    construction, checks and error."""
-    latest, builder._kernel = builder._kernel, kernel  # type: ignore[attr-defined]
-    try:
-        return builder.statement(*args, **kw)
-    finally:
-        builder._kernel = latest  # type: ignore[attr-defined]
-
-
 class Lowerer:
     """Lowers one program: the builder its kernels go into, the precision policy its
     contractions follow, and the assumption notes its trace reports."""
@@ -151,9 +140,7 @@ class LoweringContext:
         name, at = self.store_target(out, index)
         if dtype == out.dtype:
             dtype = None
-        return statement_into(
-            self.builder,
-            self.kernel(),
+        return self.builder.statement(
             dims,
             (name, at),
             expr,
@@ -165,4 +152,5 @@ class LoweringContext:
             scan=scan,
             extern=extern,
             extern_attrs=extern_attrs or (),
+            kernel=self.kernel(),
         )

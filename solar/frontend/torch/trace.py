@@ -34,7 +34,7 @@ from solar.frontend.torch.registry import DataDependentOperatorError, Unsupporte
 from solar.frontend.torch.sizes import Routing, SizePolicy, sized_fake_ops
 from solar.frontend.torch.sizes import observe as observe_sizes
 from solar.frontend.torch.wrappers import unwrap_module
-from solar.ir.program import Program, verify
+from solar.ir.program import Program
 
 # ("param", "layers.0.weight") / ("buffer", name) / ("input", i or path) / ("kwarg", path)
 Binding = tuple[str, object]
@@ -177,7 +177,6 @@ def trace_torch(
     lowerer.run()
     output_names = lowerer.outputs()
     lowerer.program.outputs = list(dict.fromkeys(output_names))
-    verify(lowerer.program)  # every kernel's statements well formed (names the kernel if not)
     notes = [
         f"torch.autocast({d!r}) traced with PyTorch's {device.type} autocast policy (the same "
         "low-precision matmul/conv list; ops CUDA upcasts to fp32 stay low-precision: fewer "

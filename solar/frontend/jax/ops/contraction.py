@@ -29,7 +29,7 @@ from solar.frontend.common import T, dims_of, nest
 from solar.frontend.jax.lower import LoweringContext, V
 from solar.frontend.jax.registry import lowering
 from solar.ir.affine import Affine
-from solar.ir.program import Dim, Guard, Statement, check_statement
+from solar.ir.program import Dim, Guard
 from solar.ir.scalar import Const, call
 
 
@@ -115,10 +115,14 @@ def fold_bias(ctx: LoweringContext, x: V, y: V) -> bool:
         names = [e.single_dim for e in st.out.index]
         if None in names:
             continue
-        init = Statement(st.parallel_dims, st.out, ctx.operand(other, names, out.dtype))
-        check_statement(init, ctx.lowerer.program)
+        init = (
+            st.parallel_dims,
+            (st.out.tensor, st.out.index),
+            ctx.operand(other, names, out.dtype),
+        )
+        ctx.lowerer.builder.statement(*init, kernel=kernel, before=st)
         i = kernel.statements.index(st)
-        kernel.statements[i : i + 1] = [init, replace(st, accumulate=True)]
+        kernel.statements[i] = replace(st, accumulate=True)
         ctx.bind_out(0, V(d.shape, d.dtype, out, owned=True, producer=d.producer))
         return True
     return False

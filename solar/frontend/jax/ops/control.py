@@ -33,9 +33,9 @@ from collections import Counter
 from solar.frontend.common import dims_of, nest
 from solar.frontend.jax.lower import Lowerer, LoweringContext, V, ir_dtype
 from solar.frontend.jax.registry import DataDependentError, lowering
-from solar.ir.affine import Affine, affines
+from solar.ir.affine import Affine
 from solar.ir.cost import kernel_io, statement_ops
-from solar.ir.program import Access, Dim, Guard, Program, ProgramBuilder, Statement
+from solar.ir.program import Dim, Guard, Program, ProgramBuilder, Statement
 
 CALLS = {
     "pjit": "jaxpr",
@@ -249,10 +249,7 @@ def _emit_scan_kernel(
         dims = [Dim(*x) for x in dims]
         if any(x.extent == 0 for x in dims):
             return
-        lw.emit(
-            unit,
-            Statement(tuple(dims), Access(out.name, affines(index)), expr, guards=tuple(guards)),
-        )
+        lw.builder.statement(dims, (out.name, index), expr, guards=guards, kernel=unit.kernel)
 
     for item in pre:
         add(*item)
