@@ -57,7 +57,9 @@ def test_help_and_specs_import_no_framework():
 def test_import_solar_imports_no_framework_until_a_name_is_used():
     assert _modules_after("import solar") == set()
     assert _modules_after("import solar; solar.load_spec('H100')") == set()
-    assert "torch" in _modules_after("import solar; solar.bound")
+    # the API and the core below it (IR, graph, backends) need no framework (issue 23): the
+    # frontend of the model's framework is imported when a model is traced
+    assert _modules_after("import solar; solar.bound") == set()
 
 
 def test_public_names_resolve_to_their_modules():
