@@ -159,7 +159,9 @@ for _op, _nsp in (
     @case(_op, examples=8)
     def _adaptive_avg_pool_backward(draw, op=_op, nsp=_nsp):
         size = [draw(st.integers(1, 7 if nsp == 2 else 4)) for _ in range(nsp)]
-        outs = [draw(st.integers(1, 2 * n if nsp == 2 else n + 1)) for n in size]
+        # at most 5 outputs a dim: at most 25 (2-D) window classes, within the lowering's 64
+        # (CI's derandomized draw once asked for 7 -> 11, which the lowering refuses)
+        outs = [draw(st.integers(1, min(2 * n, 5) if nsp == 2 else n + 1)) for n in size]
         return op, (rand((2, 2, *outs)), rand((2, 2, *size)))
 
 
