@@ -4,7 +4,8 @@
     PYTHONPATH=. python bench/gpu_training.py OUTDIR [--budget-s 2] [--only gpt,resnet]
 
 For each training problem file (docs/training.md: ``examples/train_gpt.py``,
-``examples/train_resnet.py``, ``examples/jax_twin_train_gpt_torch.py``,
+``examples/train_resnet.py``, ``examples/train_hf_llama.py``,
+``examples/jax_twin_train_gpt_torch.py``,
 ``examples/jax_twin_train_gpt.py``), at full size on CUDA, seed 0:
 
 - build it for real, run one real step (the optimizer state exists), trace the next step
@@ -44,6 +45,7 @@ os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 EXAMPLES = [
     "train_gpt.py",
     "train_resnet.py",
+    "train_hf_llama.py",
     "jax_twin_train_gpt_torch.py",
     "jax_twin_train_gpt.py",  # JAX last
 ]

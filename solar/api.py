@@ -278,7 +278,7 @@ def trace_and_lift(
             framework=framework,
             **sizes,
         )
-        g = lift(traced.program)
+        g = lift(traced.program, verified=True)  # the frontend's last step verified it
     notes = (*notes, *(getattr(traced, "assumptions", None) or []))
     set_graph_info(g, dataclasses.replace(graph_info(g), trace_notes=notes))
     return traced.program, g

@@ -214,11 +214,13 @@ class _Lifter:
                 self.g.add_edge(src, f"out:{out}", key=out, **{EDGE: edge})
 
 
-def lift(program: Program) -> nx.MultiDiGraph:
+def lift(program: Program, *, verified: bool = False) -> nx.MultiDiGraph:
     """The einsum graph of ``program`` (module docstring): input nodes, op nodes and their
     read edges kernel by kernel, output nodes, then the per-kernel and fused-program I/O.
-    The program is verified first (:func:`solar.ir.program.verify`)."""
-    verify(program)
+    The program is verified first (:func:`solar.ir.program.verify`) unless ``verified``: a
+    program a frontend's trace returned, which verified it as its last step."""
+    if not verified:
+        verify(program)
     lifter = _Lifter(program)
     lifter.add_inputs()
     kernels = tuple(lifter.add_kernel(ki, k) for ki, k in enumerate(program.kernels))
