@@ -37,6 +37,7 @@ from typing import ClassVar, Generic, TypeVar
 
 from solar.ir.affine import Affine, AffineLike, affines
 from solar.ir.dtypes import itemsize
+from solar.ir.ops import SCALAR_OPS
 from solar.ir.scalar import Call, Expr, Index, Indirect, Load
 
 R = TypeVar("R")
@@ -473,8 +474,6 @@ def check_statement(st: Statement, program: Program, loops: tuple[Dim, ...] = ()
 
 def _check_call(node: Call) -> None:
     """A call names an operator of the scalar table with its arity."""
-    from solar.ir.ops import SCALAR_OPS
-
     op = SCALAR_OPS.get(node.op)
     if op is None:
         raise ValueError(
