@@ -19,7 +19,9 @@ accounts for its share, derived from its shapes and parameters alone:
   position, tap) products as the forward, so each skips the forward's padding taps;
 - causal attention (top-left aligned): query ``i`` meets keys ``j <= i`` only, ``Σ_i min(i+1, S)``
   score entries, in Q·Kᵀ and in P·V, and in the backward's five contractions (Q·Kᵀ again,
-  dV, dP, dQ, dK: FlopCounterMode's SDPA backward rule counts the same five, full);
+  dV, dP, dQ, dK: FlopCounterMode's SDPA backward rule counts the same five, full; where the
+  reference run took PyTorch's math SDPA — plain matmuls, as transformers' LLaMA on the CPU —
+  its backward is four full contractions, dQ, dK, dV and dP, with no scores recomputed);
 - operators FlopCounterMode has no rule for (``_trilinear``, ``_int_mm``) count 0 there; their
   products are counted by hand.
 
@@ -90,12 +92,13 @@ def _add(reasons: dict[str, int], why: str, flops: int) -> None:
 # ------------------------------------------------------------------------------ PyTorch
 
 
-def _fcm_flops(model, inputs, graph=None) -> int:
+def _fcm_flops(model, inputs, graph=None) -> tuple[int, bool]:
     """FlopCounterMode over the program's aten graph, replayed on meta tensors; a program the
     replay cannot run (constants a fake trace cannot mix in: KV caches) runs itself on the meta
     device under FlopCounterMode, and one that cannot run on meta either (a fused optimizer
     refuses meta parameters) gets FlopCounterMode's formulas applied to ``graph``, solar's
-    aten graph (:func:`_fcm_on_graph`)."""
+    aten graph (:func:`_fcm_on_graph`). Also returns whether the count saw attention as one
+    fused SDPA operator (False: the run took PyTorch's math SDPA, plain matmuls)."""
     import torch
     from torch.fx.experimental.proxy_tensor import make_fx
     from torch.utils.flop_counter import FlopCounterMode
@@ -121,8 +124,9 @@ def _fcm_flops(model, inputs, graph=None) -> int:
         except Exception:
             if graph is None:
                 raise
-            return _fcm_on_graph(graph)
-    return fc.get_total_flops()
+            return _fcm_on_graph(graph), True
+    ops = {str(op) for counts in fc.get_flop_counts().values() for op in counts}
+    return fc.get_total_flops(), any("scaled_dot_product" in op for op in ops)
 
 
 def _fcm_on_graph(graph) -> int:
@@ -151,9 +155,12 @@ def _fcm_on_graph(graph) -> int:
     return total
 
 
-def _torch_reasons(graph) -> dict[str, int]:
+def _torch_reasons(graph, fused_sdpa: bool = True) -> dict[str, int]:
     """Per operator node of solar's traced graph: what FlopCounterMode counts minus the
-    products that reach an output (see the module docstring)."""
+    products that reach an output (see the module docstring). ``fused_sdpa``: whether the
+    reference counted attention as the fused SDPA operator (its backward rule: five
+    contractions) or, False, as the math SDPA's matmuls (a backward of four: no scores
+    recomputed)."""
     import torch
 
     from solar.frontend.torch.lower import bind_arguments
@@ -210,8 +217,13 @@ def _torch_reasons(graph) -> dict[str, int]:
             heads = math.prod(q[:-2])
             # five contractions over the (query, key) pairs: QKᵀ again, dQ and dK over the
             # head dim E; dV and dP over the value dim Ev
-            _add(reasons, "causal attention (backward)",
-                 2 * heads * (lq * lk - pairs) * (3 * q[-1] + 2 * v[-1]))  # fmt: skip
+            if fused_sdpa:
+                _add(reasons, "causal attention (backward)",
+                     2 * heads * (lq * lk - pairs) * (3 * q[-1] + 2 * v[-1]))  # fmt: skip
+            else:  # the reference's math SDPA: dQ, dK, dV, dP over every pair, no QKᵀ again
+                full = lq * lk * (2 * q[-1] + 2 * v[-1])
+                _add(reasons, "causal attention (backward; the reference's math SDPA)",
+                     2 * heads * (full - pairs * (3 * q[-1] + 2 * v[-1])))  # fmt: skip
         elif node.target == aten._int_mm.default:
             (m, k), (_, n) = shape(args[0]), shape(args[1])
             _add(reasons, "no FlopCounterMode rule (_int_mm)", -2 * m * n * k)
@@ -240,7 +252,8 @@ def torch_row(path: Path) -> Row:
 
     problem = load_problem(path)
     trace = trace_program(problem.model, problem.inputs, name=problem.name)
-    reasons = _torch_reasons(trace.graph)
+    reference, fused_sdpa = _fcm_flops(problem.model, problem.inputs, trace.graph)
+    reasons = _torch_reasons(trace.graph, fused_sdpa)
     # FlopCounterMode counts a complex product as one multiply-add (2 flops); solar as the
     # 3M algorithm's 3 real multiply-adds (6 flops, docs/counting.md): the reference is a third
     _add(reasons, "complex products as 3 real multiply-adds", -2 * _complex_flops(trace) // 3)
@@ -248,7 +261,7 @@ def torch_row(path: Path) -> Row:
         problem.name,
         "PyTorch",
         _contraction_flops(trace.program),
-        _fcm_flops(problem.model, problem.inputs, trace.graph),
+        reference,
         reasons,
     )
 
