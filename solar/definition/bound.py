@@ -233,6 +233,13 @@ def _task_failed(task: WorkloadTask, reason: str, status: str = "error"):
 workload_task.crash_result = _task_failed  # type: ignore[attr-defined]
 
 
+def _rows_and_assumptions(done) -> tuple[list[WorkloadBound], list[str]]:
+    """The rows of :func:`workload_task` results, and the assumptions of the first bounded
+    workload (the notes alone when none was)."""
+    rows = [r for r, _ in done]
+    return rows, next((a for r, a in done if r.status == "ok"), list(NOTES))
+
+
 def _workloads(defn: Definition, workloads, sample: int | None) -> list[Workload]:
     if workloads is None:
         found = default_workloads_path(defn.path) if defn.path else None
@@ -279,8 +286,7 @@ def bound_definition(
             raise DefinitionError(f"{defn.where}: a batch of workloads needs a definition file")
         tasks = [WorkloadTask(str(defn.path), wl, hw) for wl in wls]
         done = map_tasks(workload_task, [(t,) for t in tasks], jobs=jobs, ray=ray, timeout=timeout)
-        rows = [r for r, _ in done]
-        assumptions = next((a for r, a in done if r.status == "ok"), list(NOTES))
+        rows, assumptions = _rows_and_assumptions(done)
     return DefinitionBound(defn.name, str(defn.path or ""), spec.name, rows, assumptions)
 
 
@@ -329,8 +335,7 @@ def bound_definitions(
             out.append(_error_row(p, spec.name, error or ""))
             continue
         results = [next(done) for _ in wls]
-        assumptions = next((a for r, a in results if r.status == "ok"), list(NOTES))
-        rows = [r for r, _ in results]
+        rows, assumptions = _rows_and_assumptions(results)
         out.append(DefinitionBound(defn.name, str(p), spec.name, rows, assumptions))
     return out
 
