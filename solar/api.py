@@ -333,6 +333,7 @@ def bound(
     framework: str | None = None,
     observe: bool = False,
     routing="any",
+    symbolic=None,
     **plan_keywords,
 ) -> Bound:
     """Speed-of-light bounds of ``model(*inputs, **kwargs)`` on one GPU ``hw`` (a catalogue
@@ -353,9 +354,32 @@ def bound(
     experts a top-k router touches), ``"balanced"`` or a list of per-expert token counts. The
     bound's assumptions list every size taken.
 
+    ``symbolic={"batch": (0, 0), "seq": (0, 1)}`` makes sizes symbols (name -> (input index,
+    dim), or a list of such places for a size several inputs share): the result is a
+    :class:`~solar.symbolic.result.SymbolicBound`, the Bound at the traced sizes whose numbers
+    are also formulas of the sizes (``b.formula("fused")``, ``b.at(batch=8)``,
+    ``b.crossovers("batch")``; docs/symbolic.md).
+
     Several GPUs (``gpus=N``, ``tp``/``pp``/``dp``) are :func:`plan`'s question.
     """
     _reject_plan_keywords("bound", plan_keywords)
+    if symbolic is not None:
+        from solar.symbolic.trace import bound_symbolic
+
+        if observe or routing != "any":
+            raise ValueError(
+                "symbolic= takes the sizes as symbols: observe= and routing= do not apply"
+            )
+        return bound_symbolic(
+            model,
+            inputs,
+            hw,
+            symbolic,
+            kwargs=kwargs,
+            precision=precision,
+            name=name,
+            framework=framework,
+        )
     spec = load_spec(hw)
     with gc_paused():
         program, g = trace_and_lift(

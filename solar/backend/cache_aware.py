@@ -96,6 +96,7 @@ from solar.graph.types import (
     op_nodes,
 )
 from solar.ir.limits import current_limits
+from solar.symbolic.size import gcd, to_real
 
 DRAM_RESIDENT = ("input", "weight", "constant")
 
@@ -149,6 +150,7 @@ def _tap_values(cp: int, np_: int, cr: int, nr: int, const: int, size: int) -> i
         return None
     import numpy as np
 
+    cp, np_, cr, nr, const, size = (int(x) for x in (cp, np_, cr, nr, const, size))
     v = np.add.outer(cp * np.arange(np_, dtype=np.int64), cr * np.arange(nr, dtype=np.int64))
     v = v.ravel() + const
     return int(np.unique(v[(v >= 0) & (v < size)]).size)
@@ -202,7 +204,7 @@ def _tap_classes(shapes: Sequence[AccessShape], ranks: dict[str, int]) -> tuple[
         chosen: dict[str, int] = {}
         ok = True
         for (_, (p, r, cp, cr)), pick in zip(axes, choice):
-            g = math.gcd(abs(cp), abs(cr))
+            g = gcd(abs(cp), abs(cr))
             tap, other = (r, cp) if pick == 0 else (p, cr)
             block = abs(other) // g
             if tap in chosen:
@@ -243,7 +245,7 @@ class ContractionIO:
 
     @property
     def priority(self) -> float:
-        return float(self.volume)
+        return to_real(self.volume)
 
     def words(self, capacity: float) -> tuple[float, str]:
         """(Lower bound on I/O words, the rule that gives it) at ``capacity`` bytes."""
@@ -258,8 +260,8 @@ class ContractionIO:
     def traffic_bytes(self, capacity: float) -> float:
         """Proven lower bound on DRAM bytes moved for A, B (and C) at this capacity."""
         if not math.isfinite(capacity):
-            return float(self.compulsory_bytes)
-        return max(float(self.compulsory_bytes), self.words(capacity)[0] * self.word)
+            return to_real(self.compulsory_bytes)
+        return max(to_real(self.compulsory_bytes), self.words(capacity)[0] * self.word)
 
     def binding_rule(self, capacity: float) -> str:
         return self.words(capacity)[1]
@@ -295,7 +297,7 @@ class BarrierIO:
 
     @property
     def priority(self) -> float:
-        return float(self.group_bytes)
+        return to_real(self.group_bytes)
 
     def traffic_bytes(self, capacity: float) -> float:
         spill = barrier_spill_bytes(self.group_bytes, capacity, self.transfers)
@@ -406,7 +408,7 @@ def contraction_item(g: nx.MultiDiGraph, d: OpNode) -> ContractionIO | None:
         return None
     if len({a.base, b.base, c.base}) != 3:
         return None
-    ranks = {r: int(e) for r, e in d.ranks.items()}
+    ranks = dict(d.ranks)
     indices = access_indices(d)
     if indices is None or any(r not in ranks for ix in indices for co, _ in ix for r in co):
         return None

@@ -78,6 +78,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from solar.symbolic.size import sqrt, to_real
+
 #: Segment sizes ``M = μ S`` tried by :class:`SegmentBound` (a fixed set, so the maximum over
 #: it stays non-increasing in ``S``).
 MU_GRID: tuple[float, ...] = tuple(2.0 ** (k / 2) for k in range(-4, 9))
@@ -88,7 +90,7 @@ def smith_matmul_words(volume: float, s_words: float) -> float:
     ``2 mnk / sqrt(S) - 2S`` words (may be negative: then it says nothing)."""
     if not math.isfinite(s_words):
         return -math.inf
-    return 2.0 * volume / math.sqrt(s_words) - 2.0 * s_words
+    return 2.0 * volume / sqrt(s_words) - 2.0 * s_words
 
 
 def _joint_onchip(t: float, s_max: float, lam: float, k: float) -> float:
@@ -104,7 +106,7 @@ def _joint_onchip(t: float, s_max: float, lam: float, k: float) -> float:
     a, b, c = 16.0 * q, -3.0, 2.0 * t
     disc = b * b - 4 * a * c
     if disc >= 0:
-        r = math.sqrt(disc)
+        r = sqrt(disc)
         for s in ((-b - r) / (2 * a), (-b + r) / (2 * a)):
             if 0 < s < top:
                 best = max(best, h(s))
@@ -135,21 +137,21 @@ class SegmentBound:
 
     @property
     def lam(self) -> float:
-        return math.sqrt(self.classes) if self.partitioned else float(self.classes)
+        return sqrt(self.classes) if self.partitioned else to_real(self.classes)
 
     def per_segment(self, s: float, m: float) -> float:
         """Upper bound ``F`` on multiply-adds in a segment of ``m`` I/O with ``s`` words."""
         lam, t, sm = self.lam, 2.0 * s + m, s + m
-        terms = [float(self.volume), sm * self.a_mult, sm * self.b_mult]
-        terms.append(lam * math.sqrt(self.c_size) * sm / 2.0)
+        terms = [to_real(self.volume), sm * self.a_mult, sm * self.b_mult]
+        terms.append(lam * sqrt(self.c_size) * sm / 2.0)
         if self.output_in_dram:
             top = min(2.0 * t / 3.0, sm)  # s = a + b <= S + M; s²(t-s)/4 peaks at 2t/3
-            terms.append(lam * top / 2.0 * math.sqrt(t - top))
-            terms.append(lam * math.sqrt(self.a_size) * t / 2.0)
-            terms.append(lam * math.sqrt(self.b_size) * t / 2.0)
+            terms.append(lam * top / 2.0 * sqrt(t - top))
+            terms.append(lam * sqrt(self.a_size) * t / 2.0)
+            terms.append(lam * sqrt(self.b_size) * t / 2.0)
             terms.append(t * self.c_mult)
         elif self.k_min:
-            terms.append(lam * math.sqrt(_joint_onchip(t, sm, lam, self.k_min)))
+            terms.append(lam * sqrt(_joint_onchip(t, sm, lam, self.k_min)))
             p = lam * lam * sm * sm / (4.0 * self.k_min**2)
             terms.append((t + p) * self.c_mult)
         return min(terms)

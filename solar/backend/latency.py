@@ -35,6 +35,7 @@ from solar.backend.units import compute_time
 from solar.fmt import fmt_time
 from solar.graph.types import graph_info
 from solar.ir.recurrence import Chain
+from solar.symbolic.size import integer, to_real
 
 LEVELS = ("unfused", "fused", "cache_aware")
 
@@ -197,20 +198,21 @@ def _producers(node: _Node, nodes: list[_Node], writers: dict[str, int]):
 
 def _walk(node: _Node, sources) -> None:
     """Longest paths into every step of ``node`` (vectorised over steps)."""
-    T = node.chain.steps
-    a = node.rec_s
+    T = int(node.chain.steps)  # numeric walk: a symbolic step count is specialized here
+    a = float(node.rec_s)
     t = np.arange(T)
     Q = np.full(T, -np.inf)
     QN = np.zeros(T, dtype=np.int64)
     QM = np.zeros(T)
     Q[0] = 0.0
-    for src, w, (coef_b, const_b), (coef_a, const_a), copy in sources:
+    for src, w_s, (cb, kb), (ca, ka), copy in sources:
+        w, coef_b, const_b, coef_a, const_a = float(w_s), int(cb), int(kb), int(ca), int(ka)
         u = coef_b * t + const_b
         ta = (u - const_a) * coef_a  # coef_a is +1 or -1: its own inverse
         if not copy:
             ta = ta - 1  # derived from the producer's old state: its previous step
-        valid = (ta >= -1) & (ta < src.chain.steps)
-        safe = np.clip(ta, 0, src.chain.steps - 1)
+        valid = (ta >= -1) & (ta < int(src.chain.steps))
+        safe = np.clip(ta, 0, int(src.chain.steps) - 1)
         base = np.where(ta >= 0, src.P[safe], 0.0)
         edges = np.where(ta >= 0, src.N[safe], 0) + (1 if copy else 2)
         big = np.where(ta >= 0, np.maximum(src.M[safe], w), w)
@@ -257,7 +259,7 @@ def critical_path(g, spec) -> tuple[list[ChainFloor], list[float], tuple[float, 
         if not len(n.P):
             continue
         i = int(np.argmax(n.P))
-        s, edges, big = float(n.P[i]), int(n.N[i]), float(n.M[i])
+        s, edges, big = to_real(n.P[i]), integer(n.N[i]), to_real(n.M[i])
         cp = max(0.0, (s - big) / 2)
         if cp > best[0]:
             best = (cp, edges, s, big)

@@ -13,6 +13,7 @@ from math import prod
 
 from solar.ir.affine import Affine, AffineLike
 from solar.ir.scalar import Const, Expr, Index, call
+from solar.symbolic.size import integer
 
 HALF = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")
 
@@ -45,7 +46,7 @@ def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
     strides, acc = [], 1
     for s in reversed(shape):
         strides.append(acc)
-        acc *= max(int(s), 1)
+        acc *= max(integer(s), 1)
     return tuple(reversed(strides))
 
 
@@ -55,7 +56,7 @@ def dims_of(shape: Sequence[int], prefix: str = "i") -> list[str]:
 
 def nest(names: Sequence[str], shape: Sequence[int], reduction: bool = False) -> list[tuple]:
     """``[(name, extent, reduction), ...]`` for ``ProgramBuilder.statement``."""
-    return [(d, int(n), reduction) for d, n in zip(names, shape, strict=True)]
+    return [(d, integer(n), reduction) for d, n in zip(names, shape, strict=True)]
 
 
 def norm_dim(d: int, ndim: int) -> int:
@@ -73,7 +74,7 @@ def flat_index(shape: Sequence[int], dims: Sequence[str]) -> Index:
     for d, n in reversed(list(zip(dims, shape, strict=True))):
         if n > 1:
             terms[d] = stride
-        stride *= max(int(n), 1)
+        stride *= max(integer(n), 1)
     return Index(Affine.build(terms, 0))
 
 

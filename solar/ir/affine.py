@@ -11,6 +11,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Union
 
+from solar.symbolic.size import integer
+
 AffineLike = Union["Affine", int, str]
 
 
@@ -36,7 +38,9 @@ class Affine:
 
     @staticmethod
     def build(coefs: Mapping[str, int], const: int = 0) -> Affine:
-        return Affine(tuple(sorted((d, int(c)) for d, c in coefs.items() if c != 0)), int(const))
+        return Affine(
+            tuple(sorted((d, integer(c)) for d, c in coefs.items() if c != 0)), integer(const)
+        )
 
     @property
     def coefs(self) -> dict[str, int]:
@@ -103,7 +107,7 @@ class Affine:
         """Min and max value over the box ``0 <= dim < extent``."""
         lo = hi = self.const
         for d, k in self.terms:
-            span = k * (int(extents[d]) - 1)
+            span = k * (integer(extents[d]) - 1)
             lo += min(0, span)
             hi += max(0, span)
         return lo, hi

@@ -123,6 +123,7 @@ from solar.ir.program import (
     with_loops,
 )
 from solar.ir.scalar import Call, Expr, Index, Load
+from solar.symbolic.size import integer
 
 OP_CLASSES = (
     "tc_fp64",
@@ -434,7 +435,7 @@ class _OpCounter(StatementVisitor[None]):
             return fp.elements
         self.exact = False
         ext = self.st_all.extents
-        return prod(int(ext[d]) for d in {d for f in forms for d in f.dims})
+        return prod(integer(ext[d]) for d in {d for f in forms for d in f.dims})
 
     def _out(self, st: Statement) -> list[Affine]:
         return [_flat_form(self.program, st.out.tensor, st.out.index), *self.tags.out]
@@ -444,10 +445,10 @@ class _OpCounter(StatementVisitor[None]):
 
     def extern(self, st: Extern) -> None:
         ext = extern_op(st.routine)
-        n = prod(int(d.extent) for d in st.reduction_dims)
+        n = prod(integer(d.extent) for d in st.reduction_dims)
         m = st.parallel_dims[-1].extent
         rows = self.distinct([Affine.of(d.name) for d in self.st_all.parallel_dims[:-1]])
-        for c, k in ext.ops(int(n), int(m), rows, dict(st.attrs)).items():
+        for c, k in ext.ops(integer(n), integer(m), rows, dict(st.attrs)).items():
             self.ops[c] += k
 
     def scan(self, st: Scan) -> None:
@@ -525,7 +526,7 @@ class _Acc:
 
 def _write_instances(writes: Sequence[_Acc]) -> int:
     """An upper bound on the distinct elements ``writes`` touch: their parallel instances."""
-    return sum(prod(int(d.extent) for d in a.st.dims if not d.reduction) for a in writes)
+    return sum(prod(integer(d.extent) for d in a.st.dims if not d.reduction) for a in writes)
 
 
 def _dram_reads(program: Program, reads: Sequence[_Acc], writes: Sequence[_Acc]) -> Footprint:
@@ -594,7 +595,7 @@ def _io(
     for i, (st, ki, loops) in enumerate(items):
         whole = with_loops(st, loops)
         first = with_loops(st, tuple(Dim(d.name, 1) for d in loops))
-        group = ki if loops and prod(int(d.extent) for d in loops) > 1 else None
+        group = ki if loops and prod(integer(d.extent) for d in loops) > 1 else None
         accs = [(ld.tensor, ld.index) for ld in st.loads()]
         if st.accumulate:
             accs.append((st.out.tensor, st.out.index))

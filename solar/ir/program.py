@@ -39,6 +39,7 @@ from solar.ir.affine import Affine, AffineLike, affines
 from solar.ir.dtypes import itemsize
 from solar.ir.ops import SCALAR_OPS
 from solar.ir.scalar import Call, Expr, Index, Indirect, Load
+from solar.symbolic.size import integer
 
 R = TypeVar("R")
 
@@ -344,7 +345,7 @@ class ProgramBuilder:
             raise ValueError(f"unknown tensor role {role!r}; one of {ROLES}")
         itemsize(dtype)
         name = self.fresh(stem)
-        shape = tuple(int(s) for s in shape)
+        shape = tuple(integer(s) for s in shape)
         self.program.tensors[name] = TensorDecl(name, shape, dtype, role)
         if role in ("input", "weight"):
             self.program.inputs.append(name)
@@ -365,10 +366,10 @@ class ProgramBuilder:
         name = self.fresh(stem)
         self.program.tensors[name] = TensorDecl(
             name,
-            tuple(int(s) for s in shape),
+            tuple(integer(s) for s in shape),
             dtype,
             self.program.tensors[base].role,
-            View(base, tuple(int(s) for s in strides), int(offset)),
+            View(base, tuple(integer(s) for s in strides), integer(offset)),
         )
         return name
 
@@ -455,7 +456,7 @@ def check_statement(st: Statement, program: Program, loops: tuple[Dim, ...] = ()
             if not set(e.dims) <= known:
                 raise ValueError(f"{acc} uses loop dims {set(e.dims) - known} not in the nest")
     for d in (*loops, *st.dims):
-        if int(d.extent) < 1:
+        if integer(d.extent) < 1:
             raise ValueError(f"loop dim {d.name} has extent {d.extent} < 1")
     for node in st.expr.walk():
         if isinstance(node, Index) and not set(node.expr.dims) <= known:

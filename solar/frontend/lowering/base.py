@@ -21,6 +21,7 @@ from solar.frontend.lowering.precision import PrecisionPolicy
 from solar.ir.affine import Affine, AffineLike, affines
 from solar.ir.program import Dim, Guard, Kernel, Program, ProgramBuilder, Statement, verify
 from solar.ir.scalar import Const, Expr, Load
+from solar.symbolic.size import integer
 
 # what a reduction over no terms writes (torch's sum/prod of an empty tensor)
 EMPTY_REDUCTION = {
@@ -49,7 +50,7 @@ class Lowerer:
         self, stem: str, shape: Sequence[int], dtype: str, role: str = "intermediate"
     ) -> T:
         """A new tensor of the program (a fresh name from ``stem``)."""
-        shape = tuple(int(s) for s in shape)
+        shape = tuple(integer(s) for s in shape)
         return T(self.builder.tensor(stem, shape, dtype, role), shape, dtype)
 
     def verified(self) -> Program:
@@ -123,7 +124,7 @@ class LoweringContext:
         empty dim runs nothing and is skipped (but see ``empty_reductions_write_identity``);
         ``dtype`` is dropped when it is the output's dtype."""
         dims = [d if isinstance(d, Dim) else Dim(*d) for d in dims]
-        empty = [d for d in dims if int(d.extent) == 0]
+        empty = [d for d in dims if d.extent == 0]
         if empty:
             identity = (
                 self.empty_reductions_write_identity

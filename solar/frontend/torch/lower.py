@@ -28,9 +28,11 @@ from solar.frontend.torch.registry import (
     mutated_args,
 )
 from solar.frontend.torch.sizes import SizePolicy
+from solar.frontend.torch.symbolic import size, sizes
 from solar.ir.affine import Affine, AffineLike, affines
 from solar.ir.dtypes import from_torch, itemsize
 from solar.ir.program import Dim, Kernel
+from solar.symbolic.size import integer
 
 __all__ = [
     "OPAQUE",
@@ -78,14 +80,16 @@ def storage_index(
 ) -> tuple[Affine, ...] | None:
     """Index into the contiguous ``base_shape`` storage of element ``(v0, v1, ...)`` of the
     strided view, as affine expressions in ``v0, v1, ...``; None if it is not affine."""
-    coefs = {f"v{i}": int(s) for i, (n, s) in enumerate(zip(shape, strides, strict=True)) if n > 1}
+    coefs = {
+        f"v{i}": integer(s) for i, (n, s) in enumerate(zip(shape, strides, strict=True)) if n > 1
+    }
     const = int(offset)
     index = []
     for c in contiguous_strides(base_shape):
         index.append(Affine.build({v: k // c for v, k in coefs.items()}, const // c))
         coefs = {v: k % c for v, k in coefs.items()}
         const %= c
-    extents = {f"v{i}": int(n) for i, n in enumerate(shape)}
+    extents = {f"v{i}": integer(n) for i, n in enumerate(shape)}
     for e, n in zip(index, base_shape, strict=True):
         lo, hi = e.bounds(extents)
         if lo < 0 or hi >= n:
@@ -142,12 +146,12 @@ class LoweringContext(lowering.LoweringContext):
         contiguous storage tensor."""
         where = f" at {self.source}" if self.source else ""
         dtype = ir_dtype(val.dtype, f"the output of {self.target}{where}")
-        shape = tuple(int(s) for s in val.shape)
-        strides = tuple(int(s) for s in val.stride())
+        shape = sizes(val.shape)
+        strides = sizes(val.stride())
         if val.is_contiguous() or val.numel() == 0:
             return T(self.builder.tensor(stem, shape, dtype), shape, dtype)
         storage = dense_storage_shape(shape, strides)
-        if storage is None or val.storage_offset() != 0:
+        if storage is None or size(val.storage_offset()) != 0:
             self.fail(f"produces a layout with gaps or overlaps (sizes {shape}, strides {strides})")
         base = self.builder.tensor(f"{stem}_storage", storage, dtype)
         return T(self.builder.view(stem, base, shape, strides, 0), shape, dtype)
@@ -213,8 +217,9 @@ class LoweringContext(lowering.LoweringContext):
             strides = decl.view.strides if decl.view else contiguous_strides(decl.shape)
             offset = decl.view.offset if decl.view else 0
             layout = tuple(s for s, n in zip(strides, decl.shape, strict=True) if n > 1), offset
-            traced = tuple(s for s, n in zip(v.stride(), v.shape, strict=True) if n > 1)
-            if layout != (traced, v.storage_offset()):
+            vshape, vstrides = sizes(v.shape), sizes(v.stride())
+            traced = tuple(s for s, n in zip(vstrides, vshape, strict=True) if n > 1)
+            if layout != (traced, size(v.storage_offset())):
                 raise AssertionError(
                     f"the lowering of {self.target} lays out {t.name} with strides {strides} at "
                     f"offset {offset}; the trace has {tuple(v.stride())} at offset "
@@ -264,7 +269,7 @@ class Lowerer(lowering.Lowerer):
     def declare_input(self, node: fx.Node, stem: str, role: str, what: str) -> T:
         val = node.meta["val"]
         dtype = ir_dtype(val.dtype, what)
-        shape = tuple(int(s) for s in val.shape)
+        shape = sizes(val.shape)
         t = T(self.builder.tensor(stem, shape, dtype, role), shape, dtype)
         self.env[node] = t
         return t
@@ -273,15 +278,15 @@ class Lowerer(lowering.Lowerer):
         """A tensor known while tracing; a non-contiguous one keeps torch's layout (a view of
         its dense storage), so views of it taken in the graph address it correctly."""
         dtype = ir_dtype(value.dtype, f"constant {stem}")
-        shape = tuple(int(s) for s in value.shape)
+        shape = sizes(value.shape)
         value = value.detach()
         if value.is_contiguous():
             name = self.builder.tensor(stem, shape, dtype, "constant")
             self.program.constants[name] = value
             return T(name, shape, dtype)
-        strides = tuple(int(s) for s in value.stride())
+        strides = sizes(value.stride())
         storage = dense_storage_shape(shape, strides)
-        if storage is None or value.storage_offset() != 0:
+        if storage is None or size(value.storage_offset()) != 0:
             raise UnsupportedOperatorError(
                 stem, "", f"is a constant with a layout with gaps or overlaps (strides {strides})"
             )
@@ -327,7 +332,7 @@ class Lowerer(lowering.Lowerer):
         outs: list[object] = []
         for i, v in enumerate(vals if multi else [vals]):
             try:
-                shape = tuple(int(s) for s in v.shape)  # type: ignore[union-attr]
+                shape = sizes(v.shape)  # type: ignore[union-attr]
                 dtype = from_torch(v.dtype)  # type: ignore[union-attr]
                 stem = f"{output_stem(node, i) if multi else node.name}_opaque"
                 outs.append(T(self.builder.tensor(stem, shape, dtype), shape, dtype))
@@ -375,6 +380,8 @@ class Lowerer(lowering.Lowerer):
 
     def lower_call(self, node: fx.Node) -> object:
         target = node.target
+        if isinstance(node.meta.get("val"), torch.SymInt):  # a size of a symbolic trace
+            return size(node.meta["val"])
         if target is operator.getitem:
             seq, i = node.args
             whole = self.env[seq]
@@ -428,8 +435,10 @@ def lower_view(ctx: LoweringContext) -> None:
                 ctx.fail(str(e))
         multi = isinstance(ctx.val, (tuple, list))
         stem = output_stem(ctx.node, i) if multi else ctx.node.name
-        shape = tuple(int(s) for s in v.shape)
-        name = ctx.builder.view(stem, src.name, shape, v.stride(), v.storage_offset(), dtype)
+        shape = sizes(v.shape)
+        name = ctx.builder.view(
+            stem, src.name, shape, sizes(v.stride()), size(v.storage_offset()), dtype
+        )
         outs.append(T(name, shape, dtype))
     ctx.set_outs(outs)
 

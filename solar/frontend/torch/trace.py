@@ -17,7 +17,7 @@ from __future__ import annotations
 import inspect
 import traceback
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 
 import torch
@@ -33,6 +33,7 @@ from solar.frontend.torch.provenance import is_user_file, record_provenance
 from solar.frontend.torch.registry import DataDependentOperatorError, UnsupportedOperatorError
 from solar.frontend.torch.sizes import Routing, SizePolicy, sized_fake_ops
 from solar.frontend.torch.sizes import observe as observe_sizes
+from solar.frontend.torch.symbolic import SymbolicShapes
 from solar.frontend.torch.wrappers import unwrap_module
 from solar.ir.program import Program
 
@@ -90,6 +91,7 @@ def trace_torch(
     precision: str | None = None,
     observe: bool = False,
     routing: object = "any",
+    symbolic: SymbolicShapes | None = None,
 ) -> TorchTrace:
     """Trace ``fn(*inputs, **kwargs)`` and lower it to the Affine Loop IR.
 
@@ -109,6 +111,9 @@ def trace_torch(
     program on ``inputs`` (real tensors and weights; a stateful program runs once more);
     ``routing`` splits the rows of grouped GEMMs over the experts (see
     :mod:`solar.frontend.torch.sizes`). The trace's assumptions list every size taken.
+    ``symbolic`` makes the dims it names symbols (keyed by each graph input's binding,
+    ``("input", 0)`` or ``("param", name)``): the program's sizes are then
+    :class:`~solar.symbolic.size.Size` s (see :mod:`solar.frontend.torch.symbolic`).
     """
     policy = torch_policy(precision)
     fn, wrapper_notes = unwrap_module(fn)
@@ -142,7 +147,11 @@ def trace_torch(
         return structure.tensors(result, unique=False)
 
     routers: list = []  # the KnownValues of the trace (its routing notes)
-    fakes = _fake_tensors([t for *_, t in specs])
+    if symbolic is None:
+        fakes = _fake_tensors([t for *_, t in specs])
+    else:
+        fakes = symbolic.fakes([(binding, t) for _, _, binding, t in specs])
+    sizes_kept = symbolic.active() if symbolic is not None else nullcontext()
     device = fakes[0].device if fakes else torch.device("cpu")
     remapped: set[str] = set()
     from torch.fx._lazy_graph_module import _use_lazy_graph_module
@@ -157,6 +166,7 @@ def trace_torch(
             record_provenance(module),
             _use_lazy_graph_module(True),
             sized_fake_ops(sizes),
+            sizes_kept,
         ):
             gm = make_fx(traced, tracing_mode="fake")(*fakes)
     except Exception as e:
@@ -171,10 +181,11 @@ def trace_torch(
     lowerer.sizes = sizes
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     bindings: dict[str, Binding] = {}
-    for node, (stem, role, binding, _) in zip(placeholders, specs, strict=True):
-        what = f"{binding[0]} {binding[1]!r}"
-        bindings[lowerer.declare_input(node, stem, role, what).name] = binding
-    lowerer.run()
+    with symbolic.active() if symbolic is not None else nullcontext():
+        for node, (stem, role, binding, _) in zip(placeholders, specs, strict=True):
+            what = f"{binding[0]} {binding[1]!r}"
+            bindings[lowerer.declare_input(node, stem, role, what).name] = binding
+        lowerer.run()
     output_names = lowerer.outputs()
     lowerer.program.outputs = list(dict.fromkeys(output_names))
     notes = [

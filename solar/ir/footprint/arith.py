@@ -9,6 +9,8 @@ from functools import reduce
 
 import numpy as np
 
+from solar.symbolic.size import gcd, integer
+
 INF = 1 << 100  # stands in for an unbounded guard side
 NP_SAFE = 1 << 61  # magnitudes above this are not handed to int64 numpy arithmetic
 
@@ -48,7 +50,7 @@ def form_range(
 
 def gcd_all(xs: Iterable[int]) -> int:
     """Greatest common divisor of ``|x|`` over ``xs`` (0 when empty)."""
-    return reduce(math.gcd, (abs(int(x)) for x in xs), 0)
+    return reduce(gcd, (abs(x) for x in xs), 0)
 
 
 def bound_int(x) -> int:
@@ -58,12 +60,12 @@ def bound_int(x) -> int:
             return INF if x > 0 else -INF
         if x != int(x):
             raise ValueError(f"guard bound {x} is not an integer")
-    return int(x)
+    return integer(x)
 
 
 def concrete(extent) -> int:
     """A loop extent as an integer (footprints are counted at concrete sizes)."""
     try:
-        return int(extent)
+        return integer(extent)
     except TypeError:
         raise ValueError(f"footprints need concrete loop extents, got {extent!r}") from None

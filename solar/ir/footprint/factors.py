@@ -105,7 +105,7 @@ def listed(v: np.ndarray) -> tuple[int, Factor | None]:
 def values(f: Progression | Listed) -> np.ndarray:
     """The sorted values of an explicit factor."""
     if isinstance(f, Progression):
-        return np.arange(f.n, dtype=np.int64) * f.step
+        return np.arange(int(f.n), dtype=np.int64) * int(f.step)
     return f.vals
 
 

@@ -37,6 +37,7 @@ from solar.ir.footprint.sums import ValueSet, fold, scaled_range
 from solar.ir.limits import Limits, current_limits
 from solar.ir.program import Program, Statement
 from solar.ir.scalar import Indirect
+from solar.symbolic.size import integer
 
 
 def form_set(dom: Domain, terms: tuple[tuple[str, int], ...], const: int) -> ValueSet:
@@ -102,7 +103,7 @@ def flat_form(program: Program, tensor: str, index: Sequence[Affine | Indirect])
         strides, flat = tuple(reversed(strides)), Affine()
     for s, e in zip(strides, index, strict=True):
         if s and not isinstance(e, Indirect):
-            flat = flat + Affine.of(e) * int(s)
+            flat = flat + Affine.of(e) * integer(s)
     return flat
 
 
@@ -147,7 +148,7 @@ def _floor_set(s: ValueSet, k: int) -> ValueSet:
         return ValueSet(s.const // k, tuple(f for f in [progression(1, n)] if f))
     v = materialize(s.factors) if s.exact else None
     if v is not None:
-        lo, f = listed(np.unique((v + s.const) // k))
+        lo, f = listed(np.unique((v + int(s.const)) // int(k)))
         return ValueSet(lo, (f,) if f else ())
     f = opaque(cdiv(s.count, k), False, diam // k + 1, 1)
     return ValueSet(s.const // k, (f,) if f else ())

@@ -110,13 +110,16 @@ def _proportional(dims, rng, guards, f) -> tuple[int, Factor | None] | None:
     v = materialize(s.factors)
     if v is None or abs(s.const) + int(v[-1]) >= NP_SAFE // max(1, gf):
         return None
-    v = v + s.const
-    v = v[(v >= llo) & (v < lhi)] * k
+    v = v + int(s.const)
+    v = v[(v >= int(llo)) & (v < int(lhi))] * int(k)
     return listed(np.sort(v))
 
 
 def _inner_eval(rng, guards, f, inner, others) -> tuple[int, Factor | None]:
     """Exact values with ``others`` enumerated and ``inner`` solved as an interval."""
+    # enumeration is numeric: a symbolic size enumerated here is specialized (int() guards it)
+    rng = {d: (int(a), int(b)) for d, (a, b) in rng.items()}
+    f = {d: int(c) for d, c in f.items()}
     shape = tuple(rng[d][1] - rng[d][0] for d in others)
     size = math.prod(shape)
     axes = {
@@ -127,10 +130,10 @@ def _inner_eval(rng, guards, f, inner, others) -> tuple[int, Factor | None]:
     }
 
     def lin(coefs: Mapping[str, int], const: int) -> np.ndarray:
-        acc = np.full(shape, const, dtype=np.int64)
+        acc = np.full(shape, int(const), dtype=np.int64)
         for d, c in coefs.items():
             if d in axes and c:
-                acc = acc + c * axes[d]
+                acc = acc + int(c) * axes[d]
         return acc.reshape(size)
 
     rl, rh = rng[inner]
@@ -140,11 +143,11 @@ def _inner_eval(rng, guards, f, inner, others) -> tuple[int, Factor | None]:
     for g in guards:
         gc = dict(g.coefs)
         base = lin(gc, g.const)
-        a = gc.get(inner, 0)
+        a, glo, ghi = int(gc.get(inner, 0)), int(g.lo), int(g.hi)
         if a == 0:
-            ok &= (base >= g.lo) & (base < g.hi)
+            ok &= (base >= glo) & (base < ghi)
         else:
-            lo, hi = solve_np(a, base, g.lo, g.hi)
+            lo, hi = solve_np(a, base, glo, ghi)
             np.maximum(xl, lo, out=xl)
             np.minimum(xh, hi, out=xh)
     ok &= xl < xh

@@ -64,7 +64,7 @@ def _merge_complementary(program: Program, accesses: Sequence[Access]) -> list[A
     groups: dict[tuple, list[Access]] = {}
     for st, t, idx in accesses:
         form, size = flat_form(program, t, idx), program.tensors[t].itemsize
-        key = (form, size, tuple((d.name, int(d.extent)) for d in st.dims))
+        key = (form, size, tuple((d.name, d.extent) for d in st.dims))
         groups.setdefault(key, []).append((st, t, idx))
     out = []
     for group in groups.values():
@@ -86,7 +86,7 @@ def _merged(group: list[Access]) -> Access | None:
                 break
             intervals.append((bound_int(split[0].lo), bound_int(split[0].hi)))
         else:
-            lo, hi = g.expr.bounds({d.name: int(d.extent) for d in first.dims})
+            lo, hi = g.expr.bounds({d.name: d.extent for d in first.dims})
             reach = lo
             for a, b in sorted(intervals):
                 if a > reach:

@@ -26,7 +26,9 @@ import torch.fx as fx
 from solar.frontend.torch.lower import LoweringContext, T, contiguous_strides
 from solar.frontend.torch.ops.common import dims_of, nest
 from solar.frontend.torch.registry import lowering
+from solar.frontend.torch.symbolic import size, sizes
 from solar.ir.dtypes import from_torch
+from solar.symbolic.size import integer
 
 aten = torch.ops.aten
 
@@ -66,8 +68,10 @@ def _fake_args(node: fx.Node) -> tuple[tuple, dict]:
 
 def _copy_through(ctx: LoweringContext, src: T, fake: torch.Tensor, out: T, stem: str) -> None:
     """``out[...] = src viewed as fake (sizes, strides, offset of src's storage)[...]``."""
-    shape, dtype = tuple(int(s) for s in fake.shape), from_torch(fake.dtype)
-    name = ctx.builder.view(stem, src.name, shape, fake.stride(), fake.storage_offset(), dtype)
+    shape, dtype = sizes(fake.shape), from_torch(fake.dtype)
+    name = ctx.builder.view(
+        stem, src.name, shape, sizes(fake.stride()), size(fake.storage_offset()), dtype
+    )
     view = T(name, shape, dtype)
     dims = dims_of(shape)
     ctx.statement(nest(dims, shape), out, dims, ctx.load(view, dims, out.dtype))
@@ -114,8 +118,10 @@ def as_strided_inplace(ctx: LoweringContext, x: T, *args: object) -> None:
     """New sizes and strides for ``x``'s storage: a view, no kernel."""
     v = ctx.val
     assert isinstance(v, torch.Tensor)
-    shape = tuple(int(s) for s in v.shape)
-    name = ctx.builder.view(ctx.node.name, x.name, shape, v.stride(), v.storage_offset())
+    shape = sizes(v.shape)
+    name = ctx.builder.view(
+        ctx.node.name, x.name, shape, sizes(v.stride()), size(v.storage_offset())
+    )
     ctx.set_outs([T(name, shape, x.dtype)])
 
 
@@ -141,14 +147,16 @@ def as_strided_scatter(
         )
         storage = ctx.builder.tensor(f"{ctx.node.name}_storage", (whole,), x.dtype)
         ctx.statement([("i", whole)], T(storage, (whole,), x.dtype), ["i"], ctx.load(flat, ["i"]))
-        shape = tuple(int(s) for s in v.shape)
-        name = ctx.builder.view(ctx.node.name, storage, shape, v.stride(), v.storage_offset())
+        shape = sizes(v.shape)
+        name = ctx.builder.view(
+            ctx.node.name, storage, shape, sizes(v.stride()), size(v.storage_offset())
+        )
         out = T(name, shape, x.dtype)
         ctx.set_outs([out])
-    start = v.storage_offset() if offset is None else int(offset)
+    start = size(v.storage_offset()) if offset is None else integer(offset)
     region = ctx.builder.view(
         f"{ctx.node.name}_region", out.name, tuple(size), tuple(stride), start
     )
-    target = T(region, tuple(int(s) for s in size), out.dtype)
+    target = T(region, tuple(integer(s) for s in size), out.dtype)
     sdims = dims_of(target.shape)
     ctx.statement(nest(sdims, target.shape), target, sdims, ctx.load(src, sdims, out.dtype))

@@ -1,0 +1,136 @@
+"""Symbolic sizes of a PyTorch trace: the dims a user names become symbols of PyTorch's
+``ShapeEnv`` while tracing, and :class:`~solar.symbolic.size.Size` s while lowering.
+
+The fake inputs get a dynamic size only on the named dims (every other dim is static, and two
+dims of equal size are not assumed equal: no duck sizing), so the fx graph's shapes are
+``SymInt`` s over exactly those dims. The lowering converts each ``SymInt`` it reads into a
+``Size`` (the traced value with its expression in the user's symbols); PyTorch's own guards
+(``s0 != 1``, the equalities it derived) join the guards of the analysis.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from collections.abc import Iterator, Mapping, Sequence
+
+import sympy
+import torch
+
+from solar.symbolic.size import Recording, make, symbol
+
+_ACTIVE: contextvars.ContextVar[SymbolicShapes | None] = contextvars.ContextVar(
+    "solar_torch_symbolic", default=None
+)
+
+
+class SymbolicShapes:
+    """A ``ShapeEnv`` and fake mode whose dynamic dims are the user's named sizes.
+
+    ``dims`` maps ``(binding, dim)`` (a graph input's binding, ``("input", 0)`` or
+    ``("param", "fc.weight")``, and one of its dims) to
+    ``(name, expr)``: the size there is ``expr`` of the symbol ``name`` (usually the symbol
+    itself; ``2*seq`` where a problem file builds the dim as ``2 * SEQ``).
+    """
+
+    def __init__(self, dims: Mapping[tuple[object, int], tuple[str, sympy.Expr]]) -> None:
+        from torch._subclasses.fake_tensor import FakeTensorMode
+        from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+        self.dims = dict(dims)
+        self.guards: list[sympy.Basic] = []
+        self.env = ShapeEnv(duck_shape=False, specialize_zero_one=False)
+        self.mode = FakeTensorMode(shape_env=self.env, allow_non_fake_inputs=True)
+        self._subs: dict[sympy.Symbol, sympy.Expr] = {}  # torch symbol -> user expression
+
+    def fakes(self, leaves: Sequence[tuple[object, torch.Tensor]]) -> list[torch.Tensor]:
+        """Contiguous fakes of the graph inputs ``(binding, tensor)`` on one device (the
+        first non-meta one, as a plain trace), dynamic on their named dims."""
+        devices = [t.device for _, t in leaves if t.device.type != "meta"]
+        device = devices[0] if devices else torch.device("cpu")
+        unknown = set(self.dims) - {(b, d) for b, t in leaves for d in range(t.dim())}
+        if unknown:
+            (b, d), *_ = sorted(unknown, key=str)
+            raise ValueError(
+                f"symbolic size {self.dims[(b, d)][0]!r}: the program has no dim {d} of {b}"
+            )
+        return [self.fake(b, t, device) for b, t in leaves]
+
+    def fake(self, leaf: object, t: torch.Tensor, device: torch.device) -> torch.Tensor:
+        """A contiguous fake of ``t`` on ``device``, dynamic on the leaf's named dims."""
+        from torch.fx.experimental.symbolic_shapes import DimDynamic, StatelessSymbolicContext
+
+        named = {d: self.dims[(leaf, d)] for d in range(t.dim()) if (leaf, d) in self.dims}
+        dynamic = [DimDynamic.DYNAMIC if d in named else DimDynamic.STATIC for d in range(t.dim())]
+        real = torch.empty(tuple(t.shape), dtype=t.dtype, device="meta")
+        fake = self.mode.from_tensor(
+            real, symbolic_context=StatelessSymbolicContext(dynamic_sizes=dynamic)
+        )
+        for d, (_, expr) in named.items():
+            s = fake.shape[d]
+            if isinstance(s, torch.SymInt):
+                self._subs[s.node.expr] = expr
+        if device.type != "meta":
+            with self.mode:
+                fake = fake.to(device)
+        return fake
+
+    def translate(self, e: sympy.Expr) -> sympy.Expr:
+        """A ShapeEnv expression in the user's symbols."""
+        e = self.env.replace(e)
+        return e.xreplace(self._subs) if e.free_symbols else e
+
+    def size(self, x: object) -> object:
+        """An int of the trace: a ``SymInt`` becomes a :class:`Size`, others pass."""
+        if isinstance(x, torch.SymInt):
+            node = x.node
+            hint = node.hint if node.hint is not None else self.env.size_hint(node.expr)
+            return make(int(hint), _integer(self.translate(node.expr)))
+        return x
+
+    def record_guards(self, rec: Recording) -> None:
+        """PyTorch's guards of the trace, in the user's symbols, onto ``rec``."""
+        with rec.at("the PyTorch trace"):
+            for g in self.env.guards:
+                rec.add(self.translate(g.expr))
+            for s, e in self.env.replacements.items():
+                if s in self._subs:
+                    rec.add(sympy.Eq(self._subs[s], self.translate(e)))
+
+    @contextlib.contextmanager
+    def active(self) -> Iterator[SymbolicShapes]:
+        token = _ACTIVE.set(self)
+        try:
+            yield self
+        finally:
+            _ACTIVE.reset(token)
+
+
+def _integer(e: sympy.Expr) -> sympy.Expr:
+    """PyTorch's ``FloorDiv``/``ModularIndexing``/``CleanDiv`` in plain sympy."""
+    from torch.utils._sympy.functions import CleanDiv, FloorDiv, ModularIndexing
+
+    return e.replace(
+        lambda x: isinstance(x, (FloorDiv, CleanDiv)),
+        lambda x: sympy.floor(x.args[0] / x.args[1]),
+    ).replace(
+        lambda x: isinstance(x, ModularIndexing),
+        lambda x: sympy.Mod(sympy.floor(x.args[0] / x.args[1]), x.args[2]),
+    )
+
+
+def size(x: object) -> object:
+    """An int read off a traced value, keeping its symbol: a ``SymInt`` of a symbolic trace
+    becomes a :class:`~solar.symbolic.size.Size`; any other value passes (an int stays)."""
+    shapes = _ACTIVE.get()
+    if shapes is not None:
+        return shapes.size(x)
+    return int(x) if isinstance(x, torch.SymInt) else x
+
+
+def sizes(xs: Sequence[object]) -> tuple[int, ...]:
+    """:func:`size` of each, as ints (``tuple(int(s) for s in val.shape)`` that keeps symbols)."""
+    return tuple(int(v) if not isinstance(v := size(x), int) else v for x in xs)
+
+
+__all__ = ["SymbolicShapes", "size", "sizes", "symbol"]

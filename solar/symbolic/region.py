@@ -1,0 +1,193 @@
+"""Regions: the sizes where a symbolic result is exact (the conjunction of its guards).
+
+A guard is a sympy relation in the size symbols decided while computing (``tokens > 1``,
+``256*tokens/B >= 2*flops/P``): the formula read off the result equals the numeric
+analysis wherever every guard holds. Guards are checked numerically at a point (vectorised
+over many points for sweeps); a guard ``Eq(size, value)`` *specializes* the formula (the
+size was used as a plain number, e.g. a Python loop over it) and is reported as such.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import operator
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+import sympy
+
+from solar.symbolic.size import IntGcd
+
+_TOL = 1e-9  # relative: guards between times are compared to rounding
+_SCALAR = [{"IntGcd": math.gcd, "floor": math.floor, "Mod": operator.mod}, "math"]
+_VECTOR = [{"IntGcd": np.gcd, "floor": np.floor, "Mod": np.mod}, "numpy"]
+
+
+@dataclass(frozen=True)
+class Guard:
+    relation: sympy.Basic
+    where: str = ""
+
+    def __str__(self) -> str:
+        return str(self.relation)
+
+
+@dataclass(frozen=True)
+class Region:
+    """Where a formula holds: every guard true (sizes are positive integers)."""
+
+    symbols: tuple[sympy.Symbol, ...]
+    guards: tuple[Guard, ...] = ()
+
+    @staticmethod
+    def of(symbols: Sequence[sympy.Symbol], guards: Mapping[sympy.Basic, str]) -> Region:
+        return Region(tuple(symbols), tuple(Guard(r, w) for r, w in guards.items()))
+
+    def __and__(self, other: Region) -> Region:
+        seen = {g.relation for g in self.guards}
+        return Region(
+            self.symbols, self.guards + tuple(g for g in other.guards if g.relation not in seen)
+        )
+
+    @cached_property
+    def _parts(self) -> list[tuple[str, sympy.Expr, sympy.Expr, bool]]:
+        """Per guard: its operator, ``lhs - rhs``, ``|lhs| + |rhs|`` (the scale of its
+        rounding) and whether it holds floats (times: compared to a relative tolerance,
+        since a guard decided at its boundary may round either way; both sides agree
+        there)."""
+        out = []
+        for g in self.guards:
+            r = g.relation
+            floats = any(isinstance(a, sympy.Float) for a in sympy.preorder_traversal(r))
+            if isinstance(r, sympy.core.relational.Relational):
+                scale = sum(
+                    (abs(t) for side in (r.lhs, r.rhs) for t in sympy.Add.make_args(side)),
+                    sympy.Integer(0),
+                )
+                out.append((r.rel_op, r.lhs - r.rhs, scale, floats))
+            else:
+                out.append(("bool", r, sympy.Integer(0), False))
+        return out
+
+    @cached_property
+    def _scalar(self):
+        exprs = [e for _, d, sc, _ in self._parts for e in (d, sc)]
+        return sympy.lambdify(self.symbols, exprs, modules=_SCALAR)
+
+    @cached_property
+    def _vector(self):
+        exprs = [e for _, d, sc, _ in self._parts for e in (d, sc)]
+        return sympy.lambdify(self.symbols, exprs, modules=_VECTOR)
+
+    def _values(self, args: list, vector: bool) -> list[tuple[object, object]]:
+        v = (self._vector if vector else self._scalar)(*args)
+        return [(v[2 * i], v[2 * i + 1]) for i in range(len(self._parts))]
+
+    def _ok(self, values: list[tuple[object, object]]) -> list[object]:
+        out = []
+        for (op, _, _, floats), (d, sc) in zip(self._parts, values, strict=True):
+            tol = _TOL * sc if floats else 0
+            if op == "bool":
+                out.append(d)
+            elif op in ("<", "<="):
+                out.append(d <= tol if floats or op == "<=" else d < 0)
+            elif op in (">", ">="):
+                out.append(d >= -tol if floats or op == ">=" else d > 0)
+            elif op == "==":
+                out.append(abs(d) <= tol)
+            else:
+                out.append(abs(d) > tol if not floats else True)
+        return out
+
+    def failing(self, point: Mapping[sympy.Symbol, int]) -> Guard | None:
+        """The first guard false at ``point``, or None when the point is inside."""
+        if not self.guards:
+            return None
+        values = self._values([int(point[s]) for s in self.symbols], False)
+        for g, ok in zip(self.guards, self._ok(values), strict=True):
+            if not bool(ok):
+                return g
+        return None
+
+    def holds(self, point: Mapping[sympy.Symbol, int]) -> bool:
+        return self.failing(point) is None
+
+    def holds_many(self, points: Mapping[sympy.Symbol, np.ndarray]) -> np.ndarray:
+        """Per point of the arrays (one per symbol, broadcast together), whether it is inside."""
+        n = np.broadcast(*points.values()).shape
+        ok = np.ones(n, dtype=bool)
+        if not self.guards:
+            return ok
+        args = [np.asarray(points[s], dtype=np.float64) for s in self.symbols]
+        for v in self._ok(self._values(args, True)):
+            ok &= np.broadcast_to(np.asarray(v, dtype=bool), n)
+        return ok
+
+    @cached_property
+    def specializations(self) -> dict[str, str]:
+        """Sizes the formula is specialized at: ``{size: where}`` (guards ``size == value``
+        where the size was used as a plain number)."""
+        out: dict[str, str] = {}
+        for g in self.guards:
+            r = g.relation
+            if isinstance(r, sympy.Eq) and r.rhs.is_number and not r.lhs.is_number:
+                if any(isinstance(a, IntGcd) for a in sympy.preorder_traversal(r.lhs)):
+                    continue
+                for s in r.lhs.free_symbols:
+                    out.setdefault(str(s), g.where or "(unknown place)")
+        return out
+
+    def interval(
+        self, symbol: sympy.Symbol, point: Mapping[sympy.Symbol, int], hi: int = 1 << 40
+    ) -> tuple[int, int]:
+        """The integer interval ``[lo, hi]`` of ``symbol`` around ``point[symbol]`` (others held
+        at ``point``) inside the region: found by doubling and bisection on the guards."""
+        x0 = int(point[symbol])
+
+        def inside(x: int) -> bool:
+            return self.holds({**point, symbol: x})
+
+        if not inside(x0):
+            raise ValueError(f"{symbol}={x0} is outside the region")
+        up = _edge(inside, x0, hi, +1)
+        down = _edge(inside, x0, 1, -1)
+        return down, up
+
+    def text(self) -> list[str]:
+        """The guards for a reader, each simplified where sympy can (one size: an interval)."""
+        out = []
+        for g in self.guards:
+            r = g.relation
+            free = sorted(r.free_symbols, key=str)
+            if len(free) == 1 and not isinstance(r, (sympy.Eq, sympy.Ne)):
+                with contextlib.suppress(NotImplementedError, TypeError, ValueError):
+                    r = sympy.solve_univariate_inequality(r, free[0], relational=True)
+            out.append(str(r))
+        return list(dict.fromkeys(out))
+
+
+def _edge(inside, x0: int, limit: int, step: int) -> int:
+    """The farthest integer from ``x0`` towards ``limit`` (direction ``step``) such that every
+    integer between is inside; assumes the inside set is an interval around ``x0``."""
+    good, span = x0, 1
+    while True:
+        x = x0 + step * span
+        if (step > 0 and x > limit) or (step < 0 and x < limit):
+            x = limit
+        if not inside(x):
+            bad = x
+            break
+        good = x
+        if x == limit:
+            return good
+        span *= 2
+    while abs(bad - good) > 1:
+        mid = (good + bad) // 2
+        if inside(mid):
+            good = mid
+        else:
+            bad = mid
+    return good

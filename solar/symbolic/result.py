@@ -1,0 +1,283 @@
+"""A bound as formulas of the program's sizes: :class:`SymbolicBound`.
+
+It *is* the :class:`~solar.backend.result.Bound` of the traced point (every view renders it),
+whose numbers also carry their expressions in the size symbols. Two regions say where those
+expressions are exact:
+
+- the **count region**: the guards decided while tracing, lowering and counting (PyTorch's
+  shape guards, footprint case splits, sizes used as plain numbers). Outside it the program
+  itself may differ; a new trace is needed.
+- the **piece**: the guards decided by the analysis (which term of a roofline is the larger,
+  whether latency binds). Inside the count region, a point outside the piece is analysed
+  again on the same symbolic graph (no new trace): that records the next piece.
+
+``b.at(batch=8)`` evaluates the piece that holds the point (the numeric bound there: counts
+exactly, times to rounding); ``b.sweep``, ``b.crossovers`` and ``b.solve`` walk the pieces
+along one size. Nothing here is fitted to sampled points: every expression is the one the
+analysis computed with, and every point is checked against the guards it rests on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import networkx as nx
+import numpy as np
+import sympy
+
+from solar.backend.result import Bound
+from solar.symbolic.region import Region
+from solar.symbolic.size import Real, Size, expr_of, recording, symbol
+from solar.symbolic.walk import evaluate, rehint
+
+#: the quantities :meth:`SymbolicBound.formula` names, and how each is read off a Bound
+QUANTITIES = {
+    "unfused": lambda b: b.unfused,
+    "fused": lambda b: b.fused,
+    "cache_aware": lambda b: b.cache_aware,
+    "bytes_unfused": lambda b: b.bytes_unfused,
+    "bytes_fused": lambda b: b.bytes_fused,
+    "bytes_cache_aware": lambda b: b.bytes_cache_aware,
+    "peak_memory": lambda b: b.memory.peak_bytes if b.memory else 0,
+    "launches": lambda b: b.latency.launches if b.latency else len(b.kernels),
+    "critical_path": lambda b: b.latency.critical_path_s if b.latency else 0.0,
+}
+LEVELS = ("unfused", "fused", "cache_aware")
+
+
+class OutsideRegionError(ValueError):
+    """A point where the traced program's counts are not known to hold: trace there."""
+
+
+@dataclass
+class Piece:
+    """The analysis on one region of sizes: its Bound (sizes and times symbolic)."""
+
+    region: Region
+    bound: Bound
+
+
+def _expr(x: object) -> sympy.Expr:
+    if isinstance(x, Real):
+        return x.expr
+    if isinstance(x, (Size, int)) and not isinstance(x, bool):
+        return expr_of(x)
+    return sympy.Float(float(x))  # type: ignore[arg-type]
+
+
+@dataclass(repr=False)
+class SymbolicBound(Bound):
+    """The Bound at the traced sizes, with its formulas (see the module docstring)."""
+
+    sizes: dict[str, int] = field(default_factory=dict)  # size name -> traced value
+    counts_region: Region | None = None
+    piece_region: Region | None = None
+    _graph: nx.MultiDiGraph | None = field(default=None, repr=False, compare=False)
+    _spec: object = field(default=None, repr=False, compare=False)
+    _pieces: list[Piece] = field(default_factory=list, repr=False, compare=False)
+
+    @staticmethod
+    def of(
+        graph: nx.MultiDiGraph, spec, counts_region: Region, sizes: Mapping[str, int], notes=None
+    ) -> SymbolicBound:
+        """Analyse the symbolic ``graph`` on ``spec`` at its traced sizes."""
+        piece = _analyse(graph, spec, counts_region.symbols, notes)
+        fields = {f.name: getattr(piece.bound, f.name) for f in dataclasses.fields(Bound)}
+        return SymbolicBound(
+            **fields,
+            sizes=dict(sizes),
+            counts_region=counts_region,
+            piece_region=piece.region,
+            _graph=graph,
+            _spec=spec,
+            _pieces=[piece],
+        )
+
+    # -- formulas ------------------------------------------------------------------------
+
+    @property
+    def symbols(self) -> dict[str, sympy.Symbol]:
+        return {name: symbol(name) for name in self.sizes}
+
+    def formula(self, quantity: str = "fused") -> sympy.Expr:
+        """The expression of a quantity of :data:`QUANTITIES` (a level's seconds, bytes,
+        peak memory, launches, critical path) in the size symbols, on this piece."""
+        if quantity not in QUANTITIES:
+            raise ValueError(f"unknown quantity {quantity!r}; one of {', '.join(QUANTITIES)}")
+        return _expr(QUANTITIES[quantity](self))
+
+    def flops_formula(self) -> dict[str, sympy.Expr]:
+        """Operations per op class, as expressions."""
+        return {cls: _expr(n) for cls, n in self.flops.items()}
+
+    @property
+    def specializations(self) -> dict[str, str]:
+        """Sizes the formulas are specialized at (used as plain numbers), and where."""
+        out = dict(self.counts_region.specializations) if self.counts_region else {}
+        if self.piece_region:
+            for k, v in self.piece_region.specializations.items():
+                out.setdefault(k, v)
+        return out
+
+    # -- evaluation ----------------------------------------------------------------------
+
+    def _point(self, sizes: Mapping[str, int]) -> dict[sympy.Symbol, int]:
+        unknown = set(sizes) - set(self.sizes)
+        if unknown:
+            raise ValueError(
+                f"unknown size {sorted(unknown)[0]!r}; this bound's sizes are "
+                f"{', '.join(self.sizes)}"
+            )
+        merged = {**self.sizes, **sizes}
+        for k, v in merged.items():
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+                raise ValueError(f"size {k} must be a positive integer, got {v!r}")
+        return {symbol(k): int(v) for k, v in merged.items()}
+
+    def piece_at(self, **sizes: int) -> Piece:
+        """The piece holding the point (analysed now if no piece recorded so far does)."""
+        point = self._point(sizes)
+        failed = self.counts_region.failing(point) if self.counts_region else None
+        if failed is not None:
+            where = f" ({failed.where})" if failed.where else ""
+            raise OutsideRegionError(
+                f"{_point_text(point)} is outside the sizes this trace counts exactly: "
+                f"{failed.relation} does not hold{where}; bound the program at that size"
+            )
+        for p in self._pieces:
+            if p.region.holds(point):
+                return p
+        graph = rehint(self._graph, point)
+        piece = _analyse(graph, self._spec, self.counts_region.symbols, None)
+        self._pieces.append(piece)
+        return piece
+
+    def at(self, **sizes: int) -> Bound:
+        """The numeric Bound at these sizes (the others at their traced values)."""
+        point = self._point(sizes)
+        piece = self.piece_at(**sizes)
+        out = evaluate(piece.bound, point)
+        assert isinstance(out, Bound)
+        return out
+
+    def values(self, quantity: str, size: str, values: Sequence[int], **fixed: int) -> np.ndarray:
+        """``quantity`` at each value of ``size`` (the other sizes at ``fixed`` or their traced
+        values): pieces are found once each, then their formulas are evaluated at all the
+        points they hold at once."""
+        xs = np.asarray(values, dtype=np.int64)
+        out = np.full(xs.shape, np.nan)
+        todo = np.ones(xs.shape, dtype=bool)
+        base = self._point(fixed)
+        s = symbol(size)
+        if s not in base:
+            raise ValueError(
+                f"unknown size {size!r}; this bound's sizes are {', '.join(self.sizes)}"
+            )
+        if self.counts_region is not None:
+            pts = {k: (xs if k == s else np.full(xs.shape, v)) for k, v in base.items()}
+            outside = ~self.counts_region.holds_many(pts)
+            if outside.any():
+                bad = int(xs[outside][0])
+                self.piece_at(**{**fixed, size: bad})  # raises, naming the guard
+        while todo.any():
+            x0 = int(xs[todo][0])
+            piece = self.piece_at(**{**fixed, size: x0})
+            pts = {k: (xs if k == s else np.full(xs.shape, v)) for k, v in base.items()}
+            mine = todo & piece.region.holds_many(pts)
+            mine[np.flatnonzero(todo)[0]] = True
+            expr = _expr(QUANTITIES[quantity](piece.bound)).xreplace(
+                {k: v for k, v in base.items() if k != s}
+            )
+            f = sympy.lambdify([s], expr, modules=[{"floor": np.floor, "Mod": np.mod}, "numpy"])
+            out[mine] = np.broadcast_to(
+                np.asarray(f(xs[mine].astype(float)), dtype=float), (int(mine.sum()),)
+            )
+            todo &= ~mine
+        return out
+
+    def crossovers(
+        self, size: str, level: str = "fused", lo: int = 1, hi: int = 1 << 20, **fixed: int
+    ) -> list[tuple[int, str, str]]:
+        """Where ``level``'s bound-by changes along ``size`` in ``[lo, hi]``: ``(first size
+        of the new term, term below, term from there)``; exact integers (bisection on the
+        pieces' guards)."""
+        out: list[tuple[int, str, str]] = []
+        lo, hi = self._span(size, lo, hi, fixed)
+        x = lo
+        while x <= hi:
+            piece = self.piece_at(**{**fixed, size: x})
+            point = self._point({**fixed, size: x})
+            _, top = piece.region.interval(symbol(size), point, hi=hi)
+            by = getattr(piece.bound, f"{level}_bound_by")
+            if top >= hi:
+                break
+            nxt = self.piece_at(**{**fixed, size: top + 1})
+            by_next = getattr(nxt.bound, f"{level}_bound_by")
+            if by_next != by:
+                out.append((top + 1, by, by_next))
+            x = top + 1
+        return out
+
+    def _span(self, size: str, lo: int, hi: int, fixed: Mapping[str, int]) -> tuple[int, int]:
+        """``[lo, hi]`` cut to the count region along ``size`` (through the traced value)."""
+        if self.counts_region is None:
+            return lo, hi
+        point = self._point(fixed)
+        a, b = self.counts_region.interval(symbol(size), point, hi=hi)
+        return max(lo, a), min(hi, b)
+
+    def solve(
+        self, level: str, target_s: float, size: str, hi: int = 1 << 40, **fixed: int
+    ) -> int | None:
+        """The largest ``size`` whose ``level`` bound is at most ``target_s`` seconds (bounds
+        grow with sizes: bisection on exact evaluations), or None when even 1 is slower."""
+
+        def ok(x: int) -> bool:
+            return self.at(**{**fixed, size: x}).time(level) <= target_s
+
+        first, hi = self._span(size, 1, hi, fixed)
+        if not ok(first):
+            return None
+        good, bad = first, 2 * first
+        while bad <= hi and ok(bad):
+            good, bad = bad, bad * 2
+        if bad > hi:
+            return good
+        while bad - good > 1:
+            mid = (good + bad) // 2
+            if ok(mid):
+                good = mid
+            else:
+                bad = mid
+        return good
+
+    def to_dict(self) -> dict:
+        d = super().to_dict()
+        d["symbolic"] = {
+            "sizes": dict(self.sizes),
+            "formulas": {q: str(self.formula(q)) for q in QUANTITIES},
+            "flops": {k: str(v) for k, v in self.flops_formula().items()},
+            "counts_region": self.counts_region.text() if self.counts_region else [],
+            "piece": self.piece_region.text() if self.piece_region else [],
+            "specialized": self.specializations,
+        }
+        return d
+
+
+def _analyse(graph: nx.MultiDiGraph, spec, symbols, notes) -> Piece:
+    from solar.backend.analyze import analyze
+    from solar.graph.types import graph_info
+
+    with recording() as rec:
+        b = analyze(
+            graph,
+            spec,
+            notes=notes if notes is not None else list(graph_info(graph).trace_notes) or None,
+        )
+    return Piece(Region.of(symbols, rec.guards), b)
+
+
+def _point_text(point: Mapping[sympy.Symbol, int]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in point.items())

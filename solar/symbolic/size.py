@@ -1,0 +1,460 @@
+"""Sizes that remember where they came from: an ``int`` with a sympy expression of the symbols.
+
+A :class:`Size` *is* the integer of the traced point (its ``hint``): every piece of solar that
+computes with ints keeps working unchanged and computes the numbers of that point. Arithmetic
+between sizes (``+ - * // % -x abs``) also builds the expression, so a loop extent, a stride or
+a count computed from symbolic sizes carries its formula. Where the computation *decides*
+something from a size (``<``, ``==``, ``if n:``, ``int(n)``), the decision holds at the traced
+point and is recorded as a **guard** on the current :class:`Recording` (the way PyTorch's
+``ShapeEnv`` records guards on its ``SymInt``\\ s): a formula read off the result is exact
+wherever all its guards hold, and nothing is claimed elsewhere. ``int(n)`` (an escape to a
+plain integer) records that the size equals its traced value: it *specializes* the formula.
+
+The module is plain Python and sympy: the core (IR, footprints, cost) needs no framework to
+carry sizes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import math
+import os
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import sympy
+
+_RECORDING: contextvars.ContextVar[Recording | None] = contextvars.ContextVar(
+    "solar_symbolic_recording", default=None
+)
+
+
+def symbol(name: str) -> sympy.Symbol:
+    """The sympy symbol of a size named ``name`` (a positive integer)."""
+    return sympy.Symbol(name, integer=True, positive=True)
+
+
+@dataclass
+class Recording:
+    """The guards decided while sizes were computed with (see the module docstring)."""
+
+    guards: dict[sympy.Basic, str] = field(default_factory=dict)  # relation -> where
+    where: str = ""  # what is being computed now (a kernel), for the messages
+
+    def add(self, relation: sympy.Basic) -> None:
+        if relation in self.guards:
+            return
+        relation0, relation = relation, decided(relation)
+        if relation == sympy.true:
+            return
+        if relation == sympy.false:  # cannot happen for a consistent hint
+            raise AssertionError(f"a symbolic size decided a relation that is false: {relation0}")
+        self.guards.setdefault(relation, self.where)
+
+    @contextlib.contextmanager
+    def at(self, where: str) -> Iterator[None]:
+        before, self.where = self.where, where
+        try:
+            yield
+        finally:
+            self.where = before
+
+
+_SIGN = {"<": lambda d: d < 0, "<=": lambda d: d <= 0, ">": lambda d: d > 0, ">=": lambda d: d >= 0}
+
+
+def decided(relation: sympy.Basic) -> sympy.Basic:
+    """``relation`` as ``lhs - rhs <op> 0`` with the difference expanded, or ``true`` /
+    ``false`` when that decides it for every positive integer size: a constant difference,
+    or a polynomial whose terms all have one sign (sizes are >= 1)."""
+    if not isinstance(relation, sympy.core.relational.Relational):
+        return relation
+    if relation.has(sympy.Float):  # times: expanding would cancel in floating point
+        return relation
+    d = sympy.expand(relation.lhs - relation.rhs)
+    op = relation.rel_op
+    if d.is_number:
+        if op == "==":
+            return sympy.true if d == 0 else sympy.false
+        if op == "!=":
+            return sympy.true if d != 0 else sympy.false
+        return sympy.true if _SIGN[op](d) else sympy.false
+    terms = sympy.Add.make_args(d)
+    monomial = all(t.is_polynomial() and t.free_symbols for t in terms)
+    signs = {bool(t.as_coeff_Mul()[0] > 0) for t in terms} if monomial else set()
+    if len(signs) == 1:  # every term one sign, no constant: d != 0, and its sign is known
+        positive = signs.pop()
+        if op in ("==", "!="):
+            return sympy.false if op == "==" else sympy.true
+        return sympy.true if _SIGN[op](1 if positive else -1) else sympy.false
+    free = d.free_symbols
+    if op in ("==", "!=") and len(free) == 1 and d.is_polynomial():
+        (x,) = free
+        roots = sympy.roots(sympy.Poly(d, x))
+        found = sum(roots.values()) == sympy.Poly(d, x).degree()
+        if found and not any(r.is_integer and r >= 1 for r in roots):  # no size zeroes it
+            return sympy.false if op == "==" else sympy.true
+    return relation.func(d, 0)
+
+
+@contextlib.contextmanager
+def recording(rec: Recording | None = None) -> Iterator[Recording]:
+    """Record the guards decided inside the block on ``rec`` (a fresh one by default)."""
+    rec = Recording() if rec is None else rec
+    token = _RECORDING.set(rec)
+    try:
+        yield rec
+    finally:
+        _RECORDING.reset(token)
+
+
+_DEBUG = bool(os.environ.get("SOLAR_SYMBOLIC_DEBUG"))
+
+
+def _record(relation: sympy.Basic) -> None:
+    rec = _RECORDING.get()
+    if rec is None:
+        return
+    if _DEBUG:  # name the line that decided (to find what specializes a formula)
+        f = sys._getframe(2)
+        while f.f_back is not None and f.f_code.co_filename == __file__:
+            f = f.f_back
+        with rec.at(f"{rec.where} ({f.f_code.co_filename}:{f.f_lineno})"):
+            rec.add(relation)
+    else:
+        rec.add(relation)
+
+
+def expr_of(x: object) -> sympy.Expr:
+    """The expression of an int or a :class:`Size`."""
+    if isinstance(x, Size):
+        return x.expr
+    if isinstance(x, bool) or not isinstance(x, int):
+        raise TypeError(f"not an integer size: {x!r}")
+    return sympy.Integer(x)
+
+
+def make(value: int, expr: sympy.Expr) -> int:
+    """``value`` carrying ``expr``, or the plain int when the expression is a number."""
+    if expr.is_Integer:
+        return int(value)
+    return Size(value, expr)
+
+
+def _other(x: object) -> sympy.Expr | None:
+    if isinstance(x, Size):
+        return x.expr
+    if isinstance(x, int) and not isinstance(x, bool):
+        return sympy.Integer(x)
+    return None
+
+
+def _binary(op: str, fn):
+    def method(self: Size, other: object) -> Any:
+        if isinstance(other, float):  # a time or a rate: the result is a Real
+            return getattr(Real(float(int.__int__(self)), self.expr), op)(other)
+        value = getattr(int, op)(self, other)
+        o = _other(other)
+        if o is None or value is NotImplemented or not isinstance(value, int):
+            return value
+        return make(value, fn(self.expr, o))
+
+    method.__name__ = op
+    return method
+
+
+def _real_other(x: object) -> sympy.Expr | None:
+    if isinstance(x, (Size, Real)):
+        return x.expr
+    if isinstance(x, bool):
+        return None
+    if isinstance(x, int):
+        return sympy.Integer(x)
+    if isinstance(x, float):
+        return sympy.Float(x)
+    return None
+
+
+def _real_binary(op: str, fn):
+    def method(self: Real, other: object) -> Any:
+        o = _real_other(other)
+        plain = int.__int__(other) if isinstance(other, Size) else other
+        value = getattr(float, op)(self, plain)
+        if o is None or value is NotImplemented:
+            return value
+        return real(value, fn(self.expr, o))
+
+    method.__name__ = op
+    return method
+
+
+def real(value: float, expr: sympy.Expr) -> float:
+    """``value`` carrying ``expr``, or the plain float when the expression is a number."""
+    if expr.is_number:
+        return float(value)
+    return Real(value, expr)
+
+
+def _floordiv(a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
+    return sympy.floor(a / b)
+
+
+class Size(int):
+    """An int (the value at the traced point) carrying its expression in the symbols."""
+
+    expr: sympy.Expr
+
+    def __new__(cls, value: int, expr: sympy.Expr) -> Size:
+        self = super().__new__(cls, value)
+        self.expr = expr
+        return self
+
+    @property
+    def hint(self) -> int:
+        return int.__int__(self)
+
+    def __repr__(self) -> str:
+        return f"Size({int.__repr__(self)}, {self.expr})"
+
+    __add__ = _binary("__add__", lambda a, b: a + b)
+    __radd__ = _binary("__radd__", lambda a, b: b + a)
+    __sub__ = _binary("__sub__", lambda a, b: a - b)
+    __rsub__ = _binary("__rsub__", lambda a, b: b - a)
+    __mul__ = _binary("__mul__", lambda a, b: a * b)
+    __rmul__ = _binary("__rmul__", lambda a, b: b * a)
+    __floordiv__ = _binary("__floordiv__", _floordiv)
+    __rfloordiv__ = _binary("__rfloordiv__", lambda a, b: _floordiv(b, a))
+    __mod__ = _binary("__mod__", lambda a, b: sympy.Mod(a, b))
+    __rmod__ = _binary("__rmod__", lambda a, b: sympy.Mod(b, a))
+
+    def __truediv__(self, other: object) -> Any:
+        return Real(float(int.__int__(self)), self.expr) / other
+
+    def __rtruediv__(self, other: object) -> Any:
+        return other / Real(float(int.__int__(self)), self.expr)
+
+    def __pow__(self, other: object, mod: object = None) -> Any:
+        value = int.__pow__(self, other, mod)  # type: ignore[call-overload]
+        if mod is not None or not isinstance(other, int) or isinstance(other, Size) or other < 0:
+            return value
+        return make(value, self.expr**other)
+
+    def __neg__(self) -> int:
+        return make(-self.hint, -self.expr)
+
+    def __pos__(self) -> int:
+        return self
+
+    def __abs__(self) -> int:
+        return self if self >= 0 else -self
+
+    # -- decisions: true at the traced point, recorded as guards ---------------------------
+
+    def _decide(self, other: object, op: str, rel) -> Any:
+        value = getattr(int, op)(self, other)
+        o = _other(other)
+        if o is None or value is NotImplemented:
+            return value
+        relation = rel(self.expr, o)
+        _record(relation if value else sympy.Not(relation))
+        return value
+
+    def __lt__(self, other: object) -> Any:
+        return self._decide(other, "__lt__", sympy.Lt)
+
+    def __le__(self, other: object) -> Any:
+        return self._decide(other, "__le__", sympy.Le)
+
+    def __gt__(self, other: object) -> Any:
+        return self._decide(other, "__gt__", sympy.Gt)
+
+    def __ge__(self, other: object) -> Any:
+        return self._decide(other, "__ge__", sympy.Ge)
+
+    def __eq__(self, other: object) -> Any:
+        return self._decide(other, "__eq__", sympy.Eq)
+
+    def __ne__(self, other: object) -> Any:
+        return self._decide(other, "__ne__", sympy.Ne)
+
+    def __hash__(self) -> int:
+        return int.__hash__(self)
+
+    def __bool__(self) -> bool:
+        value = int.__bool__(self)
+        _record(sympy.Ne(self.expr, 0) if value else sympy.Eq(self.expr, 0))
+        return value
+
+    def __int__(self) -> int:
+        """A plain int: the formula is specialized at the traced value (a guard says so,
+        naming the line that asked)."""
+        rec = _RECORDING.get()
+        if rec is not None:
+            f = sys._getframe(1)
+            line = f"{f.f_code.co_filename}:{f.f_lineno}"
+            with rec.at(f"{rec.where} ({line})" if rec.where else line):
+                rec.add(sympy.Eq(self.expr, self.hint))
+        return self.hint
+
+    __index__ = __int__
+
+    def __float__(self) -> float:
+        """A plain float (``math.sqrt(n)``, ``float(n)``): specialized, as :meth:`__int__`;
+        :func:`to_real` and :func:`sqrt` keep the expression."""
+        rec = _RECORDING.get()
+        if rec is not None:
+            f = sys._getframe(1)
+            line = f"{f.f_code.co_filename}:{f.f_lineno}"
+            with rec.at(f"{rec.where} ({line})" if rec.where else line):
+                rec.add(sympy.Eq(self.expr, self.hint))
+        return float(self.hint)
+
+    def __reduce__(self) -> tuple:
+        return (Size, (self.hint, self.expr))
+
+
+def integer(x: object) -> int:
+    """``x`` as an int, keeping a :class:`Size` (``int(x)`` would specialize it)."""
+    if isinstance(x, int) and not isinstance(x, bool):
+        return x
+    return int(x)  # type: ignore[call-overload]
+
+
+class IntGcd(sympy.Function):
+    """``gcd(a, b)`` of two integers, left unevaluated until both are numbers (sympy's
+    ``gcd`` of polynomials is their content, not the gcd of their values)."""
+
+    @classmethod
+    def eval(cls, a: sympy.Expr, b: sympy.Expr) -> sympy.Expr | None:
+        if a.is_Integer and b.is_Integer:
+            return sympy.Integer(math.gcd(int(a), int(b)))
+        return None
+
+
+def _divides(c: int, e: sympy.Expr) -> bool:
+    """Whether the integer ``c`` divides ``e`` at every point (each integer coefficient of a
+    polynomial ``e`` is a multiple of ``c``)."""
+    try:
+        poly = sympy.Poly(e, *sorted(e.free_symbols, key=str))
+    except sympy.PolynomialError:
+        return False
+    return all(k.is_Integer and int(k) % c == 0 for k in poly.coeffs())
+
+
+def gcd(a: int, b: int) -> int:
+    """``math.gcd`` of two ints that may be :class:`Size` s: the traced value, exact wherever
+    the gcd of the expressions is the same (a guard says so unless it always is: a constant
+    that divides the other's every coefficient)."""
+    g = math.gcd(int.__int__(a), int.__int__(b))
+    if not isinstance(a, Size) and not isinstance(b, Size):
+        return g
+    ea, eb = expr_of(a), expr_of(b)
+    for c, e in ((ea, eb), (eb, ea)):
+        if c.is_Integer and g == abs(int(c)) and (g == 0 or _divides(g, e)):
+            return g
+    _record(sympy.Eq(IntGcd(ea, eb), g))
+    return g
+
+
+class Real(float):
+    """A float (the value at the traced point) carrying its expression: a time, a rate."""
+
+    expr: sympy.Expr
+
+    def __new__(cls, value: float, expr: sympy.Expr) -> Real:
+        self = super().__new__(cls, value)
+        self.expr = expr
+        return self
+
+    @property
+    def hint(self) -> float:
+        return float.__float__(self)
+
+    def __repr__(self) -> str:
+        return f"Real({float.__repr__(self)}, {self.expr})"
+
+    __add__ = _real_binary("__add__", lambda a, b: a + b)
+    __radd__ = _real_binary("__radd__", lambda a, b: b + a)
+    __sub__ = _real_binary("__sub__", lambda a, b: a - b)
+    __rsub__ = _real_binary("__rsub__", lambda a, b: b - a)
+    __mul__ = _real_binary("__mul__", lambda a, b: a * b)
+    __rmul__ = _real_binary("__rmul__", lambda a, b: b * a)
+    __truediv__ = _real_binary("__truediv__", lambda a, b: a / b)
+    __rtruediv__ = _real_binary("__rtruediv__", lambda a, b: b / a)
+
+    def __neg__(self) -> float:
+        return real(-self.hint, -self.expr)
+
+    def __pos__(self) -> float:
+        return self
+
+    def __abs__(self) -> float:
+        return self if self >= 0 else -self
+
+    def _decide(self, other: object, op: str, rel) -> Any:
+        o = _real_other(other)
+        plain = int.__int__(other) if isinstance(other, Size) else other
+        value = getattr(float, op)(self, plain)
+        if o is None or value is NotImplemented:
+            return value
+        relation = rel(self.expr, o)
+        _record(relation if value else sympy.Not(relation))
+        return value
+
+    def __lt__(self, other: object) -> Any:
+        return self._decide(other, "__lt__", sympy.Lt)
+
+    def __le__(self, other: object) -> Any:
+        return self._decide(other, "__le__", sympy.Le)
+
+    def __gt__(self, other: object) -> Any:
+        return self._decide(other, "__gt__", sympy.Gt)
+
+    def __ge__(self, other: object) -> Any:
+        return self._decide(other, "__ge__", sympy.Ge)
+
+    def __eq__(self, other: object) -> Any:
+        return self._decide(other, "__eq__", sympy.Eq)
+
+    def __ne__(self, other: object) -> Any:
+        return self._decide(other, "__ne__", sympy.Ne)
+
+    def __hash__(self) -> int:
+        return float.__hash__(self)
+
+    def __bool__(self) -> bool:
+        value = float.__bool__(self)
+        _record(sympy.Ne(self.expr, 0) if value else sympy.Eq(self.expr, 0))
+        return value
+
+    def __float__(self) -> float:
+        """A plain float: the formula is specialized here (a guard says so)."""
+        rec = _RECORDING.get()
+        if rec is not None:
+            f = sys._getframe(1)
+            line = f"{f.f_code.co_filename}:{f.f_lineno}"
+            with rec.at(f"{rec.where} ({line})" if rec.where else line):
+                rec.add(sympy.Eq(self.expr, sympy.Float(self.hint)))
+        return self.hint
+
+    def __reduce__(self) -> tuple:
+        return (Real, (self.hint, self.expr))
+
+
+def to_real(x: object) -> float:
+    """``float(x)`` that keeps the expression of a :class:`Size` or :class:`Real`."""
+    if isinstance(x, Real):
+        return x
+    if isinstance(x, Size):
+        return Real(float(x.hint), x.expr)
+    return float(x)  # type: ignore[arg-type]
+
+
+def sqrt(x: object) -> float:
+    """``math.sqrt`` that keeps the expression of a :class:`Size` or :class:`Real`."""
+    if isinstance(x, (Size, Real)):
+        return real(math.sqrt(x.hint), sympy.sqrt(x.expr))
+    return math.sqrt(x)  # type: ignore[arg-type]

@@ -1,0 +1,112 @@
+"""Walk a result or a graph and replace every :class:`Size` / :class:`Real` in it.
+
+Two uses: *evaluate* a symbolic result at a point (each size and time becomes the number its
+expression gives there: the numeric result at that point, when the point lies in the
+result's region) and *re-hint* a symbolic graph (each size keeps its expression and takes the
+value at another point, so the analysis can run there and record that point's piece).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+
+import networkx as nx
+import sympy
+
+from solar.symbolic.size import Real, Size, make, real
+
+Point = Mapping[sympy.Symbol, int]
+
+
+def map_values(obj: object, fn: Callable[[object], object], memo: dict | None = None) -> object:
+    """``obj`` with every Size and Real ``v`` replaced by ``fn(v)``: through dataclasses,
+    tuples, lists, dicts, sets and networkx graphs (new objects; ``obj`` is left as it is).
+    Objects without a size inside are returned as they are (shared, not copied)."""
+    memo = {} if memo is None else memo
+    key = id(obj)
+    if key in memo:
+        return memo[key]
+    out = _map(obj, fn, memo)
+    memo[key] = out
+    return out
+
+
+def _map(obj: object, fn, memo: dict) -> object:
+    if isinstance(obj, (Size, Real)):
+        return fn(obj)
+    if obj is None or isinstance(obj, (bool, int, float, str, bytes, sympy.Basic)):
+        return obj
+    if isinstance(obj, tuple) and not hasattr(obj, "_fields"):
+        items = tuple(map_values(x, fn, memo) for x in obj)
+        return obj if all(a is b for a, b in zip(items, obj, strict=True)) else items
+    if isinstance(obj, list):
+        return [map_values(x, fn, memo) for x in obj]
+    if isinstance(obj, (set, frozenset)):
+        return type(obj)(map_values(x, fn, memo) for x in obj)
+    if isinstance(obj, dict):
+        return {map_values(k, fn, memo): map_values(v, fn, memo) for k, v in obj.items()}
+    if isinstance(obj, nx.Graph):
+        g = obj.__class__()
+        g.graph.update(map_values(dict(obj.graph), fn, memo))  # type: ignore[arg-type]
+        for n, attrs in obj.nodes(data=True):
+            g.add_node(n, **map_values(dict(attrs), fn, memo))  # type: ignore[arg-type]
+        if obj.is_multigraph():
+            for u, v, k, attrs in obj.edges(keys=True, data=True):
+                g.add_edge(u, v, key=k, **map_values(dict(attrs), fn, memo))  # type: ignore[arg-type]
+        else:
+            for u, v, attrs in obj.edges(data=True):
+                g.add_edge(u, v, **map_values(dict(attrs), fn, memo))  # type: ignore[arg-type]
+        return g
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        changes = {}
+        for f in dataclasses.fields(obj):
+            old = getattr(obj, f.name)
+            new = map_values(old, fn, memo)
+            if new is not old:
+                changes[f.name] = new
+        if not changes:
+            return obj
+        if any(not f.init for f in dataclasses.fields(obj) if f.name in changes):
+            copy = object.__new__(type(obj))
+            copy.__dict__.update(obj.__dict__)
+            copy.__dict__.update(changes)
+            return copy
+        return dataclasses.replace(obj, **changes)
+    if hasattr(obj, "__dict__") and type(obj).__module__.startswith("solar."):
+        changes = {k: map_values(v, fn, memo) for k, v in vars(obj).items()}
+        if all(changes[k] is v for k, v in vars(obj).items()):
+            return obj
+        copy = object.__new__(type(obj))
+        copy.__dict__.update(changes)
+        return copy
+    return obj
+
+
+def _number(e: sympy.Expr, point: Point) -> sympy.Expr:
+    v = sympy.sympify(e.xreplace({k: sympy.Integer(x) for k, x in point.items()}))
+    if not v.is_number:
+        missing = sorted(str(s) for s in v.free_symbols)
+        raise ValueError(f"no value given for the size(s) {', '.join(missing)}")
+    return v
+
+
+def evaluate(obj: object, point: Point) -> object:
+    """``obj`` with every size and time evaluated at ``point`` (plain ints and floats)."""
+
+    def fn(v: object) -> object:
+        x = _number(v.expr, point)  # type: ignore[attr-defined]
+        return int(x) if isinstance(v, Size) else float(x)
+
+    return map_values(obj, fn)
+
+
+def rehint(obj: object, point: Point) -> object:
+    """``obj`` with every size and time taking its value at ``point`` (expressions kept)."""
+
+    def fn(v: object) -> object:
+        e = v.expr  # type: ignore[attr-defined]
+        x = _number(e, point)
+        return make(int(x), e) if isinstance(v, Size) else real(float(x), e)
+
+    return map_values(obj, fn)
