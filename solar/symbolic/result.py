@@ -20,7 +20,7 @@ analysis computed with, and every point is checked against the guards it rests o
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import networkx as nx
@@ -74,6 +74,11 @@ class SymbolicBound(Bound):
     sizes: dict[str, int] = field(default_factory=dict)  # size name -> traced value
     counts_region: Region | None = None
     piece_region: Region | None = None
+    #: a numeric bound at other sizes from a new trace (None: not available); used where a
+    #: point lies outside the count region
+    retrace: Callable[[dict[str, int]], Bound] | None = field(
+        default=None, repr=False, compare=False
+    )
     _graph: nx.MultiDiGraph | None = field(default=None, repr=False, compare=False)
     _spec: object = field(default=None, repr=False, compare=False)
     _pieces: list[Piece] = field(default_factory=list, repr=False, compare=False)
@@ -154,9 +159,18 @@ class SymbolicBound(Bound):
         self._pieces.append(piece)
         return piece
 
-    def at(self, **sizes: int) -> Bound:
-        """The numeric Bound at these sizes (the others at their traced values)."""
+    def inside(self, **sizes: int) -> bool:
+        """Whether the traced program's counts hold at these sizes (the count region)."""
         point = self._point(sizes)
+        return self.counts_region is None or self.counts_region.holds(point)
+
+    def at(self, **sizes: int) -> Bound:
+        """The numeric Bound at these sizes (the others at their traced values): the formula's
+        piece there; outside the count region a new numeric trace (:attr:`retrace`), or
+        :class:`OutsideRegionError` when there is none."""
+        point = self._point(sizes)
+        if self.retrace is not None and not self.inside(**sizes):
+            return self.retrace({str(k): v for k, v in point.items()})
         piece = self.piece_at(**sizes)
         out = evaluate(piece.bound, point)
         assert isinstance(out, Bound)
@@ -177,10 +191,10 @@ class SymbolicBound(Bound):
             )
         if self.counts_region is not None:
             pts = {k: (xs if k == s else np.full(xs.shape, v)) for k, v in base.items()}
-            outside = ~self.counts_region.holds_many(pts)
-            if outside.any():
-                bad = int(xs[outside][0])
-                self.piece_at(**{**fixed, size: bad})  # raises, naming the guard
+            for i in np.flatnonzero(~self.counts_region.holds_many(pts)):
+                numeric = self.at(**{**fixed, size: int(xs[i])})  # a new trace, or raises
+                out[i] = float(QUANTITIES[quantity](numeric))
+                todo[i] = False
         while todo.any():
             x0 = int(xs[todo][0])
             piece = self.piece_at(**{**fixed, size: x0})
@@ -188,7 +202,7 @@ class SymbolicBound(Bound):
             mine = todo & piece.region.holds_many(pts)
             mine[np.flatnonzero(todo)[0]] = True
             expr = _expr(QUANTITIES[quantity](piece.bound)).xreplace(
-                {k: v for k, v in base.items() if k != s}
+                {k: sympy.Integer(v) for k, v in base.items() if k != s}
             )
             f = sympy.lambdify([s], expr, modules=[{"floor": np.floor, "Mod": np.mod}, "numpy"])
             out[mine] = np.broadcast_to(
@@ -196,6 +210,39 @@ class SymbolicBound(Bound):
             )
             todo &= ~mine
         return out
+
+    def terms(self, level: str = "fused") -> dict[str, sympy.Expr]:
+        """The terms whose max is ``level``'s bound on this piece (fused, cache_aware): each
+        unit's compute time, DRAM bytes over bandwidth, the latency floor."""
+        if level not in ("fused", "cache_aware"):
+            raise ValueError("terms() are those of the fused or cache_aware level")
+        nbytes = self.bytes_fused if level == "fused" else self.bytes_cache_aware
+        out = {unit: _expr(t) for unit, t in self.compute_s.items()}
+        out["dram"] = _expr(nbytes) / sympy.Float(self.gpu["dram_bandwidth"])
+        if self.latency is not None:
+            out["latency"] = _expr(self.latency.bounds.get(level, 0.0))
+        return out
+
+    def piecewise(
+        self, quantity: str, size: str, lo: int = 1, hi: int = 1 << 20, **fixed: int
+    ) -> sympy.Piecewise:
+        """``quantity`` along ``size`` over ``[lo, hi]`` (the count region's part of it), as
+        one sympy Piecewise of the pieces met (others at ``fixed`` or their traced values)."""
+        x_sym = symbol(size)
+        lo, hi = self._span(size, lo, hi, fixed)
+        rest = {k: sympy.Integer(v) for k, v in self._point(fixed).items() if k != x_sym}
+        parts: list[tuple[sympy.Expr, sympy.Basic]] = []
+        x = lo
+        while x <= hi:
+            piece = self.piece_at(**{**fixed, size: x})
+            _, top = piece.region.interval(x_sym, self._point({**fixed, size: x}), hi=hi)
+            expr = _expr(QUANTITIES[quantity](piece.bound)).xreplace(rest)
+            if parts and parts[-1][0] == expr:
+                parts[-1] = (expr, x_sym <= top)
+            else:
+                parts.append((expr, x_sym <= top))
+            x = top + 1
+        return sympy.Piecewise(*parts)
 
     def crossovers(
         self, size: str, level: str = "fused", lo: int = 1, hi: int = 1 << 20, **fixed: int

@@ -75,7 +75,35 @@ def bound_symbolic(
     for (binding, d), (nm, _) in dims.items():
         sizes.setdefault(nm, _traced_size(traced, binding, d))
     symbols = [symbol(n) for n in sizes]
-    return SymbolicBound.of(g, spec, Region.of(symbols, rec.guards), sizes)
+    b = SymbolicBound.of(g, spec, Region.of(symbols, rec.guards), sizes)
+    b.retrace = _retrace(model, inputs, spec, dims, kwargs=kwargs, precision=precision, name=name)
+    return b
+
+
+def _retrace(model, inputs, spec, dims, **keywords):
+    """A numeric bound at other sizes, when every marked input is a positional tensor:
+    the inputs as meta tensors with the marked dims resized (None otherwise)."""
+    import torch
+
+    args = inputs if isinstance(inputs, (tuple, list)) else (inputs,)
+    marked = {}
+    for (binding, d), (nm, _) in dims.items():
+        kind, leaf = binding if isinstance(binding, tuple) else (None, None)
+        if kind != "input" or not isinstance(leaf, int) or not isinstance(args[leaf], torch.Tensor):
+            return None
+        marked.setdefault(leaf, {})[d] = nm
+
+    def retrace(sizes: dict[str, int]):
+        from solar.api import bound
+
+        new = list(args)
+        for i, ds in marked.items():
+            t = args[i]
+            shape = [sizes[ds[d]] if d in ds else n for d, n in enumerate(t.shape)]
+            new[i] = torch.empty(shape, dtype=t.dtype, device="meta")
+        return bound(model, tuple(new), spec, **keywords)
+
+    return retrace
 
 
 def _traced_size(traced, binding, dim: int) -> int:
