@@ -16,7 +16,15 @@ PACKAGE = ROOT / "solar"
 
 #: lowest first; a module may import from its own layer and every layer below it
 LAYERS: list[tuple[str, ...]] = [
-    ("solar.fmt", "solar.viewable"),  # formatting helpers, the results' bridge to their views
+    # formatting helpers, the results' bridge to their views; symbolic sizes (ints and floats
+    # that carry their formula), the regions where formulas hold, walks that evaluate them
+    (
+        "solar.fmt",
+        "solar.viewable",
+        "solar.symbolic.size",
+        "solar.symbolic.region",
+        "solar.symbolic.walk",
+    ),
     ("solar.ir", "solar.hw"),  # the Affine Loop IR (pure data, no torch or jax); GPU specs
     ("solar.interp",),  # interpreters of the IR on a framework's arrays (torch)
     ("solar.frontend",),  # PyTorch and JAX programs -> IR
@@ -26,7 +34,8 @@ LAYERS: list[tuple[str, ...]] = [
         "solar.api",
         "solar.problem",
         "solar.hub",
-    ),  # trace + lift + bound; problem files; models by name
+        "solar.symbolic",
+    ),  # trace + lift + bound; problem files; models by name; bounds as formulas of sizes
     ("solar.questions", "solar.definition"),  # compare, provision, sweep, batches; definitions
     ("solar.gpu",),  # validation and measurement on a device
     ("solar.report",),  # views: text, HTML, DataFrames, plots
