@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
+import torch.fx as fx
 import torch.utils._pytree as pytree
 
 from solar.fmt import jsonable
@@ -483,7 +484,6 @@ def _line(e: BaseException) -> str:
 
 def _torch_graph(subject: Subject):
     """The traced fx graph and its input bindings, which the per-kernel checks replay."""
-    import torch.fx as fx
 
     gm = getattr(subject.trace, "graph", None)
     bindings = getattr(subject.trace, "bindings", None)
@@ -510,7 +510,6 @@ def kernel_checks(
     views of inputs and unnamed tensors are skipped). A tensor later kernels update in place
     (an optimizer's foreach temporaries) is compared after the run, when both sides hold its
     final value."""
-    import torch.fx as fx
 
     gm, bindings = _torch_graph(subject)
     program, dev = subject.program, subject.device
@@ -527,7 +526,7 @@ def kernel_checks(
     found: dict[int, list[OutputCheck]] = {}
     later: list[tuple[int, str, torch.Tensor]] = []  # updated in place later: compared at the end
 
-    class Recorder(fx.Interpreter):
+    class Recorder(_Replay):
         def run_node(self, n):
             r = super().run_node(n)
             if n.op != "call_function" or not isinstance(n.target, torch._ops.OpOverload):
@@ -563,6 +562,27 @@ def kernel_checks(
     ]
 
 
+def _contiguous(x: object) -> object:
+    return x.contiguous() if isinstance(x, torch.Tensor) else x
+
+
+class _Replay(fx.Interpreter):
+    """The graph replays' interpreter: it reruns a node on contiguous copies of its tensor
+    arguments when the node's kernel rejects their layout. The graph was traced on fake
+    tensors, whose layouts can differ from the real kernels' (a CPU convolution's output): a
+    ``contiguous(memory_format)`` that was a no-op while tracing is then missing from the graph,
+    and ``native_group_norm`` refuses its input. The values are the same."""
+
+    def call_function(self, target, args, kwargs):
+        try:
+            return super().call_function(target, args, kwargs)
+        except RuntimeError as e:
+            if "contiguous" not in str(e):
+                raise
+            args, kwargs = pytree.tree_map(_contiguous, (args, kwargs))
+            return super().call_function(target, args, kwargs)
+
+
 def isolated_kernel_checks(
     subject: Subject, values: Mapping[str, torch.Tensor], tol_of: Callable[[object], float]
 ) -> tuple[list[KernelCheck], list[torch.Tensor]]:
@@ -575,7 +595,6 @@ def isolated_kernel_checks(
     new version); a storage whose IR kernels and source operators write it a different
     number of times is left to the IR and not compared. Also returns the traced graph's own
     outputs on these values (flattened), for the caller to hold against the source's."""
-    import torch.fx as fx
 
     gm, bindings = _torch_graph(subject)
     program, dev = subject.program, subject.device
@@ -584,14 +603,21 @@ def isolated_kernel_checks(
 
     def record(name: str, v: object) -> None:
         decl = decls.get(name)
-        if decl is None or decl.view is not None or decl.role in ("input", "weight"):
+        if decl is None or decl.role in ("input", "weight") or not isinstance(v, torch.Tensor):
             return
-        if isinstance(v, torch.Tensor) and tuple(v.shape) == decl.shape:
+        if decl.view is not None:  # a layout torch chose (a dense permutation): its storage
+            base = decls[decl.view.base]
+            if base.view is not None or base.dtype != decl.dtype or base.numel != v.numel():
+                return
+            buf = torch.empty(base.shape, dtype=v.dtype, device=v.device)
+            buf.as_strided(v.shape, decl.view.strides, decl.view.offset).copy_(v)
+            name, decl, v = decl.view.base, base, buf
+        if tuple(v.shape) == decl.shape:
             versions.setdefault(name, []).append(v.detach().clone())
 
     names = {n: n.name for n in gm.graph.nodes}
 
-    class Recorder(fx.Interpreter):
+    class Recorder(_Replay):
         def run_node(self, n):
             r = super().run_node(n)
             if n.op != "call_function" or not isinstance(n.target, torch._ops.OpOverload):
