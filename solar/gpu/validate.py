@@ -605,9 +605,12 @@ def isolated_kernel_checks(
         decl = decls.get(name)
         if decl is None or decl.role in ("input", "weight") or not isinstance(v, torch.Tensor):
             return
-        if decl.view is not None:  # a layout torch chose (a dense permutation): its storage
+        if decl.view is not None:
+            # an operator's output in a layout torch chose (a dense permutation, declared as
+            # a view of its own storage ``{name}_storage``): record the storage. Other views
+            # (a reshape of an earlier tensor) are not new values
             base = decls[decl.view.base]
-            if base.view is not None or base.dtype != decl.dtype or base.numel != v.numel():
+            if decl.view.base != f"{name}_storage" or base.dtype != decl.dtype:
                 return
             buf = torch.empty(base.shape, dtype=v.dtype, device=v.device)
             buf.as_strided(v.shape, decl.view.strides, decl.view.offset).copy_(v)
