@@ -487,3 +487,24 @@ def test_isolated_kernels_of_a_diffusers_decoder_in_bf16():
     ):
         assert any(op in o for o in covered), op
     assert {k.kernel for k in isolated} == {k.kernel for k in chained}
+
+
+def test_isolated_kernels_cover_a_scatter_into_fresh_memory():
+    """``out = torch.empty_like(x); out[idx] = y`` (how transformers' grouped-GEMM experts
+    put rows back in order): the allocation launches no kernel, so the source's fresh tensor is
+    not a version of the storage; the index_put kernel is compared given the source's inputs."""
+    from solar.gpu.subject import make_subject
+    from solar.gpu.validate import isolated_kernel_checks, kernel_checks
+
+    def unsort(x, idx):
+        out = torch.empty_like(x)
+        out[idx] = x * 2
+        return out
+
+    x, idx = torch.randn(6, 4), torch.tensor([3, 0, 5, 1, 4, 2])
+    subject = make_subject(unsort, (x, idx))
+    values = subject.values()
+    isolated, _ = isolated_kernel_checks(subject, values, lambda dtype: 1e-6)
+    chained = kernel_checks(subject, values, lambda dtype: 1e-6)
+    assert any("index_put" in k.op for k in isolated) and all(k.ok for k in isolated)
+    assert {k.kernel for k in isolated} == {k.kernel for k in chained}

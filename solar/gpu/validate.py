@@ -562,6 +562,17 @@ def kernel_checks(
     ]
 
 
+#: operators that allocate without writing: the IR launches no kernel for them, so their
+#: outputs are not a version of the storage the first writer (an in-place operator) fills
+_ALLOCATIONS = {
+    torch.ops.aten.empty.memory_format,
+    torch.ops.aten.empty_like.default,
+    torch.ops.aten.empty_strided.default,
+    torch.ops.aten.new_empty.default,
+    torch.ops.aten.new_empty_strided.default,
+}
+
+
 def _contiguous(x: object) -> object:
     return x.contiguous() if isinstance(x, torch.Tensor) else x
 
@@ -631,6 +642,8 @@ def isolated_kernel_checks(
                     written = a.alias_info is not None and a.alias_info.is_write
                     if written and isinstance(arg, fx.Node):
                         record(names[arg], self.env[arg])
+                return r
+            if n.target in _ALLOCATIONS:  # uninitialised memory: no kernel writes it
                 return r
             multi = isinstance(r, (tuple, list))
             for i, v in enumerate(list(r) if multi else [r]):
