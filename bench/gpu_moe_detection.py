@@ -100,7 +100,8 @@ def validate(program, inputs) -> tuple[bool, str]:
     rep = solar.validate(program, inputs, per_kernel="auto", trace=trace)
     worst = rep.worst
     err = f"max rel error {worst.rel_err:.2e}" if worst is not None else ""
-    return rep.status == "passed", "; ".join(x for x in (err, rep.reason or "", *rep.notes) if x)
+    notes = [n for n in rep.notes if not rep.reason or rep.reason not in n]  # said once
+    return rep.status == "passed", "; ".join(x for x in (err, rep.reason or "", *notes) if x)
 
 
 def one(name: str, phase, moe: bool, hw: str, device: str, budget_s: float) -> dict:
