@@ -508,3 +508,13 @@ def test_isolated_kernels_cover_a_scatter_into_fresh_memory():
     chained = kernel_checks(subject, values, lambda dtype: 1e-6)
     assert any("index_put" in k.op for k in isolated) and all(k.ok for k in isolated)
     assert {k.kernel for k in isolated} == {k.kernel for k in chained}
+
+
+def test_execution_cost_counts_an_extern_routine_by_rows_and_outputs():
+    """The executor evaluates an FFT's row expression once per row element and writes each
+    output once: ``rfft`` of 4 rows of 16 costs 4x16 + 4x9 = 100 instances, not 4x9x16
+    (position x row: what made the FNO example 'too slow to execute' at 4.4e12)."""
+    from solar.gpu.validate import execution_cost
+
+    program = solar.trace(lambda x: torch.fft.rfft(x), [torch.randn(4, 16)]).program
+    assert execution_cost(program) == 4 * 16 + 4 * 9

@@ -48,7 +48,7 @@ from solar.gpu.randomness import compare_statistics, random_outputs, reseed
 from solar.gpu.subject import Subject, make_subject
 from solar.interp.torch.execute import execute
 from solar.ir.extern import DataSizeMismatch
-from solar.ir.program import Program
+from solar.ir.program import Extern, Program
 from solar.ir.scalar import Call, Const, Load
 from solar.viewable import Viewable
 
@@ -182,14 +182,22 @@ def _is_product(e) -> bool:
 
 
 def execution_cost(program: Program) -> float:
-    """Instances the executor evaluates element by element (contractions excluded)."""
+    """Instances the executor evaluates element by element (contractions excluded; an extern
+    routine's row expression is evaluated once per row element, not once per output position:
+    its rows, then its outputs)."""
     total = 0.0
     for k in program.kernels:
         reps = math.prod(int(d.extent) for d in k.loops) if k.loops else 1
         for st in k.statements:
             if st.reduce == "sum" and _is_product(st.expr):
                 continue
-            total += reps * float(math.prod(int(d.extent) for d in st.dims))
+            extents = [int(d.extent) for d in st.dims]
+            if isinstance(st, Extern):
+                pos = st.dims.index(st.parallel_dims[-1])
+                rows = math.prod(extents[:pos] + extents[pos + 1 :])
+                total += reps * float(rows + math.prod(int(d.extent) for d in st.parallel_dims))
+                continue
+            total += reps * float(math.prod(extents))
     return total
 
 
