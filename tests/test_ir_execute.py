@@ -679,3 +679,30 @@ def test_fuzz_against_reference(idx, form, reduce, accumulate, window, chunk):
     finally:
         ex.CHUNK_ELEMENTS = saved
     close(got, _reference(b.program, vals)["o"], rtol=1e-10, atol=1e-12)
+
+
+def test_an_extern_routine_runs_on_whole_batches_of_rows(monkeypatch):
+    """An FFT's rows go to the routine in one call when they fit (the chunk is rows plus
+    outputs, not rows x output positions): a C2R of a half spectrum that is not Hermitian is
+    implementation-defined, and cuFFT resolves it differently for other batch sizes, so the
+    executor batches as the source's call does (the FNO example on the H100 matched only
+    then)."""
+    import solar
+    import solar.interp.torch.routines as routines
+    from solar.interp.torch.execute import execute
+
+    calls = []
+    c2r = routines.TORCH_ROUTINES["fft.c2r"]
+
+    def counted(rows, **attrs):
+        calls.append(tuple(rows.shape))
+        return c2r(rows, **attrs)
+
+    monkeypatch.setitem(routines.TORCH_ROUTINES, "fft.c2r", counted)
+    spectrum = torch.randn(16, 8, 64, 33, dtype=torch.complex64)  # 128 rows x 64x64 outputs
+    trace = solar.trace(lambda z: torch.fft.irfft2(z, s=(64, 64)), [spectrum])
+    out = execute(trace.program, trace.values(lambda z: z, [spectrum]))
+    assert calls == [(16, 8, 64 * 33)]
+    assert torch.allclose(
+        out[trace.output_names[0]], torch.fft.irfft2(spectrum, s=(64, 64)), atol=1e-5
+    )

@@ -75,6 +75,18 @@ class ExternRun(StatementRun):
     def whole(self) -> set[str]:
         return {self.st.parallel_dims[-1].name}
 
+    def cost(self) -> Callable[[Box], int]:
+        """The rows materialised and the outputs written (the row expression is evaluated
+        without the position dim): a chunk is as many whole rows as fit, so a routine runs on
+        batches as large as memory allows, as the source's call does."""
+        pos = self.par[-1]
+
+        def cost(box: Box) -> int:
+            rows = math.prod(n for d, (_, n) in box.items() if d != pos)
+            return rows + math.prod(box[d][1] for d in self.par)
+
+        return cost
+
     def run_box(self, box: Box) -> None:
         st = self.st
         routine = torch_routine(st.routine)

@@ -13,8 +13,12 @@ def _fft_fn(kind: str):
         k = len(shape)
         x = rows.reshape(*rows.shape[:-1], *shape)
         dims = tuple(range(-k, 0))
+        # in the source's precision: the executor may hand over rows computed wider, and a
+        # C2R of a half spectrum that is not Hermitian (FNO's independently set modes) is
+        # implementation-defined: cuFFT's double-precision plan resolves it differently
+        complex_dtype = torch.complex128 if dtype == "float64" else torch.complex64
         if kind == "c2c":
-            x = x.to(torch.complex128 if dtype == "float64" else torch.complex64)
+            x = x.to(complex_dtype)
             # unscaled both ways ("forward" norm puts no factor on the inverse)
             if forward:
                 y = torch.fft.fftn(x, dim=dims, norm="backward")
@@ -27,7 +31,7 @@ def _fft_fn(kind: str):
             else:
                 y = torch.fft.rfftn(x, dim=dims, norm="backward")
         else:
-            y = torch.fft.irfftn(x, s=tuple(out_shape), dim=dims, norm="forward")
+            y = torch.fft.irfftn(x.to(complex_dtype), s=tuple(out_shape), dim=dims, norm="forward")
         if scale != 1.0:
             y = y * scale
         return y.reshape(*rows.shape[:-1], -1)
@@ -40,11 +44,11 @@ def _parts(routine: str, a: torch.Tensor, b: torch.Tensor | None, attrs: dict) -
     name, in their logical shapes ``(*batch, ...)``."""
     if routine in ("lu", "solve", "det", "inv") or attrs.get("part") in ("factors", "pivots"):
         lu, piv = torch.linalg.lu_factor(a)
-        parts = {"factors": lu, "pivots": piv, "info": torch.zeros(a.shape[:-2])}
+        parts = {"factors": lu, "pivots": piv, "info": torch.zeros(a.shape[:-2], device=a.device)}
         parts["pivots0"] = piv - 1  # 0-based (JAX)
         parts["permutation"] = pivots_to_permutation(piv - 1, a.shape[-2])
     else:
-        parts = {"info": torch.zeros(a.shape[:-2])}
+        parts = {"info": torch.zeros(a.shape[:-2], device=a.device)}
     if routine == "cholesky":
         parts["factor"] = torch.linalg.cholesky(a, upper=bool(attrs.get("upper", False)))
     elif routine == "triangular_solve":
@@ -76,7 +80,8 @@ def _parts(routine: str, a: torch.Tensor, b: torch.Tensor | None, attrs: dict) -
 def pivots_to_permutation(pivots: torch.Tensor, m: int) -> torch.Tensor:
     """The row permutation of LAPACK's 0-based row swaps (row i swapped with pivots[i], in
     order), as ``jax.lax.linalg.lu_pivots_to_permutation`` returns it."""
-    perm = torch.arange(m, dtype=torch.int64).expand(*pivots.shape[:-1], m).clone()
+    perm = torch.arange(m, dtype=torch.int64, device=pivots.device)
+    perm = perm.expand(*pivots.shape[:-1], m).clone()
     piv = pivots.to(torch.int64)
     for i in range(piv.shape[-1]):
         j = piv[..., i : i + 1]
