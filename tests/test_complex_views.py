@@ -187,6 +187,33 @@ def test_complex_rope_example_bounds_at_full_size():
     assert bound.bytes_fused < bound.bytes_unfused
 
 
+def test_complex_rope_attention_block_executes_and_counts():
+    """Meta's reference attention block (examples/model_complex_rope_attention.py) at a small
+    size: executed against eager PyTorch; tensor-core flops 2 per multiply-add of the Q/K/V
+    and output projections and of the two attention products (GQA keys repeated, not
+    recomputed); each rotary kernel one complex multiply (6 flops) per feature pair."""
+    spec = importlib.util.spec_from_file_location(
+        "rope_attention", ROOT / "examples/model_complex_rope_attention.py"
+    )
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    b, s, w, h, kv = 2, 16, 64, 4, 2
+    d = w // h
+    mod.TOKENS = s
+    torch.manual_seed(0)
+    model = mod.Model(w, h, kv)
+    trace = check(model, torch.randn(b, s, w, dtype=torch.bfloat16), lifted=True)
+    p = trace.program
+    projections = 2 * b * s * w * (h * d + 2 * kv * d) + 2 * b * s * h * d * w
+    attention = 2 * (2 * b * h * s * s * d)
+    assert total(p)["tc_bf16"] == projections + attention
+    rotary = [k for k in p.kernels if k.op == "aten.mul.Tensor"]
+    per_kernel = [
+        sum(statement_ops(p, st).get("cuda_fp32", 0) for st in k.statements) for k in rotary
+    ]
+    assert per_kernel == [6 * b * s * h * d // 2, 6 * b * s * kv * d // 2]
+
+
 # ----------------------------------------------------------------------- in-place views
 def test_unsqueeze_in_place_is_a_view():
     trace = check(lambda a: (a * 3).unsqueeze_(1).transpose_(0, 1) + a, torch.randn(5), tol=exact)
