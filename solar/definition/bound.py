@@ -160,10 +160,11 @@ def charge_gathered_rows(g, reference, inputs: WorkloadInputs) -> None:
     set_graph_info(g, replace(info, kernels=tuple(kernels), fused_io=fused_io))
 
 
-def lift_workload(defn: Definition, wl: Workload, module=None):
-    """``(inputs, IR program, einsum graph)`` of one workload, gathered rows charged."""
+def lift_workload(defn: Definition, wl: Workload, module=None, inputs=None):
+    """``(inputs, IR program, einsum graph)`` of one workload, gathered rows charged
+    (``inputs``: the workload's, when already made)."""
     module = module or reference_module(defn)
-    inputs = make_inputs(defn, wl, module=module)
+    inputs = inputs or make_inputs(defn, wl, module=module)
     fn, tensors = traced_reference(defn, inputs, module)
     with gc_paused():
         program, g = trace_and_lift(fn, tensors, name=defn.name, notes=NOTES)
@@ -171,11 +172,11 @@ def lift_workload(defn: Definition, wl: Workload, module=None):
     return inputs, program, g
 
 
-def bound_workload(defn: Definition, wl: Workload, spec, module=None) -> WorkloadBound:
+def bound_workload(defn: Definition, wl: Workload, spec, module=None, inputs=None) -> WorkloadBound:
     """Bound one workload; never raises (a failure is ``status="error"``, one line)."""
     t0 = time.perf_counter()
     try:
-        inputs, program, g = lift_workload(defn, wl, module)
+        inputs, program, g = lift_workload(defn, wl, module, inputs)
         with gc_paused():
             b = bound_graph(program, g, spec)
     except Exception as e:  # one workload's failure is a row, not the end of the batch
