@@ -56,6 +56,8 @@ class WorkloadBound:
     seconds: float = 0.0
     error: str | None = None
     bound: object = field(default=None, repr=False)  # the full Bound (not serialised)
+    method: str = "trace"  # "trace": its own trace; "formula": a symbolic trace's formula
+    note: str = ""  # which formula, or why a trace of its own (solar.definition.symbolic)
 
     def to_dict(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "bound"}
@@ -158,10 +160,11 @@ def charge_gathered_rows(g, reference, inputs: WorkloadInputs) -> None:
     set_graph_info(g, replace(info, kernels=tuple(kernels), fused_io=fused_io))
 
 
-def lift_workload(defn: Definition, wl: Workload, module=None):
-    """``(inputs, IR program, einsum graph)`` of one workload, gathered rows charged."""
+def lift_workload(defn: Definition, wl: Workload, module=None, inputs=None):
+    """``(inputs, IR program, einsum graph)`` of one workload, gathered rows charged
+    (``inputs``: the workload's, when already made)."""
     module = module or reference_module(defn)
-    inputs = make_inputs(defn, wl, module=module)
+    inputs = inputs or make_inputs(defn, wl, module=module)
     fn, tensors = traced_reference(defn, inputs, module)
     with gc_paused():
         program, g = trace_and_lift(fn, tensors, name=defn.name, notes=NOTES)
@@ -169,22 +172,15 @@ def lift_workload(defn: Definition, wl: Workload, module=None):
     return inputs, program, g
 
 
-def bound_workload(defn: Definition, wl: Workload, spec, module=None) -> WorkloadBound:
+def bound_workload(defn: Definition, wl: Workload, spec, module=None, inputs=None) -> WorkloadBound:
     """Bound one workload; never raises (a failure is ``status="error"``, one line)."""
     t0 = time.perf_counter()
     try:
-        inputs, program, g = lift_workload(defn, wl, module)
+        inputs, program, g = lift_workload(defn, wl, module, inputs)
         with gc_paused():
             b = bound_graph(program, g, spec)
     except Exception as e:  # one workload's failure is a row, not the end of the batch
-        msg = str(e).strip().splitlines()[0] if str(e).strip() else ""
-        return WorkloadBound(
-            wl.uuid,
-            {},
-            "error",
-            seconds=time.perf_counter() - t0,
-            error=f"{type(e).__name__}: {msg}",
-        )
+        return failed_row(wl, e, t0)
     return WorkloadBound(
         wl.uuid,
         inputs.axes,
@@ -197,6 +193,18 @@ def bound_workload(defn: Definition, wl: Workload, spec, module=None) -> Workloa
         len(b.kernels),
         time.perf_counter() - t0,
         bound=b,
+    )
+
+
+def failed_row(wl: Workload, e: Exception, t0: float) -> WorkloadBound:
+    """The row of a workload whose bound failed with ``e`` (one line), begun at ``t0``."""
+    msg = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    return WorkloadBound(
+        wl.uuid,
+        {},
+        "error",
+        seconds=time.perf_counter() - t0,
+        error=f"{type(e).__name__}: {msg}",
     )
 
 
@@ -265,6 +273,7 @@ def bound_definition(
     jobs: int | None = 1,
     ray: str | None = None,
     timeout: float | None = None,
+    symbolic: bool = False,
 ) -> DefinitionBound:
     """Bounds of every workload of a definition (a ``definition.json`` path, its parsed dict or
     a :class:`Definition`) on ``hw``. ``workloads``: a ``workload.jsonl`` path or a list of
@@ -272,11 +281,22 @@ def bound_definition(
     workload so that n are bounded (first and last included). ``jobs``/``ray``/``timeout``:
     bound the workloads in worker processes or on a Ray cluster, as a batch of problem files
     is (:func:`solar.questions.executors.map_tasks`; default: in this process); a workload's
-    ``bound`` (the full :class:`~solar.backend.result.Bound`) is kept only in this process."""
+    ``bound`` (the full :class:`~solar.backend.result.Bound`) is kept only in this process.
+    ``symbolic=True``: trace the reference once with the ``var`` axes as symbols and bound
+    each workload from that formula where it holds (each row's ``method`` says which;
+    :mod:`solar.definition.symbolic`), in this process."""
     defn = definition if isinstance(definition, Definition) else load_definition(definition)
     wls = _workloads(defn, workloads, sample)
     spec = load_spec(hw)
-    if jobs == 1 and ray is None and timeout is None:
+    if symbolic:
+        if jobs != 1 or ray is not None or timeout is not None:
+            raise ValueError("symbolic=True bounds in this process: drop jobs=, ray=, timeout=")
+        from solar.definition.symbolic import bound_with_formulas
+
+        rows = bound_with_formulas(defn, wls, spec, reference_module(defn))
+        first = next((r.bound for r in rows if r.bound is not None), None)
+        assumptions = list(first.assumptions) if first is not None else list(NOTES)
+    elif jobs == 1 and ray is None and timeout is None:
         module = reference_module(defn)
         rows = [bound_workload(defn, wl, spec, module) for wl in wls]
         first = next((r.bound for r in rows if r.bound is not None), None)
@@ -312,13 +332,18 @@ def bound_definitions(
     jobs: int | None = 1,
     ray: str | None = None,
     timeout: float | None = None,
+    symbolic: bool = False,
 ) -> list[DefinitionBound]:
     """:func:`bound_definition` of every definition under ``paths`` (a bad file: one error
     row). ``jobs``/``ray``/``timeout``: the workloads of all definitions are one batch of
-    tasks on worker processes or a Ray cluster (default: one after another here)."""
+    tasks on worker processes or a Ray cluster (default: one after another here).
+    ``symbolic=True``: each definition's workloads from one formula where it holds (in this
+    process)."""
     found = discover_definitions(paths)
+    if symbolic and (jobs != 1 or ray is not None or timeout is not None):
+        raise ValueError("symbolic=True bounds in this process: drop jobs=, ray=, timeout=")
     if jobs == 1 and ray is None and timeout is None:
-        return [_definition_or_error(p, hw, sample) for p in found]
+        return [_definition_or_error(p, hw, sample, symbolic) for p in found]
     spec = load_spec(hw)
     plans: list[tuple[Path, Definition | None, list[Workload], str | None]] = []
     for p in found:
@@ -340,9 +365,9 @@ def bound_definitions(
     return out
 
 
-def _definition_or_error(path: Path, hw, sample: int | None) -> DefinitionBound:
+def _definition_or_error(path: Path, hw, sample: int | None, symbolic=False) -> DefinitionBound:
     try:
-        return bound_definition(path, hw=hw, sample=sample)
+        return bound_definition(path, hw=hw, sample=sample, symbolic=symbolic)
     except DefinitionError as e:
         return _error_row(path, str(hw), str(e))
 

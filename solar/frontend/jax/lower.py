@@ -27,13 +27,20 @@ import numpy as np
 from solar.frontend import lowering
 from solar.frontend.cells import source_label
 from solar.frontend.common import T, broadcast_index, cast, contiguous_strides, dims_of, nest
+from solar.frontend.jax import symbolic
 from solar.frontend.jax.precision import PrecisionPolicy
-from solar.frontend.jax.registry import LOWERINGS, UnsupportedPrimitiveError
+from solar.frontend.jax.registry import (
+    LOWERINGS,
+    SIZE_AWARE,
+    VALUE_ONLY,
+    UnsupportedPrimitiveError,
+)
 from solar.frontend.lowering.errors import expressible
 from solar.ir.affine import AffineLike, affines
 from solar.ir.dtypes import ITEMSIZE
 from solar.ir.program import REDUCE_OPS, Kernel, Statement, check_statement
 from solar.ir.scalar import Const, Expr, Load
+from solar.symbolic.size import Size, integer
 
 FOLD_LIMIT = 1 << 12  # largest output (elements) evaluated at trace time from known operands
 MAX_EQUATIONS = 200_000  # largest number of lowered equations (unrolled loops included)
@@ -46,7 +53,19 @@ class V:
     ``owned``: no other live reference to ``t``'s storage exists, so its last use may update it
     in place. ``producer``: the unit that wrote ``t`` (None for inputs and constants).
     ``contraction``: the dot_general statement that produced ``t`` (a bias epilogue may fold
-    into it)."""
+    into it). ``sized``: the symbolic sizes (:class:`~solar.symbolic.size.Size` s) a known
+    value depends on; a lowering that decides loop nests from it specializes them, unless it
+    reads ``sym``, the value's exact entries (ints and sizes) where integer arithmetic on
+    sizes could be followed (``x[:, -1]`` of a symbolic dim: a start ``seq - 1``)."""
+
+    def exact(self) -> np.ndarray | None:
+        """The known value, with its exact symbolic entries where it has them."""
+        return self.sym if self.sym is not None else self.known
+
+    def specialize(self) -> None:
+        """Read as the plain number it is at the traced sizes: its sizes specialize."""
+        for s in self.sized:
+            int(s)  # a guard: the formula holds at this size's traced value only
 
     shape: tuple[int, ...]
     dtype: str
@@ -55,6 +74,8 @@ class V:
     owned: bool = False
     producer: int | None = None
     contraction: Statement | None = field(default=None, repr=False)
+    sized: tuple = ()  # the symbolic sizes a known value was computed from (dim_as_value)
+    sym: np.ndarray | None = field(default=None, repr=False)  # its exact values, with sizes
 
     @property
     def ndim(self) -> int:
@@ -175,14 +196,14 @@ class LoweringContext(lowering.LoweringContext):
         self.lowerer: Lowerer = lowerer
         self.eqn = eqn
         self.prim = prim
-        self.params: dict = dict(eqn.params)  # type: ignore[attr-defined]
+        self.params: dict = symbolic.params(dict(eqn.params))  # type: ignore[attr-defined]
         self.ins = ins
         self.kind = kind
         self._dead = dead  # operand i's variable is not used after this equation
         self._uses = uses  # uses of operand i's variable in its jaxpr
         self._dests = dests  # output position -> tensor the result should be written into
         avals = [v.aval for v in eqn.outvars]  # type: ignore[attr-defined]
-        self.out_avals = [(tuple(int(s) for s in a.shape), dtype_name(a.dtype)) for a in avals]
+        self.out_avals = [(symbolic.sizes(a.shape), dtype_name(a.dtype)) for a in avals]
         self._outs: list[V | None] = [None] * len(avals)
         self.unit: Unit | None = None
 
@@ -342,7 +363,7 @@ class Lowerer(lowering.Lowerer):
     def declare_input(self, stem: str, shape, dtype: object, role: str, what: str) -> V:
         if is_prng_key(dtype):  # a typed key array: its uint32[*shape, 2] key data
             t = self.fresh_tensor(stem, (*shape, 2), "uint32", role)
-            return V(tuple(int(s) for s in shape), dtype_name(dtype), t)
+            return V(tuple(integer(s) for s in shape), dtype_name(dtype), t)
         dt = ir_dtype(dtype, what)
         t = self.fresh_tensor(stem, shape, dt, role)
         return V(t.shape, dt, t)
@@ -361,11 +382,12 @@ class Lowerer(lowering.Lowerer):
         return t.name, contiguous_strides(decl.shape), 0
 
     def view(self, x: T, shape, strides, offset: int, stem: str) -> T:
-        shape = tuple(int(s) for s in shape)
-        strides = tuple(0 if n == 1 else int(s) for n, s in zip(shape, strides, strict=True))
+        shape = tuple(integer(s) for s in shape)
+        strides = tuple(0 if n == 1 else integer(s) for n, s in zip(shape, strides, strict=True))
         base = self.program.base(x.name)
         bshape = self.program.tensors[base].shape
-        if offset == 0 and shape == bshape and strides == contiguous_strides(shape):
+        same = len(shape) == len(bshape) and shape == bshape  # (ranks first: no size decided)
+        if offset == 0 and same and strides == contiguous_strides(shape):
             t = T(base, shape, x.dtype)
         else:
             t = T(self.builder.view(stem, x.name, shape, strides, offset), shape, x.dtype)
@@ -552,6 +574,11 @@ class Lowerer(lowering.Lowerer):
             folded = self._fold(eqn, ins)
             if folded is not None:
                 return folded
+        sized = tuple(dict.fromkeys(s for v in ins for s in v.sized))
+        if sized and prim not in VALUE_ONLY and prim not in SIZE_AWARE:
+            for v in ins:  # a value computed from a size decides loop nests here
+                v.specialize()
+            sized = ()
         local = name_stack(eqn.source_info)  # type: ignore[attr-defined]
         module = "/".join(p for p in (scope, local) if p)
         ctx = LoweringContext(
@@ -566,19 +593,62 @@ class Lowerer(lowering.Lowerer):
             dests=dests,
         )
         rule.fn(ctx, *ins, **ctx.params)
-        return ctx.outs()
+        outs = ctx.outs()
+        if sized and prim in VALUE_ONLY:
+            for v in outs:
+                if v.known is not None:
+                    v.sized = tuple(dict.fromkeys((*v.sized, *sized)))
+        return outs
 
     def _fold(self, eqn: object, ins: list[V]) -> list[V] | None:
         """Evaluate an equation on known operands with JAX itself (small results only)."""
         outvars = eqn.outvars  # type: ignore[attr-defined]
-        if sum(prod(v.aval.shape) for v in outvars) > FOLD_LIMIT:
+        params = eqn.params  # type: ignore[attr-defined]
+        if symbolic.active() is not None and _symbolic_eqn(eqn):
+            # folded only where a numeric trace folds (a guard), then at the traced sizes
+            shapes = [symbolic.sizes(v.aval.shape) for v in outvars]
+            if sum(prod(s) for s in shapes) > FOLD_LIMIT:
+                return None
+            for shape in shapes:
+                [int(n) for n in shape]  # specialized: the value has the traced shape
+            params = symbolic.specialized(params)
+        elif sum(prod(v.aval.shape) for v in outvars) > FOLD_LIMIT:
             return None
         prim = eqn.primitive  # type: ignore[attr-defined]
         try:
-            res = prim.bind(*[v.known for v in ins], **eqn.params)  # type: ignore[attr-defined]
-            return [self.known_value(r) for r in (res if prim.multiple_results else [res])]
+            res = prim.bind(*[v.known for v in ins], **params)  # type: ignore[attr-defined]
+            outs = [self.known_value(r) for r in (res if prim.multiple_results else [res])]
         except Exception:  # not evaluable here (a key type, an effect): lower it instead
             return None
+        if any(v.sized for v in ins):
+            _follow_sizes(prim.name, params, ins, outs)
+        return outs
+
+
+def _follow_sizes(prim: str, params: dict, ins: list[V], outs: list[V]) -> None:
+    """Outputs folded from values computed from sizes: their exact entries where the integer
+    arithmetic on sizes can be followed, else the sizes they depend on."""
+    exact = None
+    if len(outs) == 1 and all(v.sym is not None for v in ins if v.sized):
+        exact = symbolic.fold_exact(prim, params, [v.exact() for v in ins])
+    if exact is not None:
+        sizes = tuple(dict.fromkeys(x for x in exact.flat if isinstance(x, Size)))
+        outs[0].sym, outs[0].sized = (exact if sizes else None), sizes
+        return
+    sized = tuple(dict.fromkeys(s for v in ins for s in v.sized))
+    for v in outs:
+        v.sized = sized
+
+
+def _symbolic_eqn(eqn: object) -> bool:
+    """Whether an equation's outputs have symbolic shapes or its parameters hold sizes."""
+    outs = eqn.outvars  # type: ignore[attr-defined]
+    if any(symbolic.has_dims(v.aval.shape) for v in outs):
+        return True
+    return any(
+        symbolic.has_dims(v if isinstance(v, (tuple, list)) else (v,))
+        for v in eqn.params.values()  # type: ignore[attr-defined]
+    )
 
 
 # ---------------------------------------------------------------------------------------------

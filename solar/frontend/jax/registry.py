@@ -34,6 +34,8 @@ HOW_TO_ADD = "see solar/frontend/jax/ops/"
 __all__ = [
     "KINDS",
     "LOWERINGS",
+    "SIZE_AWARE",
+    "VALUE_ONLY",
     "DataDependentError",
     "Rule",
     "UnsupportedDtypeError",
@@ -53,6 +55,14 @@ class Rule:
 def primitive_name(p: object) -> str:
     return p if isinstance(p, str) else str(getattr(p, "name", p))
 
+
+#: primitives whose lowering uses a value known while tracing only as a value (a constant in
+#: the arithmetic, a call's argument), never to decide the loop nests: a value computed from
+#: a symbolic size (``dim_as_value``) may reach them without specializing the size
+VALUE_ONLY: set[str] = set()
+#: primitives whose lowering reads such a value's exact entries (``V.sym``: ints and sizes) or
+#: else specializes its sizes itself (``V.specialize``)
+SIZE_AWARE: set[str] = set()
 
 #: primitive name -> its rule
 LOWERINGS: Registry[str, Rule] = Registry(

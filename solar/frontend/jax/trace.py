@@ -17,6 +17,7 @@ from __future__ import annotations
 import inspect
 import sys
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -25,6 +26,7 @@ from solar.frontend.jax import ops  # noqa: F401  (registers the lowerings)
 from solar.frontend.jax.fusion import group_units
 from solar.frontend.jax.lower import Lowerer, V, to_torch
 from solar.frontend.jax.precision import jax_policy
+from solar.frontend.jax.symbolic import SymbolicDimError, SymbolicDims, sizes
 from solar.frontend.jax.training import assign_phases
 from solar.ir.program import Program
 
@@ -47,6 +49,7 @@ class Prepared:
     names: list[str]  # readable name of each positional argument ("" for a module's state)
     weights: set[int]  # positions whose leaves are weights
     label: str
+    offset: int = 0  # positions before the caller's inputs (an nnx module's state)
 
 
 @dataclass
@@ -107,6 +110,7 @@ def trace_jax(
     precision: str | None = None,
     weights: Sequence[int] | None = None,
     scan: str = "auto",
+    symbolic: SymbolicDims | None = None,
 ) -> JaxTrace:
     """Trace ``fn(*inputs)`` with ``jax.make_jaxpr`` on abstract values and lower it to the
     Affine Loop IR.
@@ -119,6 +123,9 @@ def trace_jax(
     holding weights (default: by argument name, see the module docstring). ``scan``:
     ``"unroll"`` every ``lax.scan``, lower each as ONE looped kernel (``"loop"``), or unroll
     short ones and loop long ones (``"auto"``, see :mod:`solar.frontend.jax.ops.control`).
+    ``symbolic`` makes the dims it names JAX symbolic dimensions (keyed by a positional
+    input's index or a leaf's label, such as ``"params/fc1/weight"``): the program's sizes are
+    then :class:`~solar.symbolic.size.Size` s (see :mod:`solar.frontend.jax.symbolic`).
     """
     import jax
 
@@ -135,10 +142,21 @@ def trace_jax(
             vals[i] = x
         return prep.fn(*jax.tree_util.tree_unflatten(treedef, vals))
 
-    structs = [jax.ShapeDtypeStruct(np.shape(static[i]), _dtype(static[i])) for i in arrays]
-    closed = jax.make_jaxpr(flat)(*structs)
-    jaxpr = closed.jaxpr
+    structs = [
+        jax.ShapeDtypeStruct(_shape(prep, leaves[i], symbolic), _dtype(static[i])) for i in arrays
+    ]
+    if symbolic is not None:
+        symbolic.check_used([_label(prep, leaves[i][0]) for i in arrays])
+        closed = _symbolic_jaxpr(flat, structs)
+    else:
+        closed = jax.make_jaxpr(flat)(*structs)
+    with symbolic.active() if symbolic is not None else nullcontext():
+        return _lower(prep, closed, leaves, arrays, name, policy, scan, weights)
 
+
+def _lower(prep, closed, leaves, arrays, name, policy, scan, weights) -> JaxTrace:
+    """Lower the traced jaxpr ``closed`` (see :func:`trace_jax`)."""
+    jaxpr = closed.jaxpr
     if scan not in ("auto", "unroll", "loop"):
         raise ValueError(f"scan must be 'auto', 'unroll' or 'loop', not {scan!r}")
     lowerer = Lowerer(name or prep.label or "program", policy)
@@ -149,7 +167,7 @@ def trace_jax(
     args: list[V] = []
     for var, i in zip(jaxpr.invars, arrays, strict=True):
         path, leaf = leaves[i]
-        shape = tuple(int(s) for s in np.shape(leaf))
+        shape = sizes(var.aval.shape)
         if var not in used:  # never read: not declared (PRNG keys of an nnx module, say)
             args.append(V(shape, str(_dtype(leaf))))
             continue
@@ -175,6 +193,68 @@ def trace_jax(
         leaf_index,
         weights,
     )
+
+
+def _keys(prep: Prepared, path: tuple) -> list[object]:
+    """What a leaf is called: its label, and its position among the caller's inputs when the
+    argument is that one array."""
+    keys: list[object] = [_label(prep, path)]
+    if len(path) == 1 and path[0] >= prep.offset:
+        keys.append(path[0] - prep.offset)
+    return keys
+
+
+def _shape(prep: Prepared, leaf: tuple[tuple, object], symbolic: SymbolicDims | None) -> tuple:
+    """The leaf's shape as traced: its named dims JAX symbolic dimensions."""
+    path, value = leaf
+    shape = tuple(int(s) for s in np.shape(value))
+    if symbolic is None:
+        return shape
+    keys = _keys(prep, path)
+    return symbolic.shape(keys, shape, f"input {keys[0]!r}")
+
+
+def resized(
+    fn: object, inputs: object, places: dict[tuple[object, int], str], values: dict[str, int]
+) -> tuple:
+    """``inputs`` with each dim that ``places`` names (``{(input, dim): name}``, as
+    :class:`~solar.frontend.jax.symbolic.SymbolicDims` takes them) of size ``values[name]``:
+    marked leaves become ``ShapeDtypeStruct`` s (a numeric trace at other sizes)."""
+    import jax
+
+    prep = prepare(fn, inputs)
+    args = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
+    flat, treedef = jax.tree_util.tree_flatten(args)
+    leaves = _leaves(prep.args)  # an nnx module's state leaves come first
+    out = []
+    for (path, leaf), value in zip(leaves[len(leaves) - len(flat) :], flat, strict=True):
+        keys = _keys(prep, path)
+        shape = list(np.shape(leaf))
+        hit = False
+        for d in range(len(shape)):
+            name = next((places[(k, d)] for k in keys if (k, d) in places), None)
+            if name is not None:
+                shape[d], hit = values[name], True
+        out.append(jax.ShapeDtypeStruct(tuple(shape), _dtype(leaf)) if hit else value)
+    return tuple(jax.tree_util.tree_unflatten(treedef, out))
+
+
+def _symbolic_jaxpr(flat: Callable[..., object], structs: list) -> object:
+    """``jax.make_jaxpr`` on structs with symbolic dims; JAX's refusal in one line."""
+    import jax
+
+    try:
+        return jax.make_jaxpr(flat)(*structs)
+    except Exception as e:
+        if type(e).__name__ != "InconclusiveDimensionOperation" and not isinstance(
+            e, (TypeError, ValueError)
+        ):
+            raise
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise SymbolicDimError(
+            f"JAX cannot trace the program with these sizes as symbols: {first} (the program "
+            "decides something from a marked size); mark fewer sizes or bound it numerically"
+        ) from e
 
 
 # ---------------------------------------------------------------------------------------------
@@ -206,7 +286,7 @@ def prepare(fn: object, inputs: object, weights: Sequence[int] | None = None) ->
             return nnx.merge(graphdef, state)(*xs)
 
         names = ["", *_argument_names(type(fn).__call__, len(args), skip_self=True)]
-        return Prepared(run, (state, *args), names, {0}, type(fn).__name__)
+        return Prepared(run, (state, *args), names, {0}, type(fn).__name__, offset=1)
     call = fn.apply if kind == "linen" else fn  # type: ignore[attr-defined]
     if not callable(call):
         raise TypeError(f"cannot trace a {type(fn).__name__}: not callable")

@@ -15,6 +15,8 @@ equation's parameters, and emits statements with ``ctx.statement``.
   indices
 - ``control``: jit/pjit, closed_call, remat, custom_jvp_call, custom_vjp_call (inlined), scan,
   while, cond
+- ``dims``: dim_as_value (a symbolic size read as a value), the primitives that use known
+  values only as values
 - ``complex``: complex, real, imag, conj, abs of complex arrays
 - ``spectral``: fft (jnp.fft), one cuFFT kernel
 - ``linalg``: lu, cholesky, triangular_solve, qr, eigh, svd, lu_pivots_to_permutation,
@@ -27,6 +29,7 @@ from solar.frontend.jax.ops import (  # noqa: F401  (registration side effects)
     complex,  # imports elementwise first: its abs (complex operands) wins
     contraction,
     control,
+    dims,
     elementwise,
     linalg,
     random,

@@ -28,6 +28,7 @@ from solar.frontend.jax.lower import LoweringContext, V, contiguous_strides
 from solar.frontend.jax.registry import DataDependentError, lowering
 from solar.ir.affine import Affine, AffineLike
 from solar.ir.scalar import Const, Expr, Index, Indirect, Load, call
+from solar.symbolic.size import integer
 
 # ---------------------------------------------------------------------------------------------
 # views
@@ -57,7 +58,7 @@ def view_strides(
     order, or None if that is not a strided view (torch's ``computeStride``)."""
     if prod(new) <= 1 or prod(old) == 0:
         return [0] * len(new)
-    old = [int(s) for s in old]
+    old = [integer(s) for s in old]
     newstride = [0] * len(new)
     view_d = len(new) - 1
     chunk = strides[-1]
@@ -182,14 +183,26 @@ def starts_of(
     arithmetic)."""
     out: list[int | Expr] = []
     for s, n, k in zip(starts, shape, sizes, strict=True):
-        v = s.scalar()
+        v = exact_scalar(s)
         if v is not None:
-            out.append(min(max(int(v), 0), int(n) - int(k)))
+            out.append(min(max(v, 0), integer(n) - integer(k)))
         else:
             t = ctx.tensor(s)
             e = Load(t.name, (Affine.of(0),) * t.ndim)
             out.append(call("minimum", call("maximum", e, Const(0)), Const(int(n) - int(k))))
     return out
+
+
+def exact_scalar(v: V) -> int | None:
+    """A known scalar index as an int, exact when it was computed from symbolic sizes (a
+    :class:`~solar.symbolic.size.Size`, or else the sizes specialize); None when unknown."""
+    if v.sym is not None and v.sym.size == 1:
+        return v.sym.reshape(-1)[0]
+    x = v.scalar()
+    if x is None:
+        return None
+    v.specialize()
+    return int(x)
 
 
 def entry(start: int | Expr, d: AffineLike) -> Affine | Indirect:
@@ -348,6 +361,9 @@ def gather(
     if idx.known is None or tuple(getattr(dn, "operand_batching_dims", ())):
         traced_gather(ctx, x, idx, dn, slice_sizes, mode, fill_value)
         return
+    if idx.sym is not None and gather_view(ctx, x, idx.sym, dn, slice_sizes, mode):
+        return
+    idx.specialize()
     ind = _known_indices(ctx, idx)
     out = ctx.out()
     batch_shape = ind.shape[:-1]
@@ -358,8 +374,8 @@ def gather(
     for j, d in enumerate(dn.start_index_map):
         starts[..., d] = ind[..., j]
     clip = "FILL_OR_DROP" not in str(mode)
-    limit = np.array([n - k for n, k in zip(x.shape, slice_sizes, strict=True)])
-    inb = np.all((starts >= 0) & (starts <= limit), axis=-1)
+    limit = np.array([int(n - k) for n, k in zip(x.shape, slice_sizes, strict=True)])
+    inb = np.asarray(np.all((starts >= 0) & (starts <= limit), axis=-1))
     if clip:
         starts = np.clip(starts, 0, limit)
         inb[...] = True
@@ -402,6 +418,23 @@ def gather(
         ctx.statement(loop, out, oindex, ctx.operand_at(x, index, out.dtype))
 
 
+def gather_view(ctx: LoweringContext, x: V, starts, dn, slice_sizes, mode) -> bool:
+    """A gather of one window at starts computed from symbolic sizes (``x[:, -1]`` of a
+    symbolic dim) as the view a numeric trace makes of it (a slice); False where it is not
+    one window (clamped in bounds, as XLA does)."""
+    if starts.ndim != 1 or "FILL_OR_DROP" in str(mode):
+        return False
+    start = [0] * x.ndim
+    for j, d in enumerate(dn.start_index_map):
+        start[d] = min(max(starts[j], 0), x.shape[d] - slice_sizes[d])
+    window = [d for d in range(x.ndim) if d not in dn.collapsed_slice_dims]
+    t, strides, offset = layout(ctx, x)
+    offset += sum(s * st for s, st in zip(start, strides, strict=True))
+    shape = ctx.out_avals[0][0]
+    ctx.set_out(0, ctx.view(t, shape, [strides[d] for d in window], offset), x)
+    return True
+
+
 SCATTERS = {"scatter": None, "scatter-add": "sum", "scatter_add": "sum", "scatter-mul": "prod",
             "scatter_mul": "prod", "scatter-min": "min", "scatter_min": "min",
             "scatter-max": "max", "scatter_max": "max"}  # fmt: skip
@@ -431,10 +464,10 @@ def scatter(
     starts = np.zeros((*batch_shape, x.ndim), dtype=np.int64)
     for j, d in enumerate(dn.scatter_dims_to_operand_dims):
         starts[..., d] = ind[..., j]
-    limit = np.array([n - k for n, k in zip(x.shape, wsize, strict=True)])
+    limit = np.array([int(n - k) for n, k in zip(x.shape, wsize, strict=True)])
     if "CLIP" in str(mode):
         starts = np.clip(starts, 0, limit)
-    inb = np.all((starts >= 0) & (starts <= limit), axis=-1)
+    inb = np.asarray(np.all((starts >= 0) & (starts <= limit), axis=-1))
     dims = dims_of(updates.shape)
     wdims = {d: dims[k] for d, k in zip(window, uwin, strict=True)}
     bdims = [dims[k] for k in ubatch]
