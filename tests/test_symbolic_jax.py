@@ -165,3 +165,14 @@ def test_jax_dimension_expressions_in_sympy():
     A, B = symbol("a"), symbol("b")
     assert t == 2 * A * B + sympy.floor(A / 3) + sympy.Mod(B, 5) - 1
     assert to_sympy(export.symbolic_shape("max(a, b)")[0]) == sympy.Max(A, B)
+
+
+def test_solar_bound_takes_symbolic_sizes_of_a_jax_function():
+    """The public entry point: ``solar.bound(fn, inputs, hw, symbolic=...)`` of a JAX function
+    is the same SymbolicBound as ``bound_symbolic_jax``."""
+    fn, inputs = twin("jax_twin_attention")
+    marks = {"batch": (1, 0), "seq": (1, 1)}
+    fresh_caches()
+    b = solar.bound(fn, inputs, "H100", symbolic=marks)
+    assert b.formula("bytes_fused") == symbolic(fn, inputs, marks).formula("bytes_fused")
+    assert b.crossovers("seq", "fused", batch=4) == [(90, "dram", "tensor")]

@@ -49,11 +49,12 @@ def bound_symbolic(
     """:func:`solar.bound` with the sizes ``marks`` names as symbols (PyTorch programs)."""
     from solar.api import framework_of
 
-    if framework_of(model, inputs, kwargs, framework) != "torch":
-        raise NotImplementedError(
-            "symbolic sizes are traced for PyTorch programs; a JAX function is bounded at "
-            "one size (solar.bound without symbolic=)"
-        )
+    if framework_of(model, inputs, kwargs, framework) == "jax":
+        from solar.symbolic.jax import bound_symbolic_jax
+
+        if kwargs:
+            raise ValueError("symbolic JAX bounds take positional inputs only (kwargs=)")
+        return bound_symbolic_jax(model, inputs, hw, marks, precision=precision, name=name)
     from solar.api import gc_paused
     from solar.frontend.torch.symbolic import SymbolicShapes
     from solar.frontend.torch.trace import trace_torch
