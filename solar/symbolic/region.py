@@ -10,8 +10,6 @@ size was used as a plain number, e.g. a Python loop over it) and is reported as 
 from __future__ import annotations
 
 import contextlib
-import math
-import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -19,11 +17,10 @@ from functools import cached_property
 import numpy as np
 import sympy
 
+from solar.symbolic.numeric import compile_exprs
 from solar.symbolic.size import IntGcd
 
 _TOL = 1e-9  # relative: guards between times are compared to rounding
-_SCALAR = [{"IntGcd": math.gcd, "floor": math.floor, "Mod": operator.mod}, "math"]
-_VECTOR = [{"IntGcd": np.gcd, "floor": np.floor, "Mod": np.mod}, "numpy"]
 
 
 @dataclass(frozen=True)
@@ -75,12 +72,12 @@ class Region:
     @cached_property
     def _scalar(self):
         exprs = [e for _, d, sc, _ in self._parts for e in (d, sc)]
-        return sympy.lambdify(self.symbols, exprs, modules=_SCALAR)
+        return compile_exprs(self.symbols, exprs, exact=True)
 
     @cached_property
     def _vector(self):
         exprs = [e for _, d, sc, _ in self._parts for e in (d, sc)]
-        return sympy.lambdify(self.symbols, exprs, modules=_VECTOR)
+        return compile_exprs(self.symbols, exprs)
 
     def _values(self, args: list, vector: bool) -> list[tuple[object, object]]:
         v = (self._vector if vector else self._scalar)(*args)
