@@ -141,9 +141,8 @@ class SymbolicBound(Bound):
                 raise ValueError(f"size {k} must be a positive integer, got {v!r}")
         return {symbol(k): int(v) for k, v in merged.items()}
 
-    def piece_at(self, **sizes: int) -> Piece:
-        """The piece holding the point (analysed now if no piece recorded so far does)."""
-        point = self._point(sizes)
+    def _inside(self, point: Mapping[sympy.Symbol, int]) -> None:
+        """Raise :class:`OutsideRegionError` naming the first count guard false at ``point``."""
         failed = self.counts_region.failing(point) if self.counts_region else None
         if failed is not None:
             where = f" ({failed.where})" if failed.where else ""
@@ -151,6 +150,11 @@ class SymbolicBound(Bound):
                 f"{_point_text(point)} is outside the sizes this trace counts exactly: "
                 f"{failed.relation} does not hold{where}; bound the program at that size"
             )
+
+    def piece_at(self, **sizes: int) -> Piece:
+        """The piece holding the point (analysed now if no piece recorded so far does)."""
+        point = self._point(sizes)
+        self._inside(point)
         for p in self._pieces:
             if p.region.holds(point):
                 return p
@@ -175,6 +179,18 @@ class SymbolicBound(Bound):
         out = evaluate(piece.bound, point)
         assert isinstance(out, Bound)
         return out
+
+    def numeric_at(self, **sizes: int) -> Bound:
+        """The numeric Bound at these sizes from the graph evaluated there and analysed as
+        numbers (equal to :meth:`at`; no piece is recorded: for one point away from the
+        pieces met so far, a numeric analysis is much cheaper than a symbolic one)."""
+        from solar.backend.analyze import analyze
+        from solar.graph.types import graph_info
+
+        point = self._point(sizes)
+        self._inside(point)
+        g = evaluate(self._graph, point)
+        return analyze(g, self._spec, notes=list(graph_info(g).trace_notes) or None)
 
     def values(self, quantity: str, size: str, values: Sequence[int], **fixed: int) -> np.ndarray:
         """``quantity`` at each value of ``size`` (the other sizes at ``fixed`` or their traced
@@ -282,7 +298,7 @@ class SymbolicBound(Bound):
         grow with sizes: bisection on exact evaluations), or None when even 1 is slower."""
 
         def ok(x: int) -> bool:
-            return self.at(**{**fixed, size: x}).time(level) <= target_s
+            return self.numeric_at(**{**fixed, size: x}).time(level) <= target_s
 
         first, hi = self._span(size, 1, hi, fixed)
         if not ok(first):
