@@ -17,13 +17,15 @@ PACKAGE = ROOT / "solar"
 #: lowest first; a module may import from its own layer and every layer below it
 LAYERS: list[tuple[str, ...]] = [
     # formatting helpers, the results' bridge to their views; symbolic sizes (ints and floats
-    # that carry their formula), the regions where formulas hold, walks that evaluate them
+    # that carry their formula), the regions where formulas hold, walks that evaluate them,
+    # expressions compiled for evaluation at many points
     (
         "solar.fmt",
         "solar.viewable",
         "solar.symbolic.size",
         "solar.symbolic.region",
         "solar.symbolic.walk",
+        "solar.symbolic.numeric",
     ),
     ("solar.ir", "solar.hw"),  # the Affine Loop IR (pure data, no torch or jax); GPU specs
     ("solar.interp",),  # interpreters of the IR on a framework's arrays (torch)
