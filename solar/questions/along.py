@@ -7,6 +7,12 @@ trace), and evaluates that piece's expressions at all its points at once
 (:func:`solar.symbolic.numeric.compile_exprs`): counts exactly (Python integers), times in
 float64. Each row is what :func:`solar.bound` gives at that size: counts equal, times to
 rounding.
+
+Where the analysis specializes the size (uses it as a plain number: a piece then holds at
+one point only, e.g. the critical-path walk over a recurrence's steps), a symbolic analysis
+per point would cost more than it saves: those points are taken from the trace's graph
+evaluated at each and analysed as numbers (:meth:`SymbolicBound.numeric_at`: exact, no new
+trace), and :attr:`Along.specialized` says where.
 """
 
 from __future__ import annotations
@@ -33,7 +39,9 @@ COUNTS = ("flops", "bytes_fused", "bytes_cache_aware", "peak_memory")
 class Along:
     """Rows of one size's values: ``inside`` marks those the formulas answer; ``columns``
     holds each time and count there (a time NaN and a count None outside), ``bound_by`` each
-    level's binding term (None outside); ``pieces``: how many pieces the values met."""
+    level's binding term (None outside); ``pieces``: how many pieces the values met;
+    ``numeric``: the points analysed as numbers, because the analysis specializes the size
+    (at ``specialized``: the place it does)."""
 
     size: str
     values: np.ndarray
@@ -41,6 +49,12 @@ class Along:
     columns: dict[str, np.ndarray]
     bound_by: dict[str, np.ndarray]
     pieces: int
+    numeric: np.ndarray
+    specialized: str = ""
+
+    def source(self, i: int) -> str:
+        """``"formula"``, ``"graph"`` (analysed as numbers) or ``"outside"``."""
+        return "outside" if not self.inside[i] else "graph" if self.numeric[i] else "formula"
 
     def row(self, i: int) -> dict[str, object]:
         """Row ``i`` as a dict of the quantity names (and ``<level>_bound_by``)."""
@@ -67,11 +81,19 @@ def along(b: SymbolicBound, size: str, values: Sequence[int], **fixed: int) -> A
     columns.update({q: np.full(xs.shape, None, dtype=object) for q in COUNTS})
     bound_by = {lv: np.full(xs.shape, None, dtype=object) for lv in LEVELS}
     todo = inside.copy()
+    numeric = np.zeros(xs.shape, dtype=bool)
+    specialized = ""
     seen: set[int] = set()
     while todo.any():
         first = int(np.flatnonzero(todo)[0])
         piece = b.piece_at(**{**fixed, size: int(xs[first])})
         seen.add(id(piece))
+        specialized = piece.region.specializations.get(size, "")
+        if specialized:  # a piece per point: analyse each point as numbers instead
+            for i in np.flatnonzero(todo):
+                _put(columns, bound_by, i, b.numeric_at(**{**fixed, size: int(xs[i])}))
+            numeric, todo = todo.copy(), np.zeros(xs.shape, dtype=bool)
+            break
         mine = todo & piece.region.holds_many(arrays)
         mine[first] = True
         args = [arrays[k][mine] for k in symbols]
@@ -85,7 +107,24 @@ def along(b: SymbolicBound, size: str, values: Sequence[int], **fixed: int) -> A
         for lv in LEVELS:
             bound_by[lv][mine] = getattr(piece.bound, f"{lv}_bound_by")
         todo &= ~mine
-    return Along(size, xs, inside, columns, bound_by, len(seen))
+    return Along(size, xs, inside, columns, bound_by, len(seen), numeric, specialized)
+
+
+def _put(columns: dict, bound_by: dict, i: int, b: Bound) -> None:
+    """Row ``i`` from a numeric Bound."""
+    for q in TIMES:
+        columns[q][i] = b.time(q)
+    for q in COUNTS:
+        columns[q][i] = count_of(b, q)
+    for lv in LEVELS:
+        bound_by[lv][i] = b.bound_by(lv)
+
+
+def count_of(b: Bound, quantity: str) -> int:
+    """A count of :data:`COUNTS` read off a numeric Bound."""
+    if quantity == "flops":
+        return sum(b.flops.values())
+    return QUANTITIES[quantity](b)
 
 
 def _count(bound: Bound, quantity: str) -> sympy.Expr:

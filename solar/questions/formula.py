@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from solar.backend.result import Bound
-from solar.questions.along import COUNTS, TIMES, Along, along
+from solar.questions.along import COUNTS, TIMES, Along, along, count_of
 from solar.questions.executors import one_line
 from solar.questions.marks import size_marks
 from solar.symbolic.result import SymbolicBound
@@ -84,10 +84,16 @@ def formula_points(
         sb = bound_symbolic(model, inputs, spec, {param: places}, precision=precision, name=name)
     except Exception as e:  # the program cannot be traced with the size as a symbol
         return FormulaPoints(f"tracing with {param} as a symbol failed: {one_line(e)}")
-    rows = along(sb, param, list(sizes))  # type: ignore[arg-type]
+    try:
+        rows = along(sb, param, list(sizes))  # type: ignore[arg-type]
+    except Exception as e:  # a formula that does not evaluate: say so, trace every point
+        return FormulaPoints(f"evaluating the formulas of {param} failed: {one_line(e)}")
     inside = sorted({int(n) for n, ok in zip(rows.values, rows.inside, strict=True) if ok})
     others = [n for n in inside if n != n0]
     if not others:
+        where = sb.counts_region.specializations.get(param) if sb.counts_region else None
+        if where:
+            return FormulaPoints(f"the trace specializes {param} (a plain number at {where})")
         found = FormulaPoints("", sb, n0, rows)
         return FormulaPoints(
             f"the trace's formulas hold at no other {param} of the sweep "
@@ -108,21 +114,12 @@ def formula_points(
 
 def _differs(row: dict, b: Bound) -> str:
     """The first quantity of a formula row that differs from a traced Bound, as text."""
-    traced = {
-        "unfused": b.unfused,
-        "fused": b.fused,
-        "cache_aware": b.cache_aware,
-        "flops": sum(b.flops.values()),
-        "bytes_fused": b.bytes_fused,
-        "bytes_cache_aware": b.bytes_cache_aware,
-        "peak_memory": b.memory.peak_bytes if b.memory else 0,
-    }
     for q in COUNTS:
-        a, t = row[q], traced[q]
+        a, t = row[q], count_of(b, q)
         same = a == t if isinstance(t, int) else math.isclose(a, t, rel_tol=REL_TOL)
         if not same:
             return f"{q} {a} vs {t}"
     for q in TIMES:
-        if not math.isclose(row[q], traced[q], rel_tol=REL_TOL):
-            return f"{q} {row[q]:.6g} s vs {traced[q]:.6g} s"
+        if not math.isclose(row[q], b.time(q), rel_tol=REL_TOL):
+            return f"{q} {row[q]:.6g} s vs {b.time(q):.6g} s"
     return ""

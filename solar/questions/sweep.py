@@ -37,7 +37,8 @@ MIN_FORMULA_POINTS = 8
 @dataclass(frozen=True)
 class SweepPoint:
     """One size of a sweep: its three bounds and what binds them, its work, DRAM bytes and
-    peak memory, and where the numbers come from (``"formula"`` or ``"traced"``)."""
+    peak memory, and where the numbers come from: ``"formula"``, ``"graph"`` (the symbolic
+    trace's graph evaluated at this size and analysed as numbers) or ``"traced"``."""
 
     size: object
     unfused: float
@@ -69,7 +70,7 @@ class SweepPoint:
         )
 
     @staticmethod
-    def of_row(size: object, row: dict) -> SweepPoint:
+    def of_row(size: object, row: dict, source: str = "formula") -> SweepPoint:
         """From a row of :func:`solar.questions.along.along`."""
         return SweepPoint(
             size,
@@ -83,7 +84,7 @@ class SweepPoint:
             row["bytes_fused"],
             row["bytes_cache_aware"],
             row["peak_memory"],
-            "formula",
+            source,
         )
 
     def time(self, level: str) -> float:
@@ -224,7 +225,8 @@ def sweep(
     for i, n in enumerate(sizes):
         from_formula = found is not None and found.along is not None and n not in traced
         if from_formula and found.along.inside[i]:  # type: ignore[union-attr]
-            points.append(SweepPoint.of_row(n, found.along.row(i)))  # type: ignore[union-attr]
+            a = found.along  # type: ignore[union-attr]
+            points.append(SweepPoint.of_row(n, a.row(i), a.source(i)))
             continue
         if n not in traced:
             traced[n] = trace(n, build(n))
@@ -254,10 +256,17 @@ def _how(sizes: list, points: list[SweepPoint], found, param: str, symbolic) -> 
         else:
             why = f"a formula is tried from {MIN_FORMULA_POINTS} sizes, or with symbolic=True"
         return f"{_n(n_traced, 'point')} traced, one trace each ({why})"
-    n_formula = sum(p.source == "formula" for p in points)
+    n_formula = sum(p.source in ("formula", "graph") for p in points)
     at = f"{param}={found.traced_at}"
-    text = f"{_n(n_formula, 'point')} from one symbolic trace at {at} (formula, "
-    text += f"{_n(found.along.pieces, 'piece')}), {_n(n_traced, 'point')} traced"
+    a = found.along
+    how = f"formula, {_n(a.pieces, 'piece')}"
+    if any(p.source == "graph" for p in points):
+        how = (
+            f"its graph analysed as numbers at each: the analysis specializes {param} at "
+            f"{a.specialized}"
+        )
+    text = f"{_n(n_formula, 'point')} from one symbolic trace at {at} ({how}), "
+    text += f"{_n(n_traced, 'point')} traced"
     parts = [f"{param}={n} checks the formula" for n in found.checked]
     outside = sorted({p.size for p in points if p.source == "traced"} - set(found.checked))
     if outside:

@@ -105,9 +105,29 @@ def compile_exprs(
     symbols: Sequence[sympy.Symbol], exprs: Sequence[sympy.Basic], *, exact: bool = False
 ) -> Callable[..., list]:
     """``f(*values) -> [value of each expression]``, ``values`` one per symbol (numbers, or
-    arrays that broadcast together); see the module docstring for ``exact``."""
-    gen = _Writer(list(symbols), exact)
-    outs = [gen.name(sympy.sympify(e)) for e in exprs]
+    arrays that broadcast together); see the module docstring for ``exact``. Where an
+    expression divides by zero (a guard of a quotient, at a size where its divisor is 0)
+    its value is NaN (floats: every comparison with it is false)."""
+    exprs = [sympy.sympify(e) for e in exprs]
+    fast = _function(list(symbols), exprs, exact)
+    floats: list[Callable[..., list]] = []
+
+    def run(*values: object) -> list:
+        try:
+            with np.errstate(all="ignore"):
+                return fast(*values)
+        except ZeroDivisionError:  # exact ints: evaluate as floats (x/0 -> inf or NaN)
+            if not floats:
+                floats.append(_function(list(symbols), exprs, False))
+            with np.errstate(all="ignore"):
+                return floats[0](*values)
+
+    return run
+
+
+def _function(symbols: list[sympy.Symbol], exprs: list[sympy.Basic], exact: bool):
+    gen = _Writer(symbols, exact)
+    outs = [gen.name(e) for e in exprs]
     params = ", ".join(f"a{i}" for i in range(len(symbols)))
     body = [f"def _compiled({params}):"]
     if symbols:
@@ -163,6 +183,7 @@ class _Writer:
         if e.is_Add or e.is_Mul:
             return (" + " if e.is_Add else " * ").join(self.name(a) for a in e.args)
         fn = _CALLS.get(type(e)) or next((f for t, f in _CALLS.items() if isinstance(e, t)), None)
+        fn = fn or _BY_NAME.get(type(e).__name__)
         if fn is not None:
             return fn([self.name(a) for a in e.args])
         return self._fallback(e)
@@ -200,4 +221,14 @@ _CALLS: dict[type, Callable[[list[str]], str]] = {
     sympy.Max: lambda a: _fold("maximum", a),
     sympy.Min: lambda a: _fold("minimum", a),
     sympy.Abs: lambda a: f"abs({a[0]})",
+}
+
+#: PyTorch's integer functions (``torch.utils._sympy.functions``), by name: guards that reach
+#: a region untranslated still evaluate (this module imports no framework)
+_BY_NAME: dict[str, Callable[[list[str]], str]] = {
+    "FloorDiv": lambda a: f"({a[0]} // {a[1]})",
+    "CleanDiv": lambda a: f"({a[0]} // {a[1]})",
+    "ModularIndexing": lambda a: f"(({a[0]} // {a[1]}) % {a[2]})",
+    "PythonMod": lambda a: f"({a[0]} % {a[1]})",
+    "CeilDiv": lambda a: f"(-(-{a[0]} // {a[1]}))",
 }
