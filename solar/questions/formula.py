@@ -54,6 +54,16 @@ class FormulaPoints:
         return {**self.bound.sizes, self.along.size: n}
 
 
+def probe_sizes(sizes: Sequence[int]) -> tuple[int, int] | None:
+    """``(n0, n1)``: the size to trace at (the median of the sizes >= 2) and the other one the
+    program is built at (the largest), or None with fewer than two sizes >= 2."""
+    usable = sorted({n for n in sizes if n >= 2})
+    if len(usable) < 2:
+        return None
+    n0 = usable[len(usable) // 2]
+    return n0, (usable[-1] if usable[-1] != n0 else usable[0])
+
+
 def formula_points(
     build: Callable[[int], tuple[object, tuple]],
     trace: Callable[[int, tuple[object, tuple]], Bound],
@@ -70,11 +80,10 @@ def formula_points(
         return FormulaPoints(f"the sizes of {param} are not all positive integers")
     if not param.isidentifier():
         return FormulaPoints(f"{param!r} cannot name a symbol (not an identifier)")
-    usable = sorted({n for n in sizes if n >= 2})  # type: ignore[operator]
-    if len(usable) < 2:
+    probes = probe_sizes(sizes)  # type: ignore[arg-type]
+    if probes is None:
         return FormulaPoints(f"fewer than two sizes of {param} above 1")
-    n0 = usable[len(usable) // 2]
-    n1 = usable[-1] if usable[-1] != n0 else usable[0]
+    n0, n1 = probes
     built0, built1 = build(n0), build(n1)
     places, why = size_marks(param, built0, built1, n0, n1)
     if places is None:
