@@ -174,6 +174,10 @@ def measure(workloads: list[str], repeat: int) -> list[dict]:
         runs: dict[str, list[dict]] = {s: [] for s in STAGES}
         for _ in range(repeat):
             for s in STAGES:
+                sym = runs["symbolic"][-1] if s == "sweep" else {}
+                if "why" in sym or "error" in sym:  # the sweep would re-trace every point
+                    runs[s].append({"skipped": "no formula: the sweep traces every point"})
+                    continue
                 runs[s].append(_child(w, s))
         key = {"symbolic": "trace_s", "sweep": "sweep_s", "numeric": "trace_s"}
         row = {"workload": w}
@@ -206,7 +210,7 @@ def _line(row: dict) -> str:
         f"| {row['workload']} | {param} | {_s(sym.get('trace_s'))} | {_s(num.get('trace_s'))} | "
         f"{'-' if ratio is None else f'{ratio:.1f}x'} | {evaluated} | {_s(sw.get('sweep_s'))} | "
         f"{_s(retrace)} | {'-' if speed is None else f'{speed:.0f}x'} | "
-        f"{sw.get('how') or sw.get('error', '')} |"
+        f"{sw.get('how') or sw.get('error') or sw.get('skipped', '')} |"
     )
 
 
