@@ -26,9 +26,9 @@ def map_values(obj: object, fn: Callable[[object], object], memo: dict | None = 
     memo = {} if memo is None else memo
     key = id(obj)
     if key in memo:
-        return memo[key]
+        return memo[key][1]
     out = _map(obj, fn, memo)
-    memo[key] = out
+    memo[key] = (obj, out)  # obj kept alive: an id names one object only while it lives
     return out
 
 
