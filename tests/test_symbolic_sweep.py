@@ -192,3 +192,17 @@ def test_parse_sweep_takes_lists_and_ranges():
     assert parse_sweep("S=64..256:64,1000") == ("S", [64, 128, 192, 256, 1000])
     with pytest.raises(ValueError, match="NAME=lo..hi"):
         parse_sweep("S=5..1")
+
+
+def test_a_walk_memo_never_answers_for_a_freed_object():
+    """map_values' memo is keyed by object ids: temporaries walked one after another (each
+    node's attribute dict while a graph is rehinted) share an address once the first is
+    freed, and must still get their own results (a rehinted graph took another node's
+    attributes)."""
+    from solar.symbolic.size import Size
+    from solar.symbolic.walk import map_values
+
+    memo: dict = {}
+    n = symbol("n")
+    out = [map_values({"i": i, "s": Size(i + 1, n)}, lambda v: 10, memo) for i in range(20)]
+    assert [o["i"] for o in out] == list(range(20))
