@@ -364,21 +364,8 @@ def bound(
     """
     _reject_plan_keywords("bound", plan_keywords)
     if symbolic is not None:
-        from solar.symbolic.trace import bound_symbolic
-
-        if observe or routing != "any":
-            raise ValueError(
-                "symbolic= takes the sizes as symbols: observe= and routing= do not apply"
-            )
-        return bound_symbolic(
-            model,
-            inputs,
-            hw,
-            symbolic,
-            kwargs=kwargs,
-            precision=precision,
-            name=name,
-            framework=framework,
+        return _bound_symbolic(
+            model, inputs, hw, symbolic, kwargs, precision, name, framework, observe, routing
         )
     spec = load_spec(hw)
     with gc_paused():
@@ -392,6 +379,27 @@ def bound(
             **_sizes(observe, routing),
         )
         return bound_graph(program, g, spec)
+
+
+def _bound_symbolic(model, inputs, hw, marks, kwargs, precision, name, framework, observe, routing):
+    """:func:`bound` with ``symbolic=``: one symbolic trace of the program's framework."""
+    if observe or routing != "any":
+        raise ValueError("symbolic= takes the sizes as symbols: observe= and routing= do not apply")
+    if framework_of(model, inputs, kwargs, framework) == "jax":
+        from solar.symbolic.jax import bound_symbolic_jax
+
+        if kwargs:
+            raise ValueError("symbolic= of a JAX function takes positional inputs only (kwargs=)")
+        with gc_paused():
+            return bound_symbolic_jax(
+                model, inputs, hw, marks, precision=precision, name=name, numeric=bound
+            )
+    from solar.symbolic.trace import bound_symbolic
+
+    with gc_paused():
+        return bound_symbolic(
+            model, inputs, hw, marks, kwargs=kwargs, precision=precision, name=name, numeric=bound
+        )
 
 
 def _reject_plan_keywords(fn: str, keywords: dict) -> None:

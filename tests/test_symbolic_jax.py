@@ -38,7 +38,7 @@ def numeric(fn, inputs, *shape: int):
 
 def symbolic(fn, inputs, marks):
     fresh_caches()
-    return bound_symbolic_jax(fn, inputs, "H100", marks)
+    return bound_symbolic_jax(fn, inputs, "H100", marks, numeric=solar.bound)
 
 
 def test_mlp_formula_equals_numeric_bounds_at_random_tokens():

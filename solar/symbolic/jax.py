@@ -7,17 +7,17 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
+from solar.symbolic.marks import Marks, mark_dims
 from solar.symbolic.region import Region
 from solar.symbolic.result import SymbolicBound
 from solar.symbolic.size import recording, symbol
-from solar.symbolic.trace import Marks, _dims
 
 
 def places(marks: Marks) -> dict[tuple[object, int], str]:
     """``{(input, dim): name}`` of ``marks``: ``input`` a positional input's index (an array
     argument) or a leaf's label (``"x"``, ``"params/fc1/weight"``)."""
     out: dict[tuple[object, int], str] = {}
-    for (binding, d), (name, _) in _dims(marks).items():
+    for (binding, d), (name, _) in mark_dims(marks).items():
         leaf = binding[1] if isinstance(binding, tuple) and binding[0] == "input" else binding
         out[(leaf, d)] = name
     return out
@@ -32,13 +32,14 @@ def bound_symbolic_jax(
     precision: str | None = None,
     name=None,
     constraints: Sequence[str] = (),
+    numeric=None,
 ) -> SymbolicBound:
     """:func:`solar.bound` of a JAX function (or Flax module) with the sizes ``marks`` names as
     symbols: ``{"batch": (1, 0), "seq": [(1, 1), ("params/pos", 0)]}`` (an input's position
     or label, and its dim). ``constraints``: JAX constraints on the sizes (``"seq >= 16"``);
     they and the lowering's decisions are the formula's guards. Outside the guards,
-    :meth:`~solar.symbolic.result.SymbolicBound.at` traces the program again at those sizes."""
-    from solar.api import gc_paused
+    :meth:`~solar.symbolic.result.SymbolicBound.at` traces the program again at those sizes
+    with ``numeric`` (``solar.bound``; None: no retrace)."""
     from solar.frontend.jax.symbolic import SymbolicDims
     from solar.frontend.jax.trace import trace_jax
     from solar.graph.lift import lift
@@ -48,24 +49,24 @@ def bound_symbolic_jax(
     spec = load_spec(hw)
     where = places(marks)
     dims = SymbolicDims(where, constraints)
-    with gc_paused(), recording() as rec:
+    with recording() as rec:
         traced = trace_jax(fn, inputs, name=name, precision=precision, symbolic=dims)
         dims.record_guards(rec)
         g = lift(traced.program, verified=True)
     set_graph_info(g, dataclasses.replace(graph_info(g), trace_notes=tuple(traced.assumptions)))
     symbols = [symbol(n) for n in dims.values]
     b = SymbolicBound.of(g, spec, Region.of(symbols, rec.guards), dims.values)
-    b.retrace = _retrace(fn, inputs, spec, where, precision=precision, name=name)
+    if numeric is not None:
+        b.retrace = _retrace(numeric, fn, inputs, spec, where, precision=precision, name=name)
     return b
 
 
-def _retrace(fn, inputs, spec, where: dict, **keywords):
+def _retrace(numeric, fn, inputs, spec, where: dict, **keywords):
     """A numeric bound at other sizes: the marked inputs as ``ShapeDtypeStruct`` s resized."""
 
     def retrace(sizes: dict[str, int]):
-        from solar.api import bound
         from solar.frontend.jax.trace import resized
 
-        return bound(fn, resized(fn, inputs, where, sizes), spec, framework="jax", **keywords)
+        return numeric(fn, resized(fn, inputs, where, sizes), spec, framework="jax", **keywords)
 
     return retrace

@@ -3,36 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
 
+from solar.symbolic.marks import Marks, mark_dims
 from solar.symbolic.region import Region
 from solar.symbolic.result import SymbolicBound
 from solar.symbolic.size import recording, symbol
-
-#: ``{name: (input, dim)}``, or ``{name: [(input, dim), ...]}`` for a size several dims share;
-#: ``input`` is a positional input's index or a binding such as ``("param", "fc.weight")``
-Marks = Mapping[str, object]
-
-
-def _dims(marks: Marks) -> dict[tuple[object, int], tuple[str, object]]:
-    out: dict[tuple[object, int], tuple[str, object]] = {}
-    for name, where in marks.items():
-        if not isinstance(name, str) or not name.isidentifier():
-            raise ValueError(f"symbolic size name {name!r} must be an identifier")
-        places = (
-            [where]
-            if isinstance(where, tuple) and len(where) == 2 and isinstance(where[1], int)
-            else list(where)
-        )  # type: ignore[arg-type]
-        for place in places:
-            if not (isinstance(place, tuple) and len(place) == 2 and isinstance(place[1], int)):
-                raise ValueError(
-                    f"symbolic size {name!r}: expected (input index, dim), got {place!r}"
-                )
-            leaf, dim = place
-            binding = ("input", leaf) if isinstance(leaf, int) else leaf
-            out[(binding, dim)] = (name, symbol(name))
-    return out
 
 
 def bound_symbolic(
@@ -44,18 +19,12 @@ def bound_symbolic(
     kwargs=None,
     precision: str | None = None,
     name=None,
-    framework: str | None = None,
+    numeric=None,
 ) -> SymbolicBound:
-    """:func:`solar.bound` with the sizes ``marks`` names as symbols (PyTorch programs)."""
-    from solar.api import framework_of
-
-    if framework_of(model, inputs, kwargs, framework) == "jax":
-        from solar.symbolic.jax import bound_symbolic_jax
-
-        if kwargs:
-            raise ValueError("symbolic JAX bounds take positional inputs only (kwargs=)")
-        return bound_symbolic_jax(model, inputs, hw, marks, precision=precision, name=name)
-    from solar.api import gc_paused
+    """:func:`solar.bound` with the sizes ``marks`` names as symbols (PyTorch programs).
+    ``numeric``: ``solar.bound`` (or any function of the same arguments), which the result's
+    :attr:`~solar.symbolic.result.SymbolicBound.retrace` calls at sizes outside the formula's
+    region (None: no retrace)."""
     from solar.frontend.torch.symbolic import SymbolicShapes
     from solar.frontend.torch.trace import trace_torch
     from solar.graph.lift import lift
@@ -63,9 +32,9 @@ def bound_symbolic(
     from solar.hw import load_spec
 
     spec = load_spec(hw)
-    dims = _dims(marks)
+    dims = mark_dims(marks)
     shapes = SymbolicShapes(dims)
-    with gc_paused(), recording() as rec:
+    with recording() as rec:
         traced = trace_torch(
             model, inputs, kwargs=kwargs, name=name, precision=precision, symbolic=shapes
         )
@@ -77,11 +46,13 @@ def bound_symbolic(
         sizes.setdefault(nm, _traced_size(traced, binding, d))
     symbols = [symbol(n) for n in sizes]
     b = SymbolicBound.of(g, spec, Region.of(symbols, rec.guards), sizes)
-    b.retrace = _retrace(model, inputs, spec, dims, kwargs=kwargs, precision=precision, name=name)
+    if numeric is not None:
+        keywords = {"kwargs": kwargs, "precision": precision, "name": name}
+        b.retrace = _retrace(numeric, model, inputs, spec, dims, **keywords)
     return b
 
 
-def _retrace(model, inputs, spec, dims, **keywords):
+def _retrace(numeric, model, inputs, spec, dims, **keywords):
     """A numeric bound at other sizes, when every marked input is a positional tensor:
     the inputs as meta tensors with the marked dims resized (None otherwise)."""
     import torch
@@ -95,14 +66,12 @@ def _retrace(model, inputs, spec, dims, **keywords):
         marked.setdefault(leaf, {})[d] = nm
 
     def retrace(sizes: dict[str, int]):
-        from solar.api import bound
-
         new = list(args)
         for i, ds in marked.items():
             t = args[i]
             shape = [sizes[ds[d]] if d in ds else n for d, n in enumerate(t.shape)]
             new[i] = torch.empty(shape, dtype=t.dtype, device="meta")
-        return bound(model, tuple(new), spec, **keywords)
+        return numeric(model, tuple(new), spec, **keywords)
 
     return retrace
 
