@@ -36,6 +36,7 @@ from solar.frontend.torch.registry import lowering
 from solar.ir.affine import Affine
 from solar.ir.program import Dim, Guard
 from solar.ir.scalar import Const, Expr, call
+from solar.symbolic.size import integer
 
 aten = torch.ops.aten
 
@@ -51,9 +52,10 @@ class Loops:
         self.dims: list[Dim] = []
 
     def add(self, name: str, extent: int, reduction: bool = False) -> Affine:
-        if int(extent) == 1:
+        extent = integer(extent)
+        if extent == 1:
             return Affine.of(0)
-        self.dims.append(Dim(name, int(extent), reduction))
+        self.dims.append(Dim(name, extent, reduction))
         return Affine.of(name)
 
     @property
