@@ -10,8 +10,18 @@ from solar.symbolic.result import SymbolicBound
 from solar.symbolic.size import recording, symbol
 
 #: ``{name: (input, dim)}``, or ``{name: [(input, dim), ...]}`` for a size several dims share;
-#: ``input`` is a positional input's index or a binding such as ``("param", "fc.weight")``
+#: ``input`` is a positional input's index or a binding such as ``("param", "fc.weight")``; a
+#: place ``(input, dim, offset)`` is a dim of ``name + offset`` (a KV cache of ``context + 1``
+#: slots)
 Marks = Mapping[str, object]
+
+
+def _is_place(x: object) -> bool:
+    return (
+        isinstance(x, tuple)
+        and len(x) in (2, 3)
+        and all(isinstance(v, int) and not isinstance(v, bool) for v in x[1:])
+    )
 
 
 def _dims(marks: Marks) -> dict[tuple[object, int], tuple[str, object]]:
@@ -19,19 +29,15 @@ def _dims(marks: Marks) -> dict[tuple[object, int], tuple[str, object]]:
     for name, where in marks.items():
         if not isinstance(name, str) or not name.isidentifier():
             raise ValueError(f"symbolic size name {name!r} must be an identifier")
-        places = (
-            [where]
-            if isinstance(where, tuple) and len(where) == 2 and isinstance(where[1], int)
-            else list(where)
-        )  # type: ignore[arg-type]
+        places = [where] if _is_place(where) else list(where)  # type: ignore[call-overload]
         for place in places:
-            if not (isinstance(place, tuple) and len(place) == 2 and isinstance(place[1], int)):
+            if not _is_place(place):
                 raise ValueError(
                     f"symbolic size {name!r}: expected (input index, dim), got {place!r}"
                 )
-            leaf, dim = place
+            leaf, dim, *offset = place
             binding = ("input", leaf) if isinstance(leaf, int) else leaf
-            out[(binding, dim)] = (name, symbol(name))
+            out[(binding, dim)] = (name, symbol(name) + sum(offset))
     return out
 
 
@@ -72,8 +78,9 @@ def bound_symbolic(
         g = lift(traced.program, verified=True)
     set_graph_info(g, dataclasses.replace(graph_info(g), trace_notes=tuple(traced.assumptions)))
     sizes = {}
-    for (binding, d), (nm, _) in dims.items():
-        sizes.setdefault(nm, _traced_size(traced, binding, d))
+    for (binding, d), (nm, expr) in dims.items():
+        offset = int(expr - symbol(nm))
+        sizes.setdefault(nm, _traced_size(traced, binding, d) - offset)
     symbols = [symbol(n) for n in sizes]
     return SymbolicBound.of(g, spec, Region.of(symbols, rec.guards), sizes)
 
