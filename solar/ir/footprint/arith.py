@@ -31,6 +31,12 @@ def solve(a: int, b: int, lo: int, hi: int) -> tuple[int, int]:
     return xl, INF if unbounded(lo) else (b - lo) // c + 1
 
 
+def fits_int64(mags: Iterable[int], k: int) -> bool:
+    """Whether ``k`` times every magnitude stays below :data:`NP_SAFE` (int64 enumeration is
+    safe); one decision per magnitude, never which is the largest."""
+    return not any(m * k >= NP_SAFE for m in mags)
+
+
 def unbounded(x: int) -> bool:
     """Whether ``x`` is the sentinel of an unbounded side (a plain ``±INF`` or beyond)."""
     return not isinstance(x, Size) and abs(x) >= INF

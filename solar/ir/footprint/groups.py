@@ -22,6 +22,7 @@ from solar.ir.footprint.arith import (
     at_least,
     at_most,
     cdiv,
+    fits_int64,
     form_range,
     gcd_all,
     sized,
@@ -41,7 +42,7 @@ from solar.ir.footprint.factors import (
     progression,
 )
 from solar.ir.footprint.segments import segment_union
-from solar.ir.footprint.sized import enumerable, inner_eval, plain_image
+from solar.ir.footprint.sized import enumerable, inner_eval, plain_image, sized_values
 from solar.ir.footprint.sums import fold, scaled_range
 from solar.ir.limits import current_limits
 from solar.symbolic.size import maximum, minimum
@@ -56,14 +57,14 @@ def group_values(
     prop = _proportional(dims, rng, guards, f)
     if prop is not None:
         return prop
+    if not fits_int64(magnitudes(dims, rng, guards, f), len(dims) + 2):
+        return 0, nothing(exact=False)  # beyond int64 enumeration: nothing proven
+    walked = sized_values(dims, rng, guards, f)
+    if walked is not None:
+        return walked
     inner = max(dims, key=lambda d: (rng[d][1] - rng[d][0], f.get(d, 0) != 0))
     others = [d for d in dims if d != inner]
     size = math.prod(rng[d][1] - rng[d][0] for d in others)
-    mags = [abs(g.const) + abs(g.lo) + abs(g.hi) for g in guards]
-    mags += [abs(c) * max(map(abs, rng[d])) for g in guards for d, c in g.coefs]
-    mags += [abs(f.get(d, 0)) * max(map(abs, rng[d])) for d in dims]
-    if max(mags) * (len(dims) + 2) >= NP_SAFE:  # beyond int64 enumeration: nothing proven
-        return 0, nothing(exact=False)
     limit = current_limits().enum
     if size <= limit:
         return _inner_eval(rng, guards, f, inner, others)
@@ -80,6 +81,13 @@ def group_values(
     diam = form_range({d: c for d, c in f.items() if d in dims}, 0, rng)
     g = gcd_all(f.get(d, 0) for d in dims)
     return diam[0], opaque(n, False, diam[1] - diam[0], g) or Opaque(1, 0, 1, 1, False)
+
+
+def magnitudes(dims, rng: Ranges, guards: list[LinearGuard], f: dict[str, int]) -> list[int]:
+    """The magnitudes enumerating the group handles (guard sides, coefficients times ranges)."""
+    mags = [abs(g.const) + abs(g.lo) + abs(g.hi) for g in guards]
+    mags += [abs(c) * max(map(abs, rng[d])) for g in guards for d, c in g.coefs]
+    return mags + [abs(f.get(d, 0)) * max(map(abs, rng[d])) for d in dims]
 
 
 def _proportional(dims, rng, guards, f) -> tuple[int, Factor | None] | None:

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from solar.ir.footprint.arith import NP_SAFE, at_least, at_most, sized, solve
+from solar.ir.footprint.arith import at_least, at_most, fits_int64, sized, solve
 from solar.ir.footprint.domain import LinearGuard
 from solar.ir.footprint.factors import Factor, listed, nothing, progression
 from solar.ir.footprint.sums import fold, scaled_range
@@ -100,6 +100,28 @@ def inner_eval(
     return _single_run(starts, abs(fi), [xh - xl for _, xl, xh, _ in live])
 
 
+def sized_values(
+    dims: list[str], rng: Ranges, guards: list[LinearGuard], f: Mapping[str, int]
+) -> tuple[int, Factor | None] | None:
+    """:func:`~solar.ir.footprint.groups.group_values` of a group where one dim's range holds
+    the sizes and the others are plain and few, solving that dim without deciding whether it
+    is the longest (the numeric path solves the longest): where it is, both walk the same
+    combinations; where it is not, every set the numeric path can build is at most
+    ``Π others · max(others)`` values, listed, which is how :func:`inner_eval` gives it too
+    (a value set has one listed form). None elsewhere."""
+    inner = [d for d in dims if sized(rng[d])]
+    if len(inner) != 1:
+        return None
+    others = [d for d in dims if d != inner[0]]
+    if not enumerable(rng, guards, f, others):
+        return None
+    spans = [rng[d][1] - rng[d][0] for d in others]
+    limits = current_limits()
+    if math.prod(spans) * max(spans, default=1) > min(limits.segments, limits.enum):
+        return None
+    return inner_eval(rng, guards, f, inner[0], others)
+
+
 def _single_run(starts: list[int], step: int, lens: list[int]) -> tuple[int, Factor | None] | None:
     """:func:`~solar.ir.footprint.segments.segment_union` where its answer is nothing, plain
     listed starts or one progression (the segments share a residue and chain); else None."""
@@ -138,10 +160,9 @@ def lattice_count(dims: list[str], rng: Ranges, guards: list[LinearGuard]) -> in
     if math.prod(rng[d][1] - rng[d][0] for d in others) > current_limits().enum:
         return None
     total = math.prod(rng[d][1] - rng[d][0] for d in dims)
-    k = len(dims) + 2
     mags = [abs(g.const) + abs(g.lo) + abs(g.hi) for g in guards]
     mags += [abs(c) * (abs(rng[d][0]) + abs(rng[d][1])) for g in guards for d, c in g.coefs]
     mags += [total * (abs(rng[d][0]) + abs(rng[d][1])) for d in dims]
-    if any(m * k >= NP_SAFE for m in mags):
+    if not fits_int64(mags, len(dims) + 2):
         return None
     return sum((xh - xl for _, xl, xh, ok in _rows(rng, guards, inner[0], others) if ok), 0)
