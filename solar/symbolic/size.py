@@ -259,6 +259,55 @@ class Size(int):
     def __abs__(self) -> int:
         return self if self >= 0 else -self
 
+    def __divmod__(self, other: object) -> Any:
+        return self // other, self % other
+
+    def __rdivmod__(self, other: object) -> Any:
+        return other // self, other % self
+
+    def __lshift__(self, other: object) -> Any:
+        if isinstance(other, Size) or not isinstance(other, int) or other < 0:
+            return int(self) << other  # type: ignore[operator]
+        return self * (1 << other)
+
+    def __rshift__(self, other: object) -> Any:
+        if isinstance(other, Size) or not isinstance(other, int) or other < 0:
+            return int(self) >> other  # type: ignore[operator]
+        return self // (1 << other)
+
+    # an integer is its own floor, ceiling, truncation and rounding
+    def __floor__(self) -> int:
+        return self
+
+    __ceil__ = __trunc__ = __floor__
+
+    def __round__(self, ndigits: object = None) -> int:
+        return self if ndigits is None or ndigits >= 0 else int(self).__round__(ndigits)  # type: ignore[operator, arg-type]
+
+    # bits of the value: no expression; the size is specialized (int() records the guard)
+    def bit_length(self) -> int:
+        return int(self).bit_length()
+
+    def __and__(self, other: object) -> Any:
+        return int(self) & other  # type: ignore[operator]
+
+    def __or__(self, other: object) -> Any:
+        return int(self) | other  # type: ignore[operator]
+
+    def __xor__(self, other: object) -> Any:
+        return int(self) ^ other  # type: ignore[operator]
+
+    __rand__, __ror__, __rxor__ = __and__, __or__, __xor__
+
+    def __rlshift__(self, other: object) -> Any:
+        return other << int(self)  # type: ignore[operator]
+
+    def __rrshift__(self, other: object) -> Any:
+        return other >> int(self)  # type: ignore[operator]
+
+    def __invert__(self) -> int:
+        return -self - 1
+
     # -- decisions: true at the traced point, recorded as guards ---------------------------
 
     def _decide(self, other: object, op: str, rel) -> Any:
@@ -302,6 +351,8 @@ class Size(int):
         rec = _RECORDING.get()
         if rec is not None:
             f = sys._getframe(1)
+            while f.f_back is not None and f.f_code.co_filename == __file__:
+                f = f.f_back  # the caller that asked (not a method of this module)
             line = f"{f.f_code.co_filename}:{f.f_lineno}"
             with rec.at(f"{rec.where} ({line})" if rec.where else line):
                 rec.add(sympy.Eq(self.expr, self.hint))
@@ -315,6 +366,8 @@ class Size(int):
         rec = _RECORDING.get()
         if rec is not None:
             f = sys._getframe(1)
+            while f.f_back is not None and f.f_code.co_filename == __file__:
+                f = f.f_back  # the caller that asked (not a method of this module)
             line = f"{f.f_code.co_filename}:{f.f_lineno}"
             with rec.at(f"{rec.where} ({line})" if rec.where else line):
                 rec.add(sympy.Eq(self.expr, self.hint))
@@ -488,6 +541,8 @@ class Real(float):
         rec = _RECORDING.get()
         if rec is not None:
             f = sys._getframe(1)
+            while f.f_back is not None and f.f_code.co_filename == __file__:
+                f = f.f_back  # the caller that asked (not a method of this module)
             line = f"{f.f_code.co_filename}:{f.f_lineno}"
             with rec.at(f"{rec.where} ({line})" if rec.where else line):
                 rec.add(sympy.Eq(self.expr, sympy.Float(self.hint)))

@@ -115,7 +115,8 @@ def _union_sets(sets: Sequence[ValueSet]) -> Footprint:
     lo = min(s.const for s in sets)
     hi = max(s.const + sum(f.diam for f in s.factors) for s in sets)
     mask_limit = current_limits().mask
-    if hi - lo + 1 <= mask_limit:
+    if hi - lo + 1 <= mask_limit:  # numpy: symbolic sizes here are specialized (int())
+        lo, hi = int(lo), int(hi)
         mask = np.zeros(hi - lo + 1, dtype=bool)
         exact = True
         for s in sets:
@@ -123,7 +124,7 @@ def _union_sets(sets: Sequence[ValueSet]) -> Footprint:
             if v is None:
                 exact = False
                 continue
-            mask[v + (s.const - lo)] = True
+            mask[v + (int(s.const) - lo)] = True
         return Footprint(max(int(mask.sum()), lb), exact)
     return Footprint(lb, False)
 
