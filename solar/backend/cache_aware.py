@@ -95,8 +95,12 @@ from solar.graph.types import (
     op_node,
     op_nodes,
 )
+from solar.ir.affine import Affine
+from solar.ir.footprint.domain import domain
+from solar.ir.footprint.forms import form_set
 from solar.ir.limits import current_limits
-from solar.symbolic.size import gcd, to_real
+from solar.ir.program import Guard
+from solar.symbolic.size import Size, gcd, to_real
 
 DRAM_RESIDENT = ("input", "weight", "constant")
 
@@ -146,8 +150,14 @@ class AccessShape:
 
 
 def _tap_values(cp: int, np_: int, cr: int, nr: int, const: int, size: int) -> int | None:
+    """Distinct values of ``cp·p + cr·r + const`` in ``[0, size)`` over ``p < np_, r < nr``."""
     if np_ * nr > current_limits().enum:
         return None
+    if any(isinstance(x, Size) for x in (cp, np_, cr, nr, const, size)):
+        form = Affine.build({"p": cp, "r": cr}, const)  # a window: counted with its sizes
+        s = form_set(domain((("p", np_), ("r", nr)), (Guard(form, 0, size),)), form.terms, 0)
+        if s.exact:
+            return s.count
     import numpy as np
 
     cp, np_, cr, nr, const, size = (int(x) for x in (cp, np_, cr, nr, const, size))

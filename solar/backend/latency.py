@@ -31,11 +31,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from solar.backend.chain_paths import Tail, chain_tail, dp, tail_best
 from solar.backend.units import compute_time
 from solar.fmt import fmt_time
 from solar.graph.types import graph_info
 from solar.ir.recurrence import Chain
-from solar.symbolic.size import integer, to_real
+from solar.symbolic.size import Size, integer, to_real
 
 LEVELS = ("unfused", "fused", "cache_aware")
 
@@ -167,6 +168,7 @@ class _Node:
     P: np.ndarray = field(default_factory=lambda: np.zeros(0))  # longest path sum to (c, t)
     N: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # its edges
     M: np.ndarray = field(default_factory=lambda: np.zeros(0))  # its largest edge
+    tail: Tail | None = None  # with a symbolic step count: P, N, M as affine tails
 
 
 def _last_writers(g) -> list[dict[str, int]]:
@@ -197,36 +199,24 @@ def _producers(node: _Node, nodes: list[_Node], writers: dict[str, int]):
 
 
 def _walk(node: _Node, sources) -> None:
-    """Longest paths into every step of ``node`` (vectorised over steps)."""
+    """Longest paths into every step of ``node`` (:func:`~solar.backend.chain_paths.dp`); a
+    symbolic step count keeps them as affine tails where the structure allows
+    (:func:`~solar.backend.chain_paths.chain_tail`), else it is specialized here."""
+    if isinstance(node.chain.steps, Size) or any(src.tail is not None for src, *_ in sources):
+        node.tail = chain_tail(
+            node.chain.steps,
+            node.rec_s,
+            [(src.tail, src.chain.steps, w, b, a, copy) for src, w, b, a, copy in sources],
+        )
+        if node.tail is not None:
+            return
     T = int(node.chain.steps)  # numeric walk: a symbolic step count is specialized here
-    a = float(node.rec_s)
-    t = np.arange(T)
-    Q = np.full(T, -np.inf)
-    QN = np.zeros(T, dtype=np.int64)
-    QM = np.zeros(T)
-    Q[0] = 0.0
-    for src, w_s, (cb, kb), (ca, ka), copy in sources:
-        w, coef_b, const_b, coef_a, const_a = float(w_s), int(cb), int(kb), int(ca), int(ka)
-        u = coef_b * t + const_b
-        ta = (u - const_a) * coef_a  # coef_a is +1 or -1: its own inverse
-        if not copy:
-            ta = ta - 1  # derived from the producer's old state: its previous step
-        valid = (ta >= -1) & (ta < int(src.chain.steps))
-        safe = np.clip(ta, 0, int(src.chain.steps) - 1)
-        base = np.where(ta >= 0, src.P[safe], 0.0)
-        edges = np.where(ta >= 0, src.N[safe], 0) + (1 if copy else 2)
-        big = np.where(ta >= 0, np.maximum(src.M[safe], w), w)
-        cand = np.where(valid, base + w, -np.inf)
-        better = cand > Q
-        Q = np.where(better, cand, Q)
-        QN = np.where(better, edges, QN)
-        QM = np.where(better, big, QM)
-    R = Q - t * a
-    run = np.maximum.accumulate(R)
-    best = np.maximum.accumulate(np.where(run <= R, t, 0))
-    node.P = t * a + run
-    node.N = QN[best] + (t - best)
-    node.M = np.where(t > best, np.maximum(QM[best], a), QM[best])
+    numeric = []
+    for src, w, b, a, copy in sources:
+        steps = int(src.chain.steps)
+        P, N, M = src.tail.arrays(steps) if src.tail is not None else (src.P, src.N, src.M)
+        numeric.append((P, N, M, steps, w, b, a, copy))
+    node.P, node.N, node.M, *_ = dp(T, float(node.rec_s), numeric)
 
 
 def critical_path(g, spec) -> tuple[list[ChainFloor], list[float], tuple[float, int, float, float]]:
@@ -256,10 +246,13 @@ def critical_path(g, spec) -> tuple[list[ChainFloor], list[float], tuple[float, 
             nodes.append(node)
     best = (0.0, 0, 0.0, 0.0)
     for n in nodes:
-        if not len(n.P):
+        if n.tail is not None:
+            s, edges, big = tail_best(n.tail, n.chain.steps)
+        elif not len(n.P):
             continue
-        i = int(np.argmax(n.P))
-        s, edges, big = to_real(n.P[i]), integer(n.N[i]), to_real(n.M[i])
+        else:
+            i = int(np.argmax(n.P))
+            s, edges, big = to_real(n.P[i]), integer(n.N[i]), to_real(n.M[i])
         cp = max(0.0, (s - big) / 2)
         if cp > best[0]:
             best = (cp, edges, s, big)

@@ -15,6 +15,10 @@ cost facts of a kernel (:func:`solar.ir.cost.statement_ops`, the footprint of ev
 - the counting limits in force (:func:`solar.ir.limits.current_limits`), on which the
   footprints' paths depend.
 
+A key holding symbolic sizes is compared exactly (values and expressions, in entries of its
+own) and a hit records again the guards the facts were computed under
+(:mod:`solar.symbolic.memo`).
+
 :func:`kernel_facts` computes the facts on the first kernel of a structure and answers later
 ones by renaming the stored result, so 80 identical layers cost one analysis and 79 lookups.
 Results are identical to computing each kernel afresh (the facts are computed by the same
@@ -38,6 +42,7 @@ from solar.ir.footprint import Footprint, access_footprint
 from solar.ir.limits import current_limits
 from solar.ir.program import Kernel, Program, Statement, with_loops
 from solar.ir.scalar import Call, Const, Expr, Index, Indirect, Load
+from solar.symbolic.memo import captured, exact_key, recording_active, replay
 
 MAX_ENTRIES = 4096  # distinct kernel structures kept (least recently used dropped first)
 
@@ -161,6 +166,7 @@ class _Stored:
     ops: tuple[dict[str, int], ...]
     footprints: tuple[tuple[Footprint, ...], ...]
     kinds: tuple[str, ...]
+    guards: tuple = ()  # symbolic sizes: the guards computing the facts decided (replayed)
 
 
 class StructureCache:
@@ -199,12 +205,16 @@ class StructureCache:
             self.unkeyed += 1
             return compute_facts(program, kernel)
         key, names = keyed
+        sized = exact_key(key) if recording_active() else None
+        if sized is not None:  # symbolic sizes: compared exactly, in entries of their own
+            key = ("sized", sized)
         with self._lock:
             stored = self._data.get(key)
             if stored is not None:
                 self.hits += 1
                 self._data.move_to_end(key)
         if stored is not None:
+            replay(stored.guards)
             io = KernelIO(
                 {names[i]: f for i, f in stored.reads},
                 {names[i]: f for i, f in stored.writes},
@@ -212,7 +222,8 @@ class StructureCache:
             )
             ops = tuple(dict(o) for o in stored.ops)  # callers may mutate their copy
             return KernelFacts(io, ops, stored.footprints, stored.kinds)
-        facts = compute_facts(program, kernel)  # outside the lock: threads compute at once
+        with captured() as rec:  # outside the lock: threads compute at once
+            facts = compute_facts(program, kernel)
         pos = {n: i for i, n in enumerate(names)}
         stored = _Stored(
             tuple((pos[b], f) for b, f in facts.io.reads.items()),
@@ -221,6 +232,7 @@ class StructureCache:
             tuple(dict(o) for o in facts.ops),
             facts.footprints,
             facts.kinds,
+            tuple(rec.guards.items()),
         )
         with self._lock:
             self.misses += 1

@@ -123,6 +123,7 @@ from solar.ir.program import (
     with_loops,
 )
 from solar.ir.scalar import Call, Expr, Index, Load
+from solar.symbolic.memo import captured, replay
 from solar.symbolic.size import integer
 
 OP_CLASSES = (
@@ -272,7 +273,8 @@ def _signature(program: Program, e: Expr, tags: _Tags = _NO_TAGS) -> list[Affine
     return forms
 
 
-_TAG_CACHE: dict[int, tuple[object, tuple, list[_Tags]]] = {}  # keyed on the limits too
+# keyed on the limits too; each entry keeps the guards symbolic sizes decided (replayed)
+_TAG_CACHE: dict[int, tuple[object, tuple, list[_Tags], tuple]] = {}
 
 
 def _loop_tags(program: Program, kernel: Kernel) -> list[_Tags]:
@@ -281,7 +283,18 @@ def _loop_tags(program: Program, kernel: Kernel) -> list[_Tags]:
     key = (tuple(map(id, kernel.statements)), kernel.loops, current_limits())
     hit = _TAG_CACHE.get(id(kernel))
     if hit is not None and hit[0] is kernel and hit[1] == key:
+        replay(hit[3])
         return hit[2]
+    with captured() as rec:
+        out = _tags(program, kernel)
+    if len(_TAG_CACHE) > 256:
+        _TAG_CACHE.clear()
+    _TAG_CACHE[id(kernel)] = (kernel, key, out, tuple(rec.guards.items()))
+    return out
+
+
+def _tags(program: Program, kernel: Kernel) -> list[_Tags]:
+    """:func:`_loop_tags`, computed."""
     names = {d.name for d in kernel.loops}
     forms = tuple(Affine.of(d.name) for d in kernel.loops)
     sts = kernel.statements
@@ -318,7 +331,7 @@ def _loop_tags(program: Program, kernel: Kernel) -> list[_Tags]:
                     tagged.add(k)
                     changed = True
                     varying[i] = True
-    out = [
+    return [
         _Tags(
             forms,
             frozenset((t, idx) for j, t, idx in tagged if j == i),
@@ -326,10 +339,6 @@ def _loop_tags(program: Program, kernel: Kernel) -> list[_Tags]:
         )
         for i in range(len(sts))
     ]
-    if len(_TAG_CACHE) > 256:
-        _TAG_CACHE.clear()
-    _TAG_CACHE[id(kernel)] = (kernel, key, out)
-    return out
 
 
 def _kernel_of(program: Program, st: Statement) -> Kernel | None:

@@ -40,6 +40,7 @@ def complex_fft_flops(n: int) -> int:
     powers of two; evaluated at the real log2 n otherwise, see the module doc)."""
     if n <= 1:
         return 0
+    n = int(n)  # log2 of a symbolic length has no exact integer formula: specialized
     return max(0, math.floor(4 * n * math.log2(n) - 6 * n + 8))
 
 
@@ -48,6 +49,7 @@ def real_fft_flops(n: int) -> int:
     real-data split-radix count ``2 n log2 n - 4 n + 6``."""
     if n <= 1:
         return 0
+    n = int(n)  # see complex_fft_flops
     return max(0, math.floor(2 * n * math.log2(n) - 4 * n + 6))
 
 

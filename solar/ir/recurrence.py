@@ -42,6 +42,7 @@ from math import prod
 
 from solar.ir.program import Access, Kernel, Program, Statement
 from solar.ir.scalar import Call, Const, Expr, Indirect, Load, substitute_expr
+from solar.symbolic.size import to_real
 
 __all__ = ["Chain", "StepInput", "StepOutput", "kernel_chains"]
 
@@ -295,7 +296,7 @@ class _Kernel:
             guards=tuple(replace(g, expr=g.expr.substitute(at)) for g in st.guards),
         )
         holder = Kernel("step", "step", [one])
-        return {k: float(v) for k, v in statement_ops(self.p, one, holder).items()}
+        return {k: to_real(v) for k, v in statement_ops(self.p, one, holder).items()}
 
     def needed(self, writes: set[int]) -> set[int]:
         """The backward slice of the statements ``writes`` within one iteration: statements

@@ -27,6 +27,8 @@ from typing import Any
 
 import sympy
 
+from solar.symbolic.prove import always
+
 _RECORDING: contextvars.ContextVar[Recording | None] = contextvars.ContextVar(
     "solar_symbolic_recording", default=None
 )
@@ -69,7 +71,8 @@ _SIGN = {"<": lambda d: d < 0, "<=": lambda d: d <= 0, ">": lambda d: d > 0, ">=
 def decided(relation: sympy.Basic) -> sympy.Basic:
     """``relation`` as ``lhs - rhs <op> 0`` with the difference expanded, or ``true`` /
     ``false`` when that decides it for every positive integer size: a constant difference,
-    or a polynomial whose terms all have one sign (sizes are >= 1)."""
+    a polynomial whose terms all have one sign (sizes are >= 1), or a quasi-polynomial whose
+    sign :func:`~solar.symbolic.prove.always` proves by residue classes."""
     if not isinstance(relation, sympy.core.relational.Relational):
         return relation
     if relation.has(sympy.Float):  # times: expanding would cancel in floating point
@@ -97,6 +100,9 @@ def decided(relation: sympy.Basic) -> sympy.Basic:
         found = sum(roots.values()) == sympy.Poly(d, x).degree()
         if found and not any(r.is_integer and r >= 1 for r in roots):  # no size zeroes it
             return sympy.false if op == "==" else sympy.true
+    proved = always(d, op)
+    if proved is not None:
+        return sympy.true if proved else sympy.false
     return relation.func(d, 0)
 
 
@@ -199,6 +205,8 @@ def real(value: float, expr: sympy.Expr) -> float:
 
 
 def _floordiv(a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
+    if not b.is_number:  # a ratio of sizes: common factors cancel (64*(n+1) // (32*(n+1)) = 2)
+        return sympy.floor(sympy.cancel(a / b))
     return sympy.floor(a / b)
 
 
@@ -251,6 +259,55 @@ class Size(int):
     def __abs__(self) -> int:
         return self if self >= 0 else -self
 
+    def __divmod__(self, other: object) -> Any:
+        return self // other, self % other
+
+    def __rdivmod__(self, other: object) -> Any:
+        return other // self, other % self
+
+    def __lshift__(self, other: object) -> Any:
+        if isinstance(other, Size) or not isinstance(other, int) or other < 0:
+            return int(self) << other  # type: ignore[operator]
+        return self * (1 << other)
+
+    def __rshift__(self, other: object) -> Any:
+        if isinstance(other, Size) or not isinstance(other, int) or other < 0:
+            return int(self) >> other  # type: ignore[operator]
+        return self // (1 << other)
+
+    # an integer is its own floor, ceiling, truncation and rounding
+    def __floor__(self) -> int:
+        return self
+
+    __ceil__ = __trunc__ = __floor__
+
+    def __round__(self, ndigits: object = None) -> int:
+        return self if ndigits is None or ndigits >= 0 else int(self).__round__(ndigits)  # type: ignore[operator, arg-type]
+
+    # bits of the value: no expression; the size is specialized (int() records the guard)
+    def bit_length(self) -> int:
+        return int(self).bit_length()
+
+    def __and__(self, other: object) -> Any:
+        return int(self) & other  # type: ignore[operator]
+
+    def __or__(self, other: object) -> Any:
+        return int(self) | other  # type: ignore[operator]
+
+    def __xor__(self, other: object) -> Any:
+        return int(self) ^ other  # type: ignore[operator]
+
+    __rand__, __ror__, __rxor__ = __and__, __or__, __xor__
+
+    def __rlshift__(self, other: object) -> Any:
+        return other << int(self)  # type: ignore[operator]
+
+    def __rrshift__(self, other: object) -> Any:
+        return other >> int(self)  # type: ignore[operator]
+
+    def __invert__(self) -> int:
+        return -self - 1
+
     # -- decisions: true at the traced point, recorded as guards ---------------------------
 
     def _decide(self, other: object, op: str, rel) -> Any:
@@ -294,6 +351,8 @@ class Size(int):
         rec = _RECORDING.get()
         if rec is not None:
             f = sys._getframe(1)
+            while f.f_back is not None and f.f_code.co_filename == __file__:
+                f = f.f_back  # the caller that asked (not a method of this module)
             line = f"{f.f_code.co_filename}:{f.f_lineno}"
             with rec.at(f"{rec.where} ({line})" if rec.where else line):
                 rec.add(sympy.Eq(self.expr, self.hint))
@@ -307,6 +366,8 @@ class Size(int):
         rec = _RECORDING.get()
         if rec is not None:
             f = sys._getframe(1)
+            while f.f_back is not None and f.f_code.co_filename == __file__:
+                f = f.f_back  # the caller that asked (not a method of this module)
             line = f"{f.f_code.co_filename}:{f.f_lineno}"
             with rec.at(f"{rec.where} ({line})" if rec.where else line):
                 rec.add(sympy.Eq(self.expr, self.hint))
@@ -344,19 +405,62 @@ def _divides(c: int, e: sympy.Expr) -> bool:
     return all(k.is_Integer and int(k) % c == 0 for k in poly.coeffs())
 
 
+def _multiple(e: sympy.Expr, d: sympy.Expr) -> bool:
+    """Whether ``e`` is a multiple of the non-constant ``d`` at every point: ``e / d`` is a
+    polynomial with integer coefficients in integer-valued terms (``2*(n+1)`` of ``n+1``)."""
+    if e == 0:
+        return True
+    q = sympy.cancel(e / d)
+    try:
+        poly = sympy.Poly(q)
+    except (sympy.PolynomialError, sympy.GeneratorsNeeded):
+        return q.is_Integer
+    return all(g.is_integer for g in poly.gens) and all(k.is_Integer for k in poly.coeffs())
+
+
 def gcd(a: int, b: int) -> int:
-    """``math.gcd`` of two ints that may be :class:`Size` s: the traced value, exact wherever
-    the gcd of the expressions is the same (a guard says so unless it always is: a constant
-    that divides the other's every coefficient)."""
+    """``math.gcd`` of two ints that may be :class:`Size` s: the expression where one always
+    divides the other (``gcd(2*n, n) = n``, ``gcd(0, n) = n``), else the traced value, exact
+    wherever the gcd of the expressions is the same (a guard says so unless it always is: a
+    constant that divides the other's every coefficient)."""
     g = math.gcd(int.__int__(a), int.__int__(b))
     if not isinstance(a, Size) and not isinstance(b, Size):
         return g
     ea, eb = expr_of(a), expr_of(b)
+    for x, ex, ey in ((a, ea, eb), (b, eb, ea)):
+        if not ex.is_number and _multiple(ey, ex):
+            return abs(x)
     for c, e in ((ea, eb), (eb, ea)):
         if c.is_Integer and g == abs(int(c)) and (g == 0 or _divides(g, e)):
             return g
     _record(sympy.Eq(IntGcd(ea, eb), g))
     return g
+
+
+def minimum(a: int, b: int) -> int:
+    """``min(a, b)`` of two ints that may be :class:`Size` s, keeping ``Min`` of their
+    expressions (no guard: a window clipped at a border stays exact at every size, where
+    ``min`` would decide which side is smaller at the traced size only)."""
+    if not isinstance(a, Size) and not isinstance(b, Size):
+        return min(a, b)
+    ea, eb = expr_of(a), expr_of(b)
+    if always(ea - eb, "<="):  # one side is the smaller at every size
+        return a
+    if always(ea - eb, ">="):
+        return b
+    return make(min(int.__int__(a), int.__int__(b)), sympy.Min(ea, eb))
+
+
+def maximum(a: int, b: int) -> int:
+    """``max(a, b)`` keeping ``Max`` of the expressions (see :func:`minimum`)."""
+    if not isinstance(a, Size) and not isinstance(b, Size):
+        return max(a, b)
+    ea, eb = expr_of(a), expr_of(b)
+    if always(ea - eb, ">="):
+        return a
+    if always(ea - eb, "<="):
+        return b
+    return make(max(int.__int__(a), int.__int__(b)), sympy.Max(ea, eb))
 
 
 class Real(float):
@@ -401,6 +505,8 @@ class Real(float):
         if o is None or value is NotImplemented:
             return value
         relation = rel(self.expr, o)
+        if isinstance(relation, sympy.logic.boolalg.BooleanAtom):
+            return value  # sympy decides it at every size; the hints differ by rounding alone
         _record(relation if value else sympy.Not(relation))
         return value
 
@@ -435,6 +541,8 @@ class Real(float):
         rec = _RECORDING.get()
         if rec is not None:
             f = sys._getframe(1)
+            while f.f_back is not None and f.f_code.co_filename == __file__:
+                f = f.f_back  # the caller that asked (not a method of this module)
             line = f"{f.f_code.co_filename}:{f.f_lineno}"
             with rec.at(f"{rec.where} ({line})" if rec.where else line):
                 rec.add(sympy.Eq(self.expr, sympy.Float(self.hint)))

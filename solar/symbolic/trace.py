@@ -42,8 +42,9 @@ def bound_symbolic(
         g = lift(traced.program, verified=True)
     set_graph_info(g, dataclasses.replace(graph_info(g), trace_notes=tuple(traced.assumptions)))
     sizes = {}
-    for (binding, d), (nm, _) in dims.items():
-        sizes.setdefault(nm, _traced_size(traced, binding, d))
+    for (binding, d), (nm, expr) in dims.items():
+        offset = int(expr - symbol(nm))
+        sizes.setdefault(nm, _traced_size(traced, binding, d) - offset)
     symbols = [symbol(n) for n in sizes]
     b = SymbolicBound.of(g, spec, Region.of(symbols, rec.guards), sizes)
     if numeric is not None:
@@ -59,17 +60,17 @@ def _retrace(numeric, model, inputs, spec, dims, **keywords):
 
     args = inputs if isinstance(inputs, (tuple, list)) else (inputs,)
     marked = {}
-    for (binding, d), (nm, _) in dims.items():
+    for (binding, d), (nm, expr) in dims.items():
         kind, leaf = binding if isinstance(binding, tuple) else (None, None)
         if kind != "input" or not isinstance(leaf, int) or not isinstance(args[leaf], torch.Tensor):
             return None
-        marked.setdefault(leaf, {})[d] = nm
+        marked.setdefault(leaf, {})[d] = (nm, int(expr - symbol(nm)))
 
     def retrace(sizes: dict[str, int]):
         new = list(args)
         for i, ds in marked.items():
             t = args[i]
-            shape = [sizes[ds[d]] if d in ds else n for d, n in enumerate(t.shape)]
+            shape = [sizes[ds[d][0]] + ds[d][1] if d in ds else n for d, n in enumerate(t.shape)]
             new[i] = torch.empty(shape, dtype=t.dtype, device="meta")
         return numeric(model, tuple(new), spec, **keywords)
 

@@ -43,7 +43,7 @@ from typing import NamedTuple
 
 import torch
 
-__all__ = ["Phase", "decode_step", "prefill"]
+__all__ = ["Phase", "decode_sizes", "decode_step", "prefill"]
 
 
 class Phase(NamedTuple):
@@ -112,6 +112,9 @@ class StaticDecodeStep(torch.nn.Module):
     def forward(self, input_ids, position_ids, cache):
         for layer in cache.layers:  # the cache holds `context` tokens: write the next slot
             layer.cumulative_length.fill_(self.context)
+            # the mask spans the cache's slots: its length read off the tensor (a symbol when
+            # the context is one, see decode_sizes), not the int the cache was built with
+            layer.max_cache_len = layer.keys.shape[2]
         out = self.model(input_ids=input_ids, position_ids=position_ids, **{self.keyword: cache})
         return out.logits
 
@@ -163,3 +166,26 @@ def decode_step(
             layer.values.copy_(_fill(layer.values.shape, dtype, device))
         layer.cumulative_length = torch.tensor(context, dtype=torch.long, device=device)
     return Phase(StaticDecodeStep(model, context), (ids, positions, static))
+
+
+def decode_sizes(phase: Phase) -> dict[str, list[tuple]]:
+    """The symbolic sizes of a :func:`decode_step` phase: ``batch`` (the token ids', the
+    positions' and every cached key's and value's first dim) and ``context`` (the cached
+    tokens: a ``StaticCache`` holds ``context + 1`` slots, a ``DynamicCache`` ``context``)::
+
+        ph = decode_step(model, batch=8, context=4096)
+        b = solar.bound(*ph, hw="H100", symbolic=decode_sizes(ph))
+        b.at(batch=64, context=32768)
+    """
+    from solar.frontend.torch import structure
+
+    ids, positions, cache = phase.inputs
+    slots = 1 if isinstance(phase.program, StaticDecodeStep) else 0
+    batch: list[tuple] = [(0, 0), (1, 0)]
+    context: list[tuple] = []
+    for path, _ in structure.flatten(cache):
+        if path[-1] in (structure.Attr("keys"), structure.Attr("values")):
+            binding = ("input", (2, *path))
+            batch.append((binding, 0))
+            context.append((binding, 2, slots))
+    return {"batch": batch, "context": context}

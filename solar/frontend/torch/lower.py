@@ -83,7 +83,7 @@ def storage_index(
     coefs = {
         f"v{i}": integer(s) for i, (n, s) in enumerate(zip(shape, strides, strict=True)) if n > 1
     }
-    const = int(offset)
+    const = integer(offset)
     index = []
     for c in contiguous_strides(base_shape):
         index.append(Affine.build({v: k // c for v, k in coefs.items()}, const // c))

@@ -76,16 +76,17 @@ class SymbolicShapes:
         return fake
 
     def translate(self, e: sympy.Expr) -> sympy.Expr:
-        """A ShapeEnv expression in the user's symbols."""
+        """A ShapeEnv expression in the user's symbols (PyTorch's integer functions as plain
+        sympy: ``FloorDiv`` as ``floor``)."""
         e = self.env.replace(e)
-        return e.xreplace(self._subs) if e.free_symbols else e
+        return _integer(e.xreplace(self._subs)) if e.free_symbols else e
 
     def size(self, x: object) -> object:
         """An int of the trace: a ``SymInt`` becomes a :class:`Size`, others pass."""
         if isinstance(x, torch.SymInt):
             node = x.node
             hint = node.hint if node.hint is not None else self.env.size_hint(node.expr)
-            return make(int(hint), _integer(self.translate(node.expr)))
+            return make(int(hint), self.translate(node.expr))
         return x
 
     def record_guards(self, rec: Recording) -> None:

@@ -171,6 +171,8 @@ def trace_torch(
             gm = make_fx(traced, tracing_mode="fake")(*fakes)
     except Exception as e:
         error = _tracing_error(e)
+        if error is None and symbolic is not None and _symbolic_failure(e):
+            error = _symbolic_error(e, symbolic)
         if error is None:
             raise
         raise error from e
@@ -338,6 +340,33 @@ def _autocast_on(device_type: str, remapped: set[str]) -> Iterator[None]:
         yield
     finally:
         cls.__init__ = original  # type: ignore[method-assign]
+
+
+#: what PyTorch says where an operator's fake kernel cannot take symbolic shapes
+_SYMBOLIC_FAILURES = (
+    "symbolic",
+    "SymInt",
+    "TensorIterator does not support",
+    "INTERNAL ASSERT FAILED",
+    "modify sizes for customized tensor",
+)
+
+
+def _symbolic_failure(e: Exception) -> bool:
+    return isinstance(e, RuntimeError) and any(m in str(e) for m in _SYMBOLIC_FAILURES)
+
+
+def _symbolic_error(e: Exception, symbolic: SymbolicShapes) -> Exception:
+    """PyTorch's own failure to trace an operator with symbolic shapes, in one line naming the
+    sizes, the user line and the way out (the numeric path traces it)."""
+    frames = [f for f in traceback.extract_tb(e.__traceback__) if is_user_file(f.filename)]
+    where = f" at {frames[-1].filename.rsplit('/', 1)[-1]}:{frames[-1].lineno}" if frames else ""
+    names = ", ".join(sorted({name for name, _ in symbolic.dims.values()}))
+    first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    return NotImplementedError(
+        f"symbolic sizes {names}: PyTorch cannot trace this program with symbolic shapes{where}"
+        f" ({first[:160]}); bound it at one size (solar.bound without symbolic=)"
+    )
 
 
 def _tracing_error(e: Exception) -> Exception | None:

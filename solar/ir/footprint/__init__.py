@@ -16,7 +16,9 @@ Method (all integer arithmetic; nothing enumerates a large set), one module a st
 2. :mod:`~solar.ir.footprint.factors`: the sets are progressions, listed values or opaque
    counts; :mod:`~solar.ir.footprint.groups` computes a guarded group's set (an interval-cut
    progression, an enumeration of the short dims with the longest solved as an interval, or a
-   sub-box lower bound) and :mod:`~solar.ir.footprint.segments` unions of progressions.
+   sub-box lower bound) and :mod:`~solar.ir.footprint.segments` unions of progressions;
+   with symbolic sizes, :mod:`~solar.ir.footprint.sized` walks the short plain dims and keeps
+   the long dim's interval as expressions (the same answers, as formulas).
 3. :mod:`~solar.ir.footprint.sums`: the sets are summed smallest scale first (merged
    progressions, injective sums, exact sums of small sets, Cauchy–Davenport lower bounds).
 4. :mod:`~solar.ir.footprint.forms`: the footprint of one access, never above the base's numel

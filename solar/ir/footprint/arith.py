@@ -9,7 +9,7 @@ from functools import reduce
 
 import numpy as np
 
-from solar.symbolic.size import gcd, integer
+from solar.symbolic.size import Size, expr_of, gcd, integer, maximum, minimum
 
 INF = 1 << 100  # stands in for an unbounded guard side
 NP_SAFE = 1 << 61  # magnitudes above this are not handed to int64 numpy arithmetic
@@ -21,11 +21,36 @@ def cdiv(a: int, b: int) -> int:
 
 
 def solve(a: int, b: int, lo: int, hi: int) -> tuple[int, int]:
-    """Half-open range of integers ``x`` with ``lo <= a*x + b < hi`` (``a != 0``)."""
+    """Half-open range of integers ``x`` with ``lo <= a*x + b < hi`` (``a != 0``); an
+    unbounded side (``±INF``) stays unbounded."""
     if a > 0:
-        return cdiv(lo - b, a), (hi - 1 - b) // a + 1
+        xl = -INF if unbounded(lo) else cdiv(lo - b, a)
+        return xl, INF if unbounded(hi) else (hi - 1 - b) // a + 1
     c = -a
-    return cdiv(b - hi + 1, c), (b - lo) // c + 1
+    xl = -INF if unbounded(hi) else cdiv(b - hi + 1, c)
+    return xl, INF if unbounded(lo) else (b - lo) // c + 1
+
+
+def fits_int64(mags: Iterable[int], k: int) -> bool:
+    """Whether ``k`` times every magnitude stays below :data:`NP_SAFE` (int64 enumeration is
+    safe); one decision per magnitude, never which is the largest."""
+    return not any(m * k >= NP_SAFE for m in mags)
+
+
+def unbounded(x: int) -> bool:
+    """Whether ``x`` is the sentinel of an unbounded side (a plain ``±INF`` or beyond)."""
+    return not isinstance(x, Size) and abs(x) >= INF
+
+
+def at_least(x: int, bound: int) -> int:
+    """``max(x, bound)``, expressions kept (:func:`~solar.symbolic.size.maximum`); an
+    unbounded ``bound`` leaves ``x``."""
+    return x if unbounded(bound) else bound if unbounded(x) else maximum(x, bound)
+
+
+def at_most(x: int, bound: int) -> int:
+    """``min(x, bound)``, expressions kept; an unbounded ``bound`` leaves ``x``."""
+    return x if unbounded(bound) else bound if unbounded(x) else minimum(x, bound)
 
 
 def solve_np(a: int, b: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
@@ -69,3 +94,17 @@ def concrete(extent) -> int:
         return integer(extent)
     except TypeError:
         raise ValueError(f"footprints need concrete loop extents, got {extent!r}") from None
+
+
+def sized(xs: Iterable[object]) -> bool:
+    """Whether any of ``xs`` is a symbolic size."""
+    return any(isinstance(x, Size) for x in xs)
+
+
+def distinct_sorted(xs: Iterable[int]) -> list[int]:
+    """The distinct values of ``xs``, ascending (``np.unique`` for sizes: two sizes are one
+    value when their expressions are the same; the order decided is recorded as guards)."""
+    seen: dict[object, int] = {}
+    for x in xs:
+        seen.setdefault(expr_of(x), x)
+    return sorted(seen.values())

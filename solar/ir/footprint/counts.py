@@ -12,11 +12,12 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 
 from solar.ir.affine import Affine
-from solar.ir.footprint.arith import NP_SAFE, cdiv, concrete, form_range
+from solar.ir.footprint.arith import NP_SAFE, cdiv, concrete, form_range, sized
 from solar.ir.footprint.domain import Domain, LinearGuard, components, domain, statement_domain
 from solar.ir.footprint.forms import form_set
 from solar.ir.footprint.groups import group_values
 from solar.ir.footprint.result import Footprint
+from solar.ir.footprint.sized import lattice_count
 from solar.ir.footprint.sums import fold, scaled_range
 from solar.ir.program import Guard, Statement
 
@@ -33,6 +34,13 @@ def _project_count(dom: Domain, dims: Iterable[str]) -> Footprint:
         if not guards:
             total *= math.prod(rng[d][1] - rng[d][0] for d in used)
             continue
+        if len(used) == len(comp) and sized(v for d in comp for v in rng[d]):
+            n = lattice_count(comp, rng, guards)  # the count below, with sizes kept
+            if n is not None:
+                if n == 0:
+                    return Footprint(0, True)
+                total *= n
+                continue
         f, acc = {}, 1
         for d in sorted(used, key=lambda d: rng[d][1] - rng[d][0]):
             f[d] = acc

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
-from solar.ir.footprint.arith import bound_int, concrete, form_range, solve
+from solar.ir.footprint.arith import at_least, at_most, bound_int, concrete, form_range, solve
 from solar.ir.program import Guard, Statement
+from solar.symbolic.memo import memo
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ class Domain:
 
 
 # Depends on nothing but its arguments (no size limit), so it is cached without the limits.
-@lru_cache(maxsize=8192)
+@memo(maxsize=8192)
 def domain(extents: tuple[tuple[str, int], ...], guards: tuple[Guard, ...]) -> Domain:
     """The domain of the box ``0 <= x_d < n_d`` (``extents``) under ``guards``."""
     ranges = {d: (0, n) for d, n in extents}
@@ -61,7 +61,7 @@ def domain(extents: tuple[tuple[str, int], ...], guards: tuple[Guard, ...]) -> D
             ((d, a),) = e.terms
             xl, xh = solve(a, e.const, lo, hi)
             rl, rh = ranges[d]
-            ranges[d] = (max(rl, xl), min(rh, xh))
+            ranges[d] = (at_least(rl, xl), at_most(rh, xh))
         else:
             multi.append((e.coefs, e.const, lo, hi))
     if any(lo >= hi for lo, hi in ranges.values()):
@@ -69,7 +69,7 @@ def domain(extents: tuple[tuple[str, int], ...], guards: tuple[Guard, ...]) -> D
     out = []
     for coefs, const, lo, hi in multi:
         emin, emax = form_range(coefs, const, ranges)
-        lo2, hi2 = max(lo, emin), min(hi, emax + 1)
+        lo2, hi2 = at_least(emin, lo), at_most(emax + 1, hi)
         if lo2 >= hi2:
             return empty
         if lo2 == emin and hi2 == emax + 1:

@@ -15,7 +15,6 @@ never part of an element), see :func:`access_set`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import lru_cache
 
 import numpy as np
 
@@ -37,6 +36,7 @@ from solar.ir.footprint.sums import ValueSet, fold, scaled_range
 from solar.ir.limits import Limits, current_limits
 from solar.ir.program import Program, Statement
 from solar.ir.scalar import Indirect
+from solar.symbolic.memo import memo
 from solar.symbolic.size import integer
 
 
@@ -46,7 +46,7 @@ def form_set(dom: Domain, terms: tuple[tuple[str, int], ...], const: int) -> Val
 
 
 # Keyed on the limits in force: the paths taken (and a lower bound's value) depend on them.
-@lru_cache(maxsize=16384)
+@memo(maxsize=16384)
 def _form_set(
     dom: Domain, terms: tuple[tuple[str, int], ...], const: int, limits: Limits
 ) -> ValueSet:

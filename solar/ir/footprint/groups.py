@@ -16,7 +16,20 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from solar.ir.footprint.arith import INF, NP_SAFE, cdiv, form_range, gcd_all, solve, solve_np
+from solar.ir.footprint.arith import (
+    INF,
+    NP_SAFE,
+    at_least,
+    at_most,
+    cdiv,
+    fits_int64,
+    form_range,
+    gcd_all,
+    sized,
+    solve,
+    solve_np,
+    unbounded,
+)
 from solar.ir.footprint.domain import LinearGuard
 from solar.ir.footprint.factors import (
     Factor,
@@ -29,8 +42,10 @@ from solar.ir.footprint.factors import (
     progression,
 )
 from solar.ir.footprint.segments import segment_union
+from solar.ir.footprint.sized import enumerable, inner_eval, plain_image, sized_values
 from solar.ir.footprint.sums import fold, scaled_range
 from solar.ir.limits import current_limits
+from solar.symbolic.size import maximum, minimum
 
 Ranges = dict[str, tuple[int, int]]
 
@@ -42,14 +57,14 @@ def group_values(
     prop = _proportional(dims, rng, guards, f)
     if prop is not None:
         return prop
+    if not fits_int64(magnitudes(dims, rng, guards, f), len(dims) + 2):
+        return 0, nothing(exact=False)  # beyond int64 enumeration: nothing proven
+    walked = sized_values(dims, rng, guards, f)
+    if walked is not None:
+        return walked
     inner = max(dims, key=lambda d: (rng[d][1] - rng[d][0], f.get(d, 0) != 0))
     others = [d for d in dims if d != inner]
     size = math.prod(rng[d][1] - rng[d][0] for d in others)
-    mags = [abs(g.const) + abs(g.lo) + abs(g.hi) for g in guards]
-    mags += [abs(c) * max(map(abs, rng[d])) for g in guards for d, c in g.coefs]
-    mags += [abs(f.get(d, 0)) * max(map(abs, rng[d])) for d in dims]
-    if max(mags) * (len(dims) + 2) >= NP_SAFE:  # beyond int64 enumeration: nothing proven
-        return 0, nothing(exact=False)
     limit = current_limits().enum
     if size <= limit:
         return _inner_eval(rng, guards, f, inner, others)
@@ -66,6 +81,13 @@ def group_values(
     diam = form_range({d: c for d, c in f.items() if d in dims}, 0, rng)
     g = gcd_all(f.get(d, 0) for d in dims)
     return diam[0], opaque(n, False, diam[1] - diam[0], g) or Opaque(1, 0, 1, 1, False)
+
+
+def magnitudes(dims, rng: Ranges, guards: list[LinearGuard], f: dict[str, int]) -> list[int]:
+    """The magnitudes enumerating the group handles (guard sides, coefficients times ranges)."""
+    mags = [abs(g.const) + abs(g.lo) + abs(g.hi) for g in guards]
+    mags += [abs(c) * max(map(abs, rng[d])) for g in guards for d, c in g.coefs]
+    return mags + [abs(f.get(d, 0)) * max(map(abs, rng[d])) for d in dims]
 
 
 def _proportional(dims, rng, guards, f) -> tuple[int, Factor | None] | None:
@@ -87,7 +109,7 @@ def _proportional(dims, rng, guards, f) -> tuple[int, Factor | None] | None:
         if any(gc[d] != m * lin[d] for d in ds):
             return None
         a, b = solve(m, g.const, g.lo, g.hi)
-        llo, lhi = max(llo, a), min(lhi, b)
+        llo, lhi = at_least(llo, a), at_most(lhi, b)
     c0 = 0
     parts: list[Factor] = []
     for d in ds:
@@ -99,8 +121,8 @@ def _proportional(dims, rng, guards, f) -> tuple[int, Factor | None] | None:
     if not s.factors or (len(s.factors) == 1 and isinstance(s.factors[0], Progression)):
         step = s.factors[0].step if s.factors else 1  # type: ignore[attr-defined]
         n = s.factors[0].n if s.factors else 1
-        i0 = max(0, cdiv(llo - s.const, step))
-        i1 = min(n, (lhi - 1 - s.const) // step + 1)
+        i0 = 0 if unbounded(llo) else maximum(0, cdiv(llo - s.const, step))
+        i1 = n if unbounded(lhi) else minimum(n, (lhi - 1 - s.const) // step + 1)
         if i1 <= i0:
             return 0, nothing()
         start = s.const + step * i0
@@ -117,7 +139,13 @@ def _proportional(dims, rng, guards, f) -> tuple[int, Factor | None] | None:
 
 def _inner_eval(rng, guards, f, inner, others) -> tuple[int, Factor | None]:
     """Exact values with ``others`` enumerated and ``inner`` solved as an interval."""
-    # enumeration is numeric: a symbolic size enumerated here is specialized (int() guards it)
+    symbolic = sized(v for r in rng.values() for v in r) or sized(f.values())
+    symbolic = symbolic or sized(v for g in guards for v in (g.const, g.lo, g.hi))
+    if symbolic and enumerable(rng, guards, f, others):
+        out = inner_eval(rng, guards, f, inner, others)
+        if out is not None:
+            return out
+    # numpy enumeration: a symbolic size used here is specialized (int() records the guard)
     rng = {d: (int(a), int(b)) for d, (a, b) in rng.items()}
     f = {d: int(c) for d, c in f.items()}
     shape = tuple(rng[d][1] - rng[d][0] for d in others)
@@ -153,13 +181,7 @@ def _inner_eval(rng, guards, f, inner, others) -> tuple[int, Factor | None]:
     ok &= xl < xh
     fi = f.get(inner, 0)
     if fi == 0 and ok.all():  # every combination of the others occurs: their plain image
-        c0, parts = 0, []
-        for d in others:
-            lo, p = scaled_range(f.get(d, 0), *rng[d]) if f.get(d, 0) else (0, None)
-            c0 += lo
-            if p:
-                parts.append(p)
-        folded = fold(c0, parts)
+        folded = fold(*plain_image(f, rng, others))
         if len(folded.factors) <= 1:
             return folded.const, (folded.factors[0] if folded.factors else None)
     v = lin(f, 0)[ok]

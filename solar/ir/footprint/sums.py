@@ -97,16 +97,17 @@ def _add(fs: list[Factor], x: Factor) -> tuple[int, list[Factor]]:
         cand = [*fs[:pos], x, *fs[pos:]]
         if injective(cand):
             return 0, cand
-    # not injective: sum exactly through materialised values, else a lower bound
+    # not injective: sum exactly through materialised values, else a lower bound (numpy:
+    # symbolic sizes used here are specialized, int() records the guard)
     v = materialize(fs)
     if v is not None and not isinstance(x, Opaque) and sum(f.diam for f in fs) + x.diam < NP_SAFE:
         if isinstance(x, Progression):
-            lo, f = segment_union(v, x.step, np.full(v.size, x.n, dtype=np.int64))
+            lo, f = segment_union(v, int(x.step), np.full(v.size, int(x.n), dtype=np.int64))
             return lo, [f] if f else []
-        s = int(np.gcd.reduce(np.diff(v))) if v.size > 1 else x.g
+        s = int(np.gcd.reduce(np.diff(v))) if v.size > 1 else int(x.g)
         vs, vl = runs(v, s)
         xv = values(x)  # type: ignore[arg-type]
-        xs, xl = runs(xv, s) if x.g == s else (xv, np.ones(xv.size, dtype=np.int64))
+        xs, xl = runs(xv, s) if int(x.g) == s else (xv, np.ones(xv.size, dtype=np.int64))
         if vs.size * xs.size <= current_limits().enum:
             starts = (vs[:, None] + xs[None, :]).ravel()
             lens = (vl[:, None] + xl[None, :] - 1).ravel()

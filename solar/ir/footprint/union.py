@@ -18,13 +18,14 @@ from dataclasses import replace
 import numpy as np
 
 from solar.ir.affine import Affine
-from solar.ir.footprint.arith import bound_int
+from solar.ir.footprint.arith import bound_int, distinct_sorted, sized
 from solar.ir.footprint.factors import Progression, materialize
 from solar.ir.footprint.forms import access_set, flat_form, has_indirect, indirect_min
 from solar.ir.footprint.result import Footprint
 from solar.ir.footprint.sums import ValueSet
 from solar.ir.limits import current_limits
 from solar.ir.program import Program, Statement
+from solar.symbolic.size import expr_of, integer
 
 Access = tuple[Statement, str, tuple[Affine, ...]]
 
@@ -114,7 +115,8 @@ def _union_sets(sets: Sequence[ValueSet]) -> Footprint:
     lo = min(s.const for s in sets)
     hi = max(s.const + sum(f.diam for f in s.factors) for s in sets)
     mask_limit = current_limits().mask
-    if hi - lo + 1 <= mask_limit:
+    if hi - lo + 1 <= mask_limit:  # numpy: symbolic sizes here are specialized (int())
+        lo, hi = int(lo), int(hi)
         mask = np.zeros(hi - lo + 1, dtype=bool)
         exact = True
         for s in sets:
@@ -122,7 +124,7 @@ def _union_sets(sets: Sequence[ValueSet]) -> Footprint:
             if v is None:
                 exact = False
                 continue
-            mask[v + (s.const - lo)] = True
+            mask[v + (int(s.const) - lo)] = True
         return Footprint(max(int(mask.sum()), lb), exact)
     return Footprint(lb, False)
 
@@ -156,7 +158,7 @@ def _grid_union(sets: Sequence[ValueSet]) -> int | None:
     """Exact size of a union of strided boxes sharing one mixed radix (slices of a tensor)."""
     if not all(s.exact and all(isinstance(f, Progression) for f in s.factors) for s in sets):
         return None
-    steps = sorted({1, *(f.step for s in sets for f in s.factors)})  # type: ignore[attr-defined]
+    steps = distinct_sorted([1, *(f.step for s in sets for f in s.factors)])  # type: ignore[attr-defined]
     if any(b % a for a, b in zip(steps, steps[1:], strict=False)):
         return None
     radix = [b // a for a, b in zip(steps, steps[1:], strict=False)] + [None]
@@ -166,7 +168,10 @@ def _grid_union(sets: Sequence[ValueSet]) -> int | None:
         if box is None:
             return None
         boxes.append(box)
-    cuts = [np.unique([b[t][i] for b in boxes for i in (0, 1)]) for t in range(len(steps))]
+    bounds = [[b[t][i] for b in boxes for i in (0, 1)] for t in range(len(steps))]
+    if any(sized(x) for x in bounds):
+        return _grid_volume_sized(boxes, [distinct_sorted(x) for x in bounds])
+    cuts = [np.unique(x) for x in bounds]
     if math.prod(c.size - 1 for c in cuts) > current_limits().grid:
         return None
     grid = np.zeros([c.size - 1 for c in cuts], dtype=bool)
@@ -181,6 +186,28 @@ def _grid_union(sets: Sequence[ValueSet]) -> int | None:
     for c in cuts:
         vol = np.tensordot(np.diff(c).astype(np.int64), vol, axes=([0], [0]))
     return int(vol)
+
+
+def _grid_volume_sized(boxes: list, cuts: list[list[int]]) -> int | None:
+    """:func:`_grid_union`'s count when box bounds are symbolic sizes: the same cells (each
+    cut is a distinct expression, in the order decided at the traced sizes), their widths
+    and the volume kept as expressions."""
+    if math.prod(len(c) - 1 for c in cuts) > current_limits().grid:
+        return None
+    where = [{expr_of(x): i for i, x in enumerate(c)} for c in cuts]
+    grid = np.zeros([len(c) - 1 for c in cuts], dtype=bool)
+    for b in boxes:
+        grid[
+            tuple(
+                slice(w[expr_of(lo)], w[expr_of(hi)]) for w, (lo, hi) in zip(where, b, strict=True)
+            )
+        ] = True
+    vol = grid.astype(object) * 1
+    for c in cuts:
+        widths = np.empty(len(c) - 1, dtype=object)
+        widths[:] = [b - a for a, b in zip(c, c[1:], strict=False)]
+        vol = np.tensordot(widths, vol, axes=([0], [0]))
+    return integer(vol.item() if isinstance(vol, np.ndarray) else vol)
 
 
 def _digit_box(s: ValueSet, steps: list[int], radix: list[int | None]) -> list | None:

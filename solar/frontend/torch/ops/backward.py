@@ -37,6 +37,7 @@ from solar.frontend.torch.ops.conv import (
 from solar.frontend.torch.ops.indexing import index_load, write
 from solar.frontend.torch.registry import lowering
 from solar.ir.scalar import Const, Expr, Indirect, call
+from solar.symbolic.size import integer
 
 aten = torch.ops.aten
 
@@ -169,7 +170,7 @@ def layer_norm_backward(
     by_row = [(n, x.shape[k], k >= lead) for k, n in enumerate(names)]
     by_col = [(n, x.shape[k], k < lead) for k, n in enumerate(names)]
     cols = names[lead:]
-    n = math.prod(int(v) for v in normalized_shape)
+    n = math.prod(integer(v) for v in normalized_shape)
     acc = acc_dtype(x.dtype)
     xhat = call(
         "mul",
@@ -382,7 +383,7 @@ def _strides(lead, plane: int) -> list[int]:
     out, acc = [], plane
     for s in reversed(lead):
         out.append(acc)
-        acc *= int(s)
+        acc *= integer(s)
     return list(reversed(out))
 
 

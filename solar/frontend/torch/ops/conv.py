@@ -36,6 +36,7 @@ from solar.frontend.torch.registry import lowering
 from solar.ir.affine import Affine
 from solar.ir.program import Dim, Guard
 from solar.ir.scalar import Const, Expr, call
+from solar.symbolic.size import Size, integer
 
 aten = torch.ops.aten
 
@@ -51,9 +52,10 @@ class Loops:
         self.dims: list[Dim] = []
 
     def add(self, name: str, extent: int, reduction: bool = False) -> Affine:
-        if int(extent) == 1:
+        extent = integer(extent)
+        if extent == 1:
             return Affine.of(0)
-        self.dims.append(Dim(name, int(extent), reduction))
+        self.dims.append(Dim(name, extent, reduction))
         return Affine.of(name)
 
     @property
@@ -151,7 +153,7 @@ def _direct(ctx, x: T, weight: T, bias, stride, padding, dilation, groups: int, 
     )
     sizes = zip(out.shape[-nsp:], x.shape[-nsp:], weight.shape[2:], strict=True)
     filled = bias is not None or any(
-        not all(_reached(p, (s, d, pad), taps, size) for p in range(n))
+        not _all_reached(n, (s, d, pad), taps, size)
         for (n, size, taps), s, d, pad in zip(sizes, stride, dilation, padding, strict=True)
     )
     if filled:  # the bias, or zeros where a window lies wholly in the padding
@@ -166,6 +168,19 @@ def _direct(ctx, x: T, weight: T, bias, stride, padding, dilation, groups: int, 
         precision=ctx.policy.conv(compute),
         guards=guards,
     )
+
+
+def _all_reached(n: int, conv: tuple[int, int, int], taps: int, size: int) -> bool:
+    """Whether each of the ``n`` outputs along a dim reads at least one input element. With
+    ``k = ceil(pad / s)``, every output ``k <= p < n - k`` reads its first tap inside the input
+    (``0 <= s·p - pad < size`` follows from PyTorch's ``n``), so a symbolic ``n`` needs only
+    its ``2k`` border outputs checked."""
+    s, _, pad = conv
+    k = -(-pad // s)
+    if not isinstance(n, Size) or n <= 2 * k:
+        return all(_reached(p, conv, taps, size) for p in range(n))
+    border = [*range(k), *(n - 1 - i for i in range(k))]
+    return all(_reached(p, conv, taps, size) for p in border)
 
 
 def _reached(p: int, conv: tuple[int, int, int], taps: int, size: int) -> bool:

@@ -41,6 +41,7 @@ from solar.frontend.torch.registry import lowering
 from solar.ir.affine import Affine
 from solar.ir.program import Guard
 from solar.ir.scalar import Const, Expr, call
+from solar.symbolic.size import integer
 
 
 @lowering(torch.ops.solar.sdpa_backward.default)
@@ -163,7 +164,7 @@ def rms_norm_backward(ctx: LoweringContext, g: T, x: T, normalized_shape, weight
     by_row = [(n, x.shape[k], k >= lead) for k, n in enumerate(names)]
     by_col = [(n, x.shape[k], k < lead) for k, n in enumerate(names)]
     cols = names[lead:]
-    count = math.prod(int(n) for n in normalized_shape)
+    count = math.prod(integer(n) for n in normalized_shape)
     acc = acc_dtype(x.dtype)
     if eps is None:
         eps = torch.finfo(torch.float32 if acc == "float32" else torch.float64).eps

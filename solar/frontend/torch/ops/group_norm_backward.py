@@ -22,6 +22,7 @@ from solar.frontend.torch.ops.common import acc_dtype
 from solar.frontend.torch.registry import lowering
 from solar.ir.affine import Affine
 from solar.ir.scalar import Const, Expr, call
+from solar.symbolic.size import integer
 
 aten = torch.ops.aten
 
@@ -39,7 +40,7 @@ def group_norm_backward(
     spatial = [(s, e, True) for s, e in zip(sp, x.shape[2:], strict=True)]
     ch = Affine.of("g") * d + Affine.of("d")
     full = ["n", ch, *sp]
-    count = d * (int(hxw) if hxw else 1)
+    count = d * (integer(hxw) if hxw else 1)
     scale = 1.0 / count
 
     def load(t: T, index) -> Expr:

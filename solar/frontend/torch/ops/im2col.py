@@ -21,6 +21,7 @@ from solar.frontend.torch.registry import lowering
 from solar.ir.affine import Affine
 from solar.ir.program import Dim
 from solar.ir.scalar import Const
+from solar.symbolic.size import integer
 
 aten = torch.ops.aten
 
@@ -52,7 +53,7 @@ def im2col(ctx: LoweringContext, x: T, kernel_size, dilation, padding, stride) -
     o = [f"o{k}" for k in range(out.ndim)]
     ctx.statement(nest(o, out.shape), out, o, Const(0.0))
     dims = [*lead, ("c", c), ("r", kh), ("s", kw), ("p", oh), ("q", ow)]
-    extents = {n: int(e) for n, e in dims}
+    extents = {n: integer(e) for n, e in dims}
     rows, cols = (
         Affine.of("p") * sh + Affine.of("r") * dh - ph,
         Affine.of("q") * sw + Affine.of("s") * dw - pw,
@@ -88,7 +89,7 @@ def col2im(
     oh, ow = _blocks(h, kh, dh, ph, sh), _blocks(w, kw, dw, pw, sw)
     o = [f"o{k}" for k in range(out.ndim)]
     ctx.statement(nest(o, out.shape), target, o, Const(0.0))
-    lead = [Dim("n", int(out.shape[0]))] if batched else []
+    lead = [Dim("n", integer(out.shape[0]))] if batched else []
     n = ["n"] if batched else []
     for r in range(kh):
         rp = _inside(oh, sh, r * dh - ph, h)
@@ -101,7 +102,7 @@ def col2im(
             row = Affine.of("c") * (kh * kw) + (r * kw + s)
             value = ctx.load(cols, [*n, row, p * ow + q], acc)
             ctx.statement(
-                [*lead, Dim("c", int(c)), Dim("p", np_), Dim("q", nq)],
+                [*lead, Dim("c", integer(c)), Dim("p", np_), Dim("q", nq)],
                 target,
                 [*n, "c", p * sh + (r * dh - ph), q * sw + (s * dw - pw)],
                 value,

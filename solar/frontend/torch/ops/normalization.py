@@ -46,6 +46,7 @@ from solar.frontend.torch.ops.common import acc_dtype
 from solar.frontend.torch.registry import lowering
 from solar.ir.affine import Affine, AffineLike
 from solar.ir.scalar import Const, Expr, call
+from solar.symbolic.size import integer
 
 aten = torch.ops.aten
 
@@ -105,7 +106,7 @@ def layer_norm(ctx: LoweringContext, x: T, normalized_shape, weight, bias, eps: 
     reduce = [(n, x.shape[k], k >= lead) for k, n in enumerate(names)]
     count = 1
     for n in normalized_shape:
-        count *= int(n)
+        count *= integer(n)
     acc = acc_dtype(x.dtype)
 
     mu = _stat_target(ctx, mean_out, "mean", mean_out.shape, acc)
@@ -247,7 +248,7 @@ def native_batch_norm_functional(
 @lowering(aten.native_group_norm.default)
 def group_norm(ctx: LoweringContext, x: T, weight, bias, N, C, HxW, group: int, eps: float):
     out, mean_out, rstd_out = ctx.out(0), ctx.out(1), ctx.out(2)
-    n_, c_, g = int(N), int(C), int(group)
+    n_, c_, g = integer(N), integer(C), int(group)
     cg = c_ // g
     spatial = [f"s{k}" for k in range(x.ndim - 2)]
     channel = Affine.of("g") * cg + Affine.of("cg")
@@ -257,7 +258,7 @@ def group_norm(ctx: LoweringContext, x: T, weight, bias, N, C, HxW, group: int, 
     full = list(zip(names, extents, strict=True))
     reduce = [(d, e, d not in ("n", "g")) for d, e in full]
     groups = [("n", n_), ("g", g)]
-    count = cg * int(HxW)
+    count = cg * integer(HxW)
     acc = acc_dtype(x.dtype)
     mean = _stat_target(ctx, mean_out, "mean", (n_, g), acc)
     rstd = _stat_target(ctx, rstd_out, "rstd", (n_, g), acc)
@@ -307,7 +308,7 @@ def _rms_norm(ctx, x: T, normalized_shape, weight, eps, out: T, rstd_out: T | No
     reduce = [(n, x.shape[k], k >= lead) for k, n in enumerate(names)]
     count = 1
     for n in normalized_shape:
-        count *= int(n)
+        count *= integer(n)
     acc = acc_dtype(x.dtype)
     if eps is None:  # PyTorch's default: the machine epsilon of the accumulation type
         from solar.interp.torch.dtypes import torch_dtype

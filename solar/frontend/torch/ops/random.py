@@ -27,6 +27,7 @@ from solar.frontend.torch.ops.common import dims_of, nest, operand
 from solar.frontend.torch.registry import lowering
 from solar.ir.affine import Affine
 from solar.ir.scalar import Const, Expr, Index, call
+from solar.symbolic.size import integer
 
 aten = torch.ops.aten
 
@@ -36,7 +37,7 @@ def draw(loops: list[tuple], dist: str, dtype: str, **params: object) -> Expr:
     drawn in ``dtype``: one fresh value per element."""
     attrs = {k: v for k, v in params.items() if v is not None}
     dims = [loop[0] for loop in loops]
-    shape = tuple(int(loop[1]) for loop in loops)
+    shape = tuple(integer(loop[1]) for loop in loops)
     return call("random", flat_index(shape, dims), dist=dist, dtype=dtype, **attrs)
 
 

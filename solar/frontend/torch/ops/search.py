@@ -42,6 +42,7 @@ def search(ctx: LoweringContext, seq: T, x: T | float, right: bool) -> None:
     def below(at: Expr) -> Expr:  # seq[.., at] < x (or <=)
         return call(test, ctx.load(seq, [*lead, Indirect(at)], compute), value)
 
+    n = int(n)  # the step count is log2 of it: a symbolic n is specialized (int() says so)
     i = 1 << (n.bit_length() - 1)  # the largest power of two <= n
     pos = ctx.local("pos", out.shape, "int64")
 

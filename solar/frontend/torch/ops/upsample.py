@@ -41,6 +41,7 @@ from solar.frontend.torch.registry import lowering
 from solar.ir.affine import Affine
 from solar.ir.program import Dim
 from solar.ir.scalar import Const, Expr, call
+from solar.symbolic.size import integer
 
 aten = torch.ops.aten
 
@@ -112,7 +113,7 @@ def _names(nsp: int) -> list[str]:
 
 
 def _lead(x: T, nsp: int) -> list[tuple[str, int]]:
-    return [(f"b{k}", int(e)) for k, e in enumerate(x.shape[: x.ndim - nsp])]
+    return [(f"b{k}", integer(e)) for k, e in enumerate(x.shape[: x.ndim - nsp])]
 
 
 def _interpolate(

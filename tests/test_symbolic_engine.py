@@ -1,0 +1,334 @@
+"""Symbolic bounds of issue 21's programs equal numeric bounds at random sizes.
+
+For each program (the MLP and attention examples, a LLaMA-style decode step, a strided padded
+convolution, the GRU stack with its critical path) the bound is traced once with its sizes as
+symbols, then compared at points drawn by hypothesis with a fresh numeric ``solar.bound`` at
+that size: counts (work per op class, DRAM bytes, peak memory, launches) exactly, times to
+rounding, and each level's bound-by label. No formula is specialized at its traced sizes
+(``b.specializations`` is empty). The engine's pieces are checked against what they replace:
+the affine tails of the critical path against the step-by-step program, the residue-class
+prover against the relations it decides, the caches against numeric runs before symbolic ones.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import sympy
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import solar
+from solar.backend.chain_paths import chain_tail, dp, tail_best
+from solar.symbolic.prove import always
+from solar.symbolic.result import LEVELS, QUANTITIES
+from solar.symbolic.size import Size, gcd, minimum, recording, symbol
+
+ROOT = Path(__file__).resolve().parents[1]
+TIMES = ("unfused", "fused", "cache_aware", "critical_path")
+FEW = settings(
+    max_examples=6,
+    derandomize=True,
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+)
+
+
+def example(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "examples" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+def assert_same(b, sizes: dict[str, int], numeric) -> None:
+    """``b.at(**sizes)`` is the numeric bound: counts exact, times to rounding, labels."""
+    got = b.at(**sizes)
+    assert dict(got.flops) == dict(numeric.flops)
+    for q, read in QUANTITIES.items():
+        if q in TIMES:
+            assert read(got) == pytest.approx(read(numeric), rel=1e-9, abs=1e-18), q
+        else:
+            assert read(got) == read(numeric), q
+    for level in LEVELS:
+        assert getattr(got, f"{level}_bound_by") == getattr(numeric, f"{level}_bound_by")
+
+
+# ---------------------------------------------------------------------------- the programs
+
+
+@pytest.fixture(scope="module")
+def mlp():
+    model = example("mlp").Model(64)
+    b = solar.bound(model, [torch.randn(100, 64)], hw="H100", symbolic={"tokens": (0, 0)})
+    return model, b
+
+
+def test_mlp_formula_is_linear_in_tokens(mlp):
+    _, b = mlp
+    tokens = symbol("tokens")
+    assert b.specializations == {}
+    assert b.flops_formula() == {"cuda_fp32": 16448 * tokens}  # 2·(2·64·64 + 64) + 64 ReLU
+
+
+@FEW
+@given(tokens=st.integers(2, 20000))
+def test_mlp_equals_numeric(mlp, tokens):
+    model, b = mlp
+    assert_same(b, {"tokens": tokens}, solar.bound(model, [torch.randn(tokens, 64)], hw="H100"))
+
+
+def _qkv(batch: int, seq: int) -> list[torch.Tensor]:
+    return [torch.randn(batch, 4, seq, 64, dtype=torch.bfloat16) for _ in range(3)]
+
+
+@pytest.fixture(scope="module")
+def attention():
+    model = example("attention_bf16").Model()
+    marks = {"batch": [(i, 0) for i in range(3)], "seq": [(i, 2) for i in range(3)]}
+    return model, solar.bound(model, _qkv(2, 100), hw="H100", symbolic=marks)
+
+
+@FEW
+@given(batch=st.integers(2, 16), seq=st.integers(2, 4096))
+def test_attention_equals_numeric(attention, batch, seq):
+    model, b = attention
+    assert b.specializations == {}
+    assert_same(b, {"batch": batch, "seq": seq}, solar.bound(model, _qkv(batch, seq), hw="H100"))
+
+
+transformers = pytest.importorskip("transformers")
+
+
+def _llama(hidden=256, intermediate=688, heads=8, kv_heads=2, vocab=1000, layers=2):
+    cfg = transformers.LlamaConfig(
+        hidden_size=hidden,
+        intermediate_size=intermediate,
+        num_attention_heads=heads,
+        num_key_value_heads=kv_heads,
+        vocab_size=vocab,
+        max_position_embeddings=16384,
+        num_hidden_layers=layers,
+    )
+    with torch.device("meta"):
+        return transformers.LlamaForCausalLM(cfg).to(torch.bfloat16)
+
+
+@pytest.fixture(scope="module")
+def decode():
+    model = _llama()
+    phase = solar.llm.decode_step(model, batch=3, context=50)
+    return model, solar.bound(*phase, hw="H100", symbolic=solar.llm.decode_sizes(phase))
+
+
+def test_decode_formula_in_batch_and_context(decode):
+    _, b = decode
+    batch, context = symbol("batch"), symbol("context")
+    assert b.specializations == {}
+    assert set(b.formula("bytes_fused").free_symbols) == {batch, context}
+    # the KV cache read once: 2 layers x K and V x 2 heads x 32 dims x 2 bytes per slot
+    assert sympy.expand(b.formula("bytes_fused")).coeff(batch * context) == 2 * 2 * 2 * 32 * 2
+
+
+@settings(max_examples=20, derandomize=True, deadline=None, suppress_health_check=list(HealthCheck))
+@given(batch=st.integers(2, 256), context=st.integers(1, 8192))
+def test_decode_equals_llm_decode_step(decode, batch, context):
+    """The issue's 20 random points: the formula is solar.llm.decode_step's bound there."""
+    model, b = decode
+    numeric = solar.bound(*solar.llm.decode_step(model, batch=batch, context=context), hw="H100")
+    assert_same(b, {"batch": batch, "context": context}, numeric)
+
+
+@pytest.mark.parametrize("hw", ["H100", "B200"])
+def test_decode_turns_compute_bound_at_the_crossover(decode, hw):
+    """``crossovers`` names each batch where the bound-by term changes at a one-token context
+    (the last: from DRAM to the tensor cores); numeric bounds on either side of each agree."""
+    model, b = decode
+    if hw != "H100":
+        phase = solar.llm.decode_step(model, batch=3, context=50)
+        b = solar.bound(*phase, hw=hw, symbolic=solar.llm.decode_sizes(phase))
+    crossings = b.crossovers("batch", "fused", hi=1 << 14, context=1)
+    assert crossings[-1][1:] == ("dram", "tensor")
+    for x, below, above in crossings:
+        for batch, by in ((x - 1, below), (x, above)):
+            phase = solar.llm.decode_step(model, batch=batch, context=1)
+            assert solar.bound(*phase, hw=hw).fused_bound_by == by
+
+
+@pytest.fixture(scope="module")
+def conv():
+    model = torch.nn.Conv2d(16, 32, 3, stride=2, padding=1)
+    marks = {"batch": (0, 0), "h": (0, 2), "w": (0, 3)}
+    return model, solar.bound(model, [torch.randn(2, 16, 33, 40)], hw="H100", symbolic=marks)
+
+
+def test_conv_counts_are_quasi_polynomials(conv):
+    """Output rows floor((h + 2 - 3) / 2) + 1: the formulas hold floors, at every parity."""
+    _, b = conv
+    assert b.specializations == {}
+    assert b.flops_formula()["tc_tf32"].has(sympy.floor)
+    assert b.formula("bytes_fused").has(sympy.floor)
+
+
+@settings(max_examples=8, derandomize=True, deadline=None, suppress_health_check=list(HealthCheck))
+@given(batch=st.integers(2, 8), h=st.integers(3, 300), w=st.integers(3, 300))
+def test_conv_equals_numeric(conv, batch, h, w):
+    model, b = conv
+    numeric = solar.bound(model, [torch.randn(batch, 16, h, w)], hw="H100")
+    assert_same(b, {"batch": batch, "h": h, "w": w}, numeric)
+
+
+@pytest.fixture(scope="module")
+def gru():
+    model = example("model_gru_stack").Model()
+    b = solar.bound(model, [torch.randn(20, 10, 128)], hw="H100", symbolic={"seq": (0, 0)})
+    return model, b
+
+
+def test_gru_critical_path_is_a_formula(gru):
+    """Six stacked layers fed step by step: (seq + 6 - 3) steps of the floor a, halved."""
+    _, b = gru
+    seq = symbol("seq")
+    assert b.specializations == {}
+    cp = b.formula("critical_path")
+    a = b.latency.chains[0].step_s
+    assert sympy.Poly(cp, seq).degree() == 1
+    assert float(cp.coeff(seq)) == pytest.approx(a / 2, rel=1e-12)
+    assert float(cp.subs(seq, 0)) == pytest.approx(3 * a / 2, rel=1e-12)
+
+
+@FEW
+@given(seq=st.integers(2, 700))
+def test_gru_equals_numeric(gru, seq):
+    model, b = gru
+    assert_same(b, {"seq": seq}, solar.bound(model, [torch.randn(seq, 10, 128)], hw="H100"))
+
+
+# ---------------------------------------------------------------------------- the pieces
+
+
+FLOORS = [0.0, 1e-8, 5.05e-8, 5.05e-8, 7e-8, 2e-7]  # repeated: equal floors tie
+
+
+@st.composite
+def stacks(draw):
+    """A stack of chains of T steps: each fed by one or two earlier chains, step by step
+    (copy: the producer's step t) or from its previous step (not a copy)."""
+    layers = draw(st.integers(1, 4))
+    nodes = []
+    for i in range(layers):
+        a = draw(st.sampled_from(FLOORS))
+        srcs = []
+        for j in draw(st.sets(st.integers(0, i - 1), max_size=2)) if i else []:
+            srcs.append((j, draw(st.sampled_from(FLOORS)), draw(st.booleans())))
+        nodes.append((a, srcs))
+    return draw(st.integers(2, 300)), nodes
+
+
+@settings(max_examples=60, derandomize=True, deadline=None)
+@given(stacks())
+def test_chain_tails_equal_the_step_program(stack):
+    """Where a chain's paths are affine tails, they are :func:`dp`'s arrays at every step,
+    and the longest path over ``t < T`` is numpy's argmax of them."""
+    T, nodes = stack
+    numeric, tails = [], []
+    with recording():
+        size = Size(T, symbol("T"))
+        for a, srcs in nodes:
+            arrays = [(*numeric[j], T, w, (1, 0), (1, 0), copy) for j, w, copy in srcs]
+            numeric.append(dp(T, a, arrays)[:3])
+            given_tails = [(tails[j], size, w, (1, 0), (1, 0), c) for j, w, c in srcs]
+            tails.append(chain_tail(size, a, given_tails))
+    for (P, N, M), tail in zip(numeric, tails, strict=True):
+        if tail is None:
+            continue
+        tP, tN, tM = tail.arrays(T)
+        np.testing.assert_allclose(tP, P, rtol=1e-12, atol=1e-24)
+        assert (tN == N).all() and (tM == M).all()
+        s, edges, big = tail_best(tail, Size(T, symbol("T")))
+        i = int(np.argmax(P))
+        assert float(s) == pytest.approx(P[i], rel=1e-12) and (int(edges), float(big)) == (
+            N[i],
+            M[i],
+        )
+
+
+def test_chain_tails_cover_stacks_of_equal_floors():
+    """The GRU's shape (every floor equal, fed step by step) always has a tail."""
+    with recording():
+        T = Size(40, symbol("T"))
+        tail = chain_tail(T, 5e-8, [])
+        for _ in range(5):
+            tail = chain_tail(T, 5e-8, [(tail, T, 5e-8, (1, 0), (1, 0), True)])
+            assert tail is not None
+
+
+n, m = symbol("n"), symbol("m")
+f = sympy.floor
+
+
+@pytest.mark.parametrize(
+    ("d", "op", "proved"),
+    [
+        (f(n / 2) - f((n - 1) / 2), ">=", True),  # never decided by sympy alone
+        (f(n / 2) - f((n - 1) / 2) - 1, ">=", None),  # true for even n only
+        (n + 1 - (2 * f((n - 1) / 2) + 3), "<=", True),
+        (2 * f(n / 2) - n - 1, "<", True),
+        (n - 2, ">=", None),
+        (f(f((n - 1) / 2) / 2) - f(n / 4), "<=", True),  # nested floors: period 4
+        (n * m - m, ">=", True),
+        (-n, "==", False),
+    ],
+)
+def test_prover_decides_by_residues(d, op, proved):
+    assert always(d, op) is proved
+
+
+@settings(max_examples=80, derandomize=True, deadline=None)
+@given(
+    c=st.lists(st.integers(-3, 3), min_size=4, max_size=4),
+    q=st.integers(1, 4),
+    k=st.integers(-3, 3),
+    op=st.sampled_from(["<", "<=", ">", ">=", "==", "!="]),
+)
+def test_prover_is_sound(c, q, k, op):
+    """Whatever the prover decides holds (or fails) at every size tried."""
+    d = c[0] + c[1] * n + c[2] * f((n + k) / q) + c[3] * f(n / q) * m
+    proved = always(d, op)
+    if proved is None:
+        return
+    cmp = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal}
+    cmp |= {"==": np.equal, "!=": np.not_equal}
+    for nv, mv in itertools.product(range(1, 40), range(1, 6)):
+        v = int(d.subs({n: nv, m: mv}))
+        assert bool(cmp[op](v, 0)) is proved
+
+
+def test_min_gcd_and_floordiv_keep_expressions():
+    h = symbol("h")
+    out_rows = Size(17, f((h - 1) / 2) + 1)  # h = 33
+    with recording() as rec:
+        assert minimum(out_rows, Size(17, f(h / 2) + 1)).expr == f((h - 1) / 2) + 1
+        assert gcd(0, Size(80, 2 * h)).expr == 2 * h
+        assert gcd(Size(66, 2 * h), Size(33, h)).expr == h
+        assert (Size(64 * 34, 64 * h + 64) // Size(32 * 34, 32 * h + 32)) == 2
+    assert rec.guards == {}
+
+
+def test_a_numeric_run_first_leaves_the_formula_unspecialized():
+    """Caches keyed on sizes: a numeric bound at the traced size, then a symbolic one, shares
+    no entry (the symbolic formula is not specialized) and replays no guard it lacks."""
+    model = example("mlp").Model(32)
+    solar.bound(model, [torch.randn(77, 32)], hw="H100")
+    b = solar.bound(model, [torch.randn(77, 32)], hw="H100", symbolic={"tokens": (0, 0)})
+    assert b.specializations == {}
+    assert b.flops_formula()["cuda_fp32"].free_symbols == {symbol("tokens")}
+    assert math.isclose(
+        b.at(tokens=1000).fused, solar.bound(model, [torch.randn(1000, 32)], hw="H100").fused
+    )
