@@ -23,6 +23,8 @@ LAYERS: list[tuple[str, ...]] = [
         "solar.fmt",
         "solar.viewable",
         "solar.symbolic.size",
+        "solar.symbolic.prove",
+        "solar.symbolic.memo",
         "solar.symbolic.region",
         "solar.symbolic.walk",
         "solar.symbolic.numeric",
