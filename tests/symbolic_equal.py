@@ -22,18 +22,12 @@ def fresh_caches() -> None:
     forms._form_set.cache_clear()
 
 
-#: the kernels' shares of the fused and cache-aware levels: solar/backend/attribution.py sums
-#: them from ``[0.0] * n`` (a float on the left of ``+`` drops a Size's expression without a
-#: guard), so a formula's shares are those of the traced sizes; compared once that is fixed
-SHARES = frozenset({"fused_s", "cache_aware_s", "fused_bytes", "cache_aware_bytes", "cold_bytes"})
-
-
 #: a kernel whose SFU work is balanced onto the FMA pipe (solar/backend/units.py) takes equal
 #: times on both: which one it is "bound by" is decided by the last bit of two equal floats
 BALANCED = {"fma", "sfu"}
 
 
-def assert_bounds_equal(got, want, rel: float = 1e-9, ignore=SHARES) -> None:
+def assert_bounds_equal(got, want, rel: float = 1e-9, ignore=frozenset()) -> None:
     """``got.to_dict() == want.to_dict()``, ints exactly, floats to ``rel``; keys in
     ``ignore`` (at any depth) are not compared."""
     _equal(got.to_dict(), want.to_dict(), rel, "bound", frozenset(ignore))

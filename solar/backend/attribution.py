@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import networkx as nx
 
 from solar.graph.types import graph_info, op_node
+from solar.symbolic.size import to_real
 
 
 @dataclass(frozen=True)
@@ -57,11 +58,12 @@ def kernel_shares(
     for j, k in enumerate(kernels):
         last_writer.update(dict.fromkeys(k.writes, j))
     fio = info.fused_io
-    fused = [0.0] * n
+    counts: list[int] = [0] * n  # integer sums: a symbolic size keeps its expression
     for base, nbytes in fio.reads.items():
-        fused[first_reader.get(base, 0)] += nbytes
+        counts[first_reader.get(base, 0)] += nbytes
     for base, nbytes in fio.writes.items():
-        fused[last_writer.get(base, n - 1)] += nbytes
+        counts[last_writer.get(base, n - 1)] += nbytes
+    fused = [to_real(x) for x in counts]
     index = {k.name: i for i, k in enumerate(kernels)}
     ca_bytes = list(fused)
     for node, x in extra.items():
@@ -89,12 +91,12 @@ def _cold_bytes(g: nx.MultiDiGraph, first_reader: dict[str, int]) -> list[float]
     measurement after a cache flush must fetch from DRAM; :mod:`solar.gpu.violations`)."""
     info = graph_info(g)
     kernels = info.kernels
-    out = [0.0] * len(kernels)
+    out: list[int] = [0] * len(kernels)
     for t, tensor in info.tensors.items():
         j = first_reader.get(t)
         if j is not None and tensor.role in ("input", "weight", "constant"):
             out[j] += kernels[j].reads[t]
-    return out
+    return [to_real(x) for x in out]
 
 
 def kernel_attribution(b) -> list[dict]:

@@ -159,7 +159,8 @@ class Region:
         for g in self.guards:
             r = g.relation
             free = sorted(r.free_symbols, key=str)
-            if len(free) == 1 and not isinstance(r, (sympy.Eq, sympy.Ne)):
+            solvable = not r.has(sympy.floor, sympy.Min, sympy.Max, sympy.Mod)  # else slow
+            if len(free) == 1 and solvable and not isinstance(r, (sympy.Eq, sympy.Ne)):
                 with contextlib.suppress(NotImplementedError, TypeError, ValueError):
                     r = sympy.solve_univariate_inequality(r, free[0], relational=True)
             out.append(str(r))
