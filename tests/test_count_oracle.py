@@ -139,6 +139,9 @@ def test_jax_rule_counts(case: JaxCase):
 # Primitives JAX 0.10 defines but cannot put in a jaxpr (no abstract evaluation rule: binding
 # one fails, checked below), so no case can trace them.
 UNREACHABLE = ("zeros_like", "custom_jvp_call_jaxpr")
+#: primitives only a symbolic trace records (a symbolic dim read as a value): the oracle runs
+#: concrete programs; their counts are held against numeric traces in tests/test_symbolic_jax.py
+SYMBOLIC_ONLY = ("dim_as_value",)
 
 
 def jax_primitives() -> dict[str, object]:
@@ -176,7 +179,7 @@ def test_registry_complete(capsys):
         with pytest.raises(NotImplementedError):
             jax.make_jaxpr(lambda x, p=prims[name]: p.bind(x))(1.0)
     other = rules - set(prims)
-    missing = sorted(rules - jcovered - other - set(UNREACHABLE))
+    missing = sorted(rules - jcovered - other - set(UNREACHABLE) - set(SYMBOLIC_ONLY))
     assert not missing, f"registered JAX rules without an oracle case: {missing}"
     jrefused = {c.op for c in JAX_CASES if c.error is not None}
     with capsys.disabled():

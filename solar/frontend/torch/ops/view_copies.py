@@ -26,7 +26,8 @@ import torch.fx as fx
 from solar.frontend.torch.lower import LoweringContext, T, contiguous_strides
 from solar.frontend.torch.ops.common import dims_of, nest
 from solar.frontend.torch.registry import lowering
-from solar.frontend.torch.symbolic import size, sizes
+from solar.frontend.torch.symbolic import size as traced_size
+from solar.frontend.torch.symbolic import sizes
 from solar.ir.dtypes import from_torch
 from solar.symbolic.size import integer
 
@@ -70,7 +71,7 @@ def _copy_through(ctx: LoweringContext, src: T, fake: torch.Tensor, out: T, stem
     """``out[...] = src viewed as fake (sizes, strides, offset of src's storage)[...]``."""
     shape, dtype = sizes(fake.shape), from_torch(fake.dtype)
     name = ctx.builder.view(
-        stem, src.name, shape, sizes(fake.stride()), size(fake.storage_offset()), dtype
+        stem, src.name, shape, sizes(fake.stride()), traced_size(fake.storage_offset()), dtype
     )
     view = T(name, shape, dtype)
     dims = dims_of(shape)
@@ -120,7 +121,7 @@ def as_strided_inplace(ctx: LoweringContext, x: T, *args: object) -> None:
     assert isinstance(v, torch.Tensor)
     shape = sizes(v.shape)
     name = ctx.builder.view(
-        ctx.node.name, x.name, shape, sizes(v.stride()), size(v.storage_offset())
+        ctx.node.name, x.name, shape, sizes(v.stride()), traced_size(v.storage_offset())
     )
     ctx.set_outs([T(name, shape, x.dtype)])
 
@@ -149,11 +150,11 @@ def as_strided_scatter(
         ctx.statement([("i", whole)], T(storage, (whole,), x.dtype), ["i"], ctx.load(flat, ["i"]))
         shape = sizes(v.shape)
         name = ctx.builder.view(
-            ctx.node.name, storage, shape, sizes(v.stride()), size(v.storage_offset())
+            ctx.node.name, storage, shape, sizes(v.stride()), traced_size(v.storage_offset())
         )
         out = T(name, shape, x.dtype)
         ctx.set_outs([out])
-    start = size(v.storage_offset()) if offset is None else integer(offset)
+    start = traced_size(v.storage_offset()) if offset is None else integer(offset)
     region = ctx.builder.view(
         f"{ctx.node.name}_region", out.name, tuple(size), tuple(stride), start
     )
