@@ -42,6 +42,8 @@ SAME_WORDS = (
     "add sub mul div pow clamp add_ sub_ mul_ div_ __add__ __sub__ __mul__ __truediv__",
     "__pow__ __radd__ __rsub__ __rmul__ __rtruediv__ __rdiv__ __rpow__ __div__",
     "__floordiv__ __rfloordiv__ __mod__ masked_fill masked_fill_",
+    "eq ne lt le gt ge __eq__ __ne__ __lt__ __le__ __gt__ __ge__ logical_not logical_and",
+    "logical_or __and__ __or__ __xor__ __invert__",
 )
 SAME = {w for line in SAME_WORDS for w in line.split()}
 
@@ -162,11 +164,28 @@ def _data_shape(data) -> tuple[int, ...]:
 
 
 def _same(known: Known, args, kwargs) -> Dims:
-    ts = tensors((args, kwargs))
-    first = known(ts[0])
-    if any(known(t) != first for t in ts[1:]):
-        raise Unsupported  # broadcasting between differently sized tensors
-    return first  # a size among the arguments is a value here (x * SEQ): data
+    """Elementwise: the tensors' dims broadcast (a size among the arguments is a value here,
+    ``x * SEQ``: data)."""
+    out: Dims = ()
+    for t in tensors((args, kwargs)):
+        out = _broadcast(out, known(t))
+    return out
+
+
+def _broadcast(a: Dims, b: Dims) -> Dims:
+    """PyTorch's broadcasting of two shapes, where each pair of dims is equal or one is 1."""
+    n = max(len(a), len(b))
+    a = (sympy.Integer(1),) * (n - len(a)) + a
+    b = (sympy.Integer(1),) * (n - len(b)) + b
+    out = []
+    for x, y in zip(a, b, strict=True):
+        if x == y or y == 1:
+            out.append(x)
+        elif x == 1:
+            out.append(y)
+        else:
+            raise Unsupported  # equal only at these sizes, perhaps: not followed
+    return tuple(out)
 
 
 def _view(known: Known, args, kwargs) -> Dims:
@@ -299,6 +318,21 @@ def _flatten(known: Known, args, kwargs) -> Dims:
     return (*dims[:start], sympy.Mul(*dims[start : end + 1]), *dims[end + 1 :])
 
 
+def _squeeze(known: Known, args, kwargs) -> Dims:
+    """``squeeze()`` drops the dims that are 1 (a symbolic one is not followed);
+    ``squeeze(d)`` drops dim ``d`` if it is 1."""
+    dims = known(args[0])
+    d = args[1] if len(args) > 1 else kwargs.get("dim")
+    if d is None:
+        if any(not e.is_number and int(n) == 1 for e, n in zip(dims, args[0].shape, strict=True)):
+            raise Unsupported
+        return tuple(e for e in dims if e != 1)
+    picked = {int.__int__(i) % len(dims) for i in (d if isinstance(d, (tuple, list)) else (d,))}
+    if any(not dims[i].is_number and int(args[0].shape[i]) == 1 for i in picked):
+        raise Unsupported
+    return tuple(e for i, e in enumerate(dims) if not (i in picked and e == 1))
+
+
 def _t(known: Known, args, kwargs) -> Dims:
     return tuple(reversed(known(args[0])))
 
@@ -336,6 +370,7 @@ HANDLERS = {
     "outer": _outer,
     "ger": _outer,
     "flatten": _flatten,
+    "squeeze": _squeeze,
     "mT": _mt,
 }
 

@@ -157,6 +157,7 @@ def bound_problem(
     spec = load_spec(hw)
     problem = load_symbolic_problem(path, names)
     shapes = SymbolicShapes(problem.dims)
+    clear_value_caches()
     with gc_paused(), recording(problem.recording) as rec, structure_cache(False):
         with PlainSizes(rec, shapes.translate):
             traced = trace_torch(
@@ -172,6 +173,18 @@ def bound_problem(
     set_graph_info(g, dataclasses.replace(graph_info(g), trace_notes=notes))
     symbols = [symbol(n) for n in problem.sizes]
     return SymbolicBound.of(g, spec, Region.of(symbols, rec.guards), problem.sizes)
+
+
+def clear_value_caches() -> None:
+    """Empty the footprint memo caches (stopgap, until they key on expressions too): they key
+    on sizes' values, and a :class:`Size` hashes and compares as its int, so an entry left by
+    a numeric run at the same numbers (or a symbolic one in other symbols) would be returned
+    for it, after a comparison that records ``size == value`` (a specialization)."""
+    from solar.ir.footprint.domain import domain
+    from solar.ir.footprint.forms import _form_set
+
+    domain.cache_clear()
+    _form_set.cache_clear()
 
 
 # -- building ---------------------------------------------------------------------------
@@ -319,6 +332,7 @@ __all__ = [
     "SymbolicProblem",
     "UnusedSizeError",
     "bound_problem",
+    "clear_value_caches",
     "load_symbolic_problem",
     "parse_symbolic",
     "size_constants",
