@@ -44,7 +44,9 @@ class Problem:
     notes: list[str] = field(default_factory=list)  # how it was built, for the report
 
 
-def load_module(path: str | Path):
+def load_module(path: str | Path, preset: dict | None = None):
+    """Import a problem file as a fresh module (``preset``: names its namespace holds before
+    its code runs, e.g. a ``range`` that watches its arguments)."""
     path = Path(path)
     if path.is_dir():
         raise ProblemError(
@@ -57,6 +59,7 @@ def load_module(path: str | Path):
     if spec is None or spec.loader is None:
         raise ProblemError(f"{path}: not a Python file")
     module = importlib.util.module_from_spec(spec)
+    vars(module).update(preset or {})
     sys.modules[name] = module
     try:
         spec.loader.exec_module(module)
@@ -217,6 +220,11 @@ def _problem_at(path, param: str, value):
     if is_training_problem(module):
         return training_step(module, model, inputs, path)
     return set_mode(model, module), tuple(inputs)
+
+
+def is_jax_problem(path: Path, module) -> bool:
+    """Whether an imported problem file is a JAX one (:mod:`solar.frontend.jax.problem`)."""
+    return _load_jax_problem(path, module) is not None
 
 
 def _load_jax_problem(path: Path, module) -> Problem | None:

@@ -54,6 +54,14 @@ def add_parser(sub):
         help="run the batch on a Ray cluster, one task per file: 'auto' (the running cluster), "
         "'local' (a Ray instance on this machine) or HOST:PORT (needs solar[ray])",
     )
+    sp.add_argument(
+        "--symbolic",
+        metavar="NAME[,NAME...]",
+        default=None,
+        help="module constants of one PyTorch problem file as symbols (e.g. BATCH,SEQ; "
+        "NAME=VALUE traces at VALUE): print the bound at the file's sizes, then its formulas "
+        "in those names, the crossovers along each and where they hold",
+    )
     add_timeout_option(sp)
     add_hub_arguments(sp)  # hf:ID / hf:FOLDER: a Hugging Face model built from its config.json
     add_definition_args(sp)
@@ -61,6 +69,8 @@ def add_parser(sub):
 
 
 def run(args) -> int:
+    if args.symbolic is not None:
+        return _run_symbolic(args)
     if is_hub_name(args.paths[0]):
         return _run_hub(args)
     if any(is_definition_path(p) for p in args.paths):  # FlashInfer-Trace definitions
@@ -82,6 +92,29 @@ def run(args) -> int:
         else:
             b = bound_graph(program, g, spec)
     emit(b.to_json() if args.json else str(b), args.out)
+    return 0
+
+
+def _run_symbolic(args) -> int:
+    """``solar bound FILE --symbolic NAMES``: one problem file with module constants as
+    symbols (solar/symbolic/problem.py), its formulas printed (solar/report/symbolic.py)."""
+    import json
+
+    from solar.report.symbolic import symbolic_dict, symbolic_text
+    from solar.symbolic.problem import bound_problem, parse_symbolic
+
+    path = args.paths[0]
+    if len(args.paths) > 1 or Path(path).is_dir() or args.ray or is_hub_name(path):
+        raise ValueError("--symbolic bounds one problem file: give one FILE")
+    if is_definition_path(path):
+        raise ValueError("--symbolic takes a problem file; a definition's axes are its own")
+    if args.gpus != 1 or plan_kwargs(args):
+        raise ValueError("--symbolic bounds one GPU: leave out --gpus and the plan options")
+    check_out(args.out)
+    names = parse_symbolic(args.symbolic)
+    with gc_paused(default=True):  # the command's process is its own
+        b = bound_problem(path, names, load_spec(hw_from_args(args)), precision=args.precision)
+    emit(json.dumps(symbolic_dict(b), indent=2) if args.json else symbolic_text(b), args.out)
     return 0
 
 

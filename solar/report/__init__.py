@@ -1,5 +1,6 @@
 """Views of solar's results: text tables (:mod:`.table`, :mod:`.measured`), HTML
-(:mod:`.html`), pandas DataFrames (:mod:`.frame`) and matplotlib plots (:mod:`.plots`).
+(:mod:`.html`), pandas DataFrames (:mod:`.frame`) and matplotlib plots (:mod:`.plots`); a
+symbolic bound's formulas, crossovers and curve (:mod:`.symbolic`).
 
 Layer: the top, beside the CLI. Views import the results they draw (``solar.backend.result``,
 ``solar.questions``, ``solar.gpu``) and any layer below; nothing below imports this package
@@ -23,6 +24,11 @@ VIEWS: dict[str, dict[str, str]] = {
         "html": "html:bound_html",
         "frame": "frame:bound_frame",
         "plot": "plots:plot_bound",
+    },
+    "SymbolicBound": {
+        "text": "symbolic:symbolic_text",
+        "html": "symbolic:symbolic_html",
+        "plot": "symbolic:plot_symbolic",
     },
     "ParallelBound": {"text": "parallel:parallel_text"},
     "Comparison": {
