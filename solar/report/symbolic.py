@@ -139,7 +139,7 @@ def _interval(region, s, point, hi: int) -> tuple[int, int]:
 def display(e: sympy.Expr) -> sympy.Expr:
     """``e`` with its floating-point coefficients to 4 significant digits (for reading)."""
     return e.xreplace(
-        {f: sympy.Float(f, 4) if f != 0 else sympy.Integer(0) for f in e.atoms(sympy.Float)}
+        {f: sympy.Integer(0) if f.is_zero else sympy.Float(f, 4) for f in e.atoms(sympy.Float)}
     )
 
 
