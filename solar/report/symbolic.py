@@ -340,12 +340,24 @@ def symbolic_curve(
     hi = min(z, hi if hi is not None else max(64 * x0, lo + 1))
     xs = np.unique(np.geomspace(lo, hi, points).round().astype(np.int64))
     ax = _ax(ax)
+    marked: set[tuple] = set()
     for lv in levels:
         color, style, width = _STYLE[lv]
         ys = b.values(lv, size, xs, **fixed)
-        ax.plot(xs, ys, color=color, ls=style, lw=width, label=lv.replace("_", "-"))
+        ax.plot(
+            xs,
+            ys,
+            color=color,
+            ls=style,
+            lw=width,
+            label=lv.replace("_", "-"),
+            zorder=3 if lv == "fused" else 2,  # dashed, over a cache-aware curve it equals
+        )
         for x, before, after in b.crossovers(size, lv, lo=lo, hi=hi, **fixed):
             y = b.values(lv, size, [x], **fixed)[0]
+            if (x, y, before, after) in marked:  # the same change on two levels: one mark
+                continue
+            marked.add((x, y, before, after))
             ax.scatter([x], [y], s=30, color=COLORS.get(after, "#777"), zorder=4)
             ax.annotate(
                 f"{size}={x}: {before}→{after}",
