@@ -127,7 +127,7 @@ def test_cli_prints_formulas_crossovers_and_region():
     assert (
         f"along S: fused: latency below S={lat}, DRAM from {lat}, tensor cores from {tensor}" in out
     )
-    assert "along B: fused: no change for 2 ≤ B ≤ 512" in out
+    assert "along B: fused: no change for 2 ≤ B ≤ 512" in out  # searched up to 64x the file's B
     assert "the counts are exact for B ≥ 2, S ≥ 2" in out
 
 

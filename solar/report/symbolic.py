@@ -64,10 +64,40 @@ class Summary:
     crossovers: dict[str, dict[str, list[tuple[int, str, str]]]]  # size -> level -> changes
     spans: dict[str, tuple[int, int]]  # size -> where the counts are exact (others traced)
     piece: dict[str, tuple[int, int]]  # size -> where these formulas hold (others traced)
-    specializations: dict[str, str]  # size -> where it was used as a plain number
+    specializations: dict[str, str]  # size -> where it was pinned (fixed_sizes)
     guards: int  # how many guards the count region has
     searched: dict[str, tuple[int, int]]  # size -> where its crossovers were searched
     broken: str = ""  # a guard false at the traced sizes (a fault in solar): nothing holds
+
+
+def fixed_sizes(b) -> dict[str, str]:
+    """The sizes a guard pins to their traced value, and where: an equality guard that holds
+    at the traced sizes but at none of a few others along that size (its neighbours, 2x and
+    3x; the other sizes as traced). A divisibility (``Mod(Q, K) = 0``) or an identity the
+    guard's form hides (``floor(1/T) = 0``) holds at some of those: not a specialization."""
+    base = {sympy.Symbol(k, integer=True, positive=True): v for k, v in b.sizes.items()}
+    out: dict[str, str] = {}
+    for region in (b.counts_region, b.piece_region):
+        for g in region.guards if region is not None else ():
+            r = g.relation
+            if not (isinstance(r, sympy.Eq) and r.rhs.is_number and not r.lhs.is_number):
+                continue
+            one = type(region)(region.symbols, (g,))
+            for s in sorted(r.free_symbols & set(base), key=str):
+                x = base[s]
+                others = [v for v in (x - 2, x - 1, x + 1, x + 2, 2 * x, 3 * x) if v >= 1]
+                if not any(region_holds(one, {**base, s: v}) for v in others):
+                    out.setdefault(str(s), g.where or "(unknown place)")
+    return out
+
+
+def region_holds(region, point) -> bool:
+    """``region.holds(point)``, false where a guard cannot be evaluated (a division by a
+    size expression that is 0 there)."""
+    try:
+        return region.holds(point)
+    except ZeroDivisionError:
+        return False
 
 
 def summarize(b, reach: int = REACH) -> Summary:
@@ -90,7 +120,7 @@ def summarize(b, reach: int = REACH) -> Summary:
         crossovers=crossovers,
         spans=spans,
         piece=piece,
-        specializations=dict(b.specializations),
+        specializations=fixed_sizes(b),
         guards=len(b.counts_region.guards) if b.counts_region else 0,
         searched={n: (spans[n][0], reach_hi[n]) for n in spans},
         broken=str(failed.relation) if failed is not None else "",
@@ -109,7 +139,7 @@ def _interval(region, s, point, hi: int) -> tuple[int, int]:
 def display(e: sympy.Expr) -> sympy.Expr:
     """``e`` with its floating-point coefficients to 4 significant digits (for reading)."""
     return e.xreplace(
-        {f: sympy.Float(f, 4) if f != 0 else sympy.Integer(0) for f in e.atoms(sympy.Float)}
+        {f: sympy.Integer(0) if f.is_zero else sympy.Float(f, 4) for f in e.atoms(sympy.Float)}
     )
 
 
@@ -310,12 +340,24 @@ def symbolic_curve(
     hi = min(z, hi if hi is not None else max(64 * x0, lo + 1))
     xs = np.unique(np.geomspace(lo, hi, points).round().astype(np.int64))
     ax = _ax(ax)
+    marked: set[tuple] = set()
     for lv in levels:
         color, style, width = _STYLE[lv]
         ys = b.values(lv, size, xs, **fixed)
-        ax.plot(xs, ys, color=color, ls=style, lw=width, label=lv.replace("_", "-"))
+        ax.plot(
+            xs,
+            ys,
+            color=color,
+            ls=style,
+            lw=width,
+            label=lv.replace("_", "-"),
+            zorder=3 if lv == "fused" else 2,  # dashed, over a cache-aware curve it equals
+        )
         for x, before, after in b.crossovers(size, lv, lo=lo, hi=hi, **fixed):
             y = b.values(lv, size, [x], **fixed)[0]
+            if (x, y, before, after) in marked:  # the same change on two levels: one mark
+                continue
+            marked.add((x, y, before, after))
             ax.scatter([x], [y], s=30, color=COLORS.get(after, "#777"), zorder=4)
             ax.annotate(
                 f"{size}={x}: {before}→{after}",

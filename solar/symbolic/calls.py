@@ -31,20 +31,23 @@ LIKE = {
     "randint_like",
 }
 DATA = {"tensor", "as_tensor", "asarray", "from_numpy", "scalar_tensor"}
-#: calls whose result has the dims of their (first) tensor: casts, copies, elementwise math
-#: with scalars or equally shaped tensors, in-place initialisers
+#: elementwise calls: their tensors' dims broadcast
 SAME_WORDS = (
-    "to type half float double bfloat16 int long bool short byte char cfloat cdouble",
-    "contiguous clone cuda cpu pin_memory requires_grad_ detach detach_ data",
     "neg __neg__ abs sign sgn exp log sigmoid tanh relu sqrt rsqrt sin cos square",
-    "tril triu softmax log_softmax normalize polar complex atan2 where lerp",
-    "normal_ uniform_ zero_ fill_ bernoulli_ random_ exponential_ copy_ clamp_ abs_",
-    "add sub mul div pow clamp add_ sub_ mul_ div_ __add__ __sub__ __mul__ __truediv__",
-    "__pow__ __radd__ __rsub__ __rmul__ __rtruediv__ __rdiv__ __rpow__ __div__",
-    "__floordiv__ __rfloordiv__ __mod__ masked_fill masked_fill_",
-    "eq ne lt le gt ge __eq__ __ne__ __lt__ __le__ __gt__ __ge__ logical_not logical_and",
-    "logical_or __and__ __or__ __xor__ __invert__",
+    "tril triu softmax log_softmax normalize polar complex atan2 where lerp masked_fill",
+    "add sub mul div pow clamp __add__ __sub__ __mul__ __truediv__ __pow__ __radd__",
+    "__rsub__ __rmul__ __rtruediv__ __rdiv__ __rpow__ __div__ __floordiv__ __rfloordiv__",
+    "__mod__ eq ne lt le gt ge __eq__ __ne__ __lt__ __le__ __gt__ __ge__ logical_not",
+    "logical_and logical_or __and__ __or__ __xor__ __invert__",
 )
+#: casts, copies and in-place calls: the first tensor's dims
+FIRST_WORDS = (
+    "to type type_as half float double bfloat16 int long bool short byte char cfloat cdouble",
+    "contiguous clone cuda cpu pin_memory requires_grad_ detach detach_ data",
+    "normal_ uniform_ zero_ fill_ bernoulli_ random_ exponential_ copy_ clamp_ abs_",
+    "add_ sub_ mul_ div_ masked_fill_",
+)
+FIRST = {w for line in FIRST_WORDS for w in line.split()}
 SAME = {w for line in SAME_WORDS for w in line.split()}
 
 
@@ -165,11 +168,18 @@ def _data_shape(data) -> tuple[int, ...]:
 
 def _same(known: Known, args, kwargs) -> Dims:
     """Elementwise: the tensors' dims broadcast (a size among the arguments is a value here,
-    ``x * SEQ``: data)."""
+    ``x * SEQ``: data). A cast (``x.to(y)``: y gives the dtype) and an in-place call (the
+    others broadcast into it) keep the first tensor's dims."""
     out: Dims = ()
     for t in tensors((args, kwargs)):
         out = _broadcast(out, known(t))
     return out
+
+
+def _first(known: Known, args, kwargs) -> Dims:
+    """A cast or copy (``x.to(y)``: y gives only the dtype) or an in-place call (the others
+    broadcast into it): the first tensor's dims."""
+    return known(tensors((args, kwargs))[0])
 
 
 def _broadcast(a: Dims, b: Dims) -> Dims:
@@ -192,10 +202,10 @@ def _view(known: Known, args, kwargs) -> Dims:
     dims = known(args[0])
     shape = _shape_arg(args, kwargs, 1)
     total = sympy.Mul(*dims)
-    known = [expr_of(s) for s in shape if not (isinstance(s, int) and int.__int__(s) == -1)]
-    if len(known) == len(shape):
-        return tuple(known)
-    rest = sympy.cancel(total / sympy.Mul(*known))
+    given = [expr_of(s) for s in shape if not (isinstance(s, int) and int.__int__(s) == -1)]
+    if len(given) == len(shape):
+        return tuple(given)
+    rest = sympy.cancel(total / sympy.Mul(*given))
     return tuple(rest if int.__int__(s) == -1 else expr_of(s) for s in shape)
 
 
@@ -348,6 +358,7 @@ HANDLERS = {
     **dict.fromkeys(LIKE, _like),
     **dict.fromkeys(DATA, _data),
     **dict.fromkeys(SAME, _same),
+    **dict.fromkeys(FIRST, _first),
     "full": _full,
     "new_full": _new_full,
     "randint": _randint,

@@ -1,21 +1,27 @@
 """Symbolic sizes of problem files: module-level size constants as symbols.
 
 ``solar bound FILE --symbolic BATCH,SEQ`` bounds a KernelBench-style problem file with its
-module constants ``BATCH`` and ``SEQ`` as symbols. Which dims of the program's inputs and
-parameters they size is read off the file exactly, not guessed from values: the constants are
-set to :class:`~solar.symbolic.size.Size` s (the file's value, carrying its symbol) while
-``get_init_inputs()``, ``Model(...)`` and ``get_inputs()`` run under a
+module constants ``BATCH`` and ``SEQ`` as symbols. Which dims of the program's inputs,
+parameters and buffers they size is read off the file exactly, not guessed from values: the
+constants are set to :class:`~solar.symbolic.size.Size` s (the file's value, carrying its
+symbol) while ``get_init_inputs()``, ``Model(...)`` and ``get_inputs()`` run under a
 :class:`~solar.symbolic.tracker.Tracker`, which records the expression of each dim of every
 tensor a factory makes (``2 * SEQ`` included) and follows it through casts, copies and views.
-Those dims become the symbolic dims of the trace (:class:`SymbolicShapes`); the constants
-stay ``Size`` s while the program is traced, so a use of one as a plain number in ``forward``
-(``range(LAYERS)``, ``math.sqrt(D)``) is recorded where it happens and reported as a
-specialization.
+Those dims, as expressions, become the symbolic dims of the trace (``SymbolicShapes``).
+
+Where a constant is used as a plain number, the formulas are specialized to its value, and
+the guard says where: the decisions made while building (``if N > 4``) join the count region;
+the file's ``range`` records a loop over a constant; while tracing, the constants stay
+``Size`` s, and one passed to a torch call goes as the trace's own ``SymInt`` or is recorded
+as a plain number (:class:`~solar.symbolic.tracker.PlainSizes`); a rebuild with each constant
+at another value (:func:`solar.symbolic.inputs.probe`) catches the loops solar cannot see
+(inside a library), which change the parameters.
 
 One-line errors (:class:`~solar.problem.ProblemError`) name what cannot be symbolic: a
-constant that sizes no input or parameter, a graph input or parameter made by a call whose
-dims solar does not follow, a tensor sized by a constant that the program keeps outside its
-inputs and parameters (traced as a constant), a training problem or a JAX file.
+constant that sizes no tensor (a ``randint`` bound, a dropout rate, a default argument
+captured at import: :class:`UnusedSizeError`), a graph input made by a call whose dims solar
+does not follow, a tensor sized by a constant that the program keeps outside its inputs,
+parameters and buffers (traced as a constant), a training problem or a JAX file.
 """
 
 from __future__ import annotations
@@ -140,10 +146,12 @@ def bound_problem(
     """The :class:`SymbolicBound` of a problem file with the constants ``names`` as symbols.
 
     The steps of :func:`solar.symbolic.trace.bound_symbolic`, with the symbolic dims given as
-    expressions of the constants (``2*SEQ``) rather than as ``(input, dim)`` places, the
-    decisions made while building the program joining the guards, the size constants passed
-    to torch calls while tracing recorded as used as plain numbers, and the structure cache
-    off (it compares kernels by value)."""
+    expressions of the constants (``2*SEQ``) rather than as ``(input, dim)`` places (its
+    ``marks`` name places only), the decisions made while building the program joining the
+    guards, the size constants passed to torch calls while tracing given as the trace's
+    ``SymInt`` s or recorded as plain numbers (:class:`~solar.symbolic.tracker.PlainSizes`),
+    and the caches that compare sizes by value out of the way (the structure cache off, the
+    footprint caches emptied: :func:`clear_value_caches`)."""
     from solar.api import gc_paused
     from solar.frontend.torch.symbolic import SymbolicShapes
     from solar.frontend.torch.trace import trace_torch
