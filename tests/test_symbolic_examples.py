@@ -129,8 +129,8 @@ def norm(line: int) -> str:
 
 def enumerated(sizes: str) -> str:
     return (
-        "solar/ir/footprint/groups.py:121 enumerates a group of loop dims numerically (int() "
-        f"of their ranges): {sizes} specialized"
+        "solar/ir/footprint/groups.py:149 (_inner_eval) enumerates a group of loop dims "
+        f"numerically (int() of their ranges): {sizes} specialized"
     )
 
 
@@ -142,22 +142,11 @@ SDPA = (
 #: examples that fail for a reason inside the engine: the precise cause (the exception it
 #: raises is checked too: see RAISES)
 ENGINE: dict[str, str] = {
-    "attention_bf16": MOD,
-    "chain_autocast_mlp": (
-        "solar/ir/footprint/domain.py:84 decides an equality between TOKENS and the plain "
-        "HIDDEN extent, which coincide (8192): an Eq guard specializes TOKENS"
-    ),
-    "chain_complex_rope": FLOORDIV,
-    "chain_conv_bn_relu": conv("BATCH, CHANNELS, SIZE"),
-    "chain_conv_groupnorm_silu": FLOORDIV,
-    "chain_depthwise_separable": conv("BATCH, SIZE"),
-    "chain_layernorm_linear_residual": norm(108),
-    "chain_linear_gelu_dropout_linear": MOD,
-    "chain_qkv_attention_out": FLOORDIV,
-    "chain_rope": numpy_unique("BATCH, Q_HEADS, KV_HEADS, TOKENS"),
+    "chain_qkv_attention_out": enumerated("BATCH, TOKENS, WIDTH"),
     "jax_twin_train_gpt_torch": TRAINING,
     "model_gpt": enumerated("BATCH, TOKENS"),
-    "model_gpt_block": FLOORDIV,
+    "model_gpt_block": enumerated("BATCH, TOKENS, WIDTH"),
+    "model_complex_rope_attention": enumerated("TOKENS"),
     "model_gru_stack": SYMINT,
     "model_hf_bert": (
         "solar/graph/ranks.py:48 decides an equality between TOKENS and the plain position "
@@ -165,60 +154,31 @@ ENGINE: dict[str, str] = {
     ),
     "model_hf_gpt2": numpy_unique("BATCH, TOKENS"),
     "model_hf_llama_defaults": numpy_unique("TOKENS"),
-    "model_hf_llama_gqa": numpy_unique("TOKENS"),
-    "model_hf_mistral": numpy_unique("TOKENS"),
     "model_hf_t5": MOD,
     "model_llama_block": numpy_unique("TOKENS") + "; domain.py:84 pins WIDTH (= its plain twin)",
-    "model_llm_decode": numpy_unique("BATCH"),
     "model_llm_prefill": numpy_unique("CONTEXT"),
     "model_lstm_lm": SYMINT,
     "model_lstm_randn_state": SYMINT,
     "model_mamba2_ssd": FLOORDIV,
-    "model_mlp_dropout_train": (
-        "solar/frontend/torch/ops/random.py:39 (`int(loop[1])` for dropout's random draws) "
-        "uses the batch as a plain number: BATCH specialized"
-    ),
-    "model_resnet18_bf16": conv("BATCH; solar/ir/footprint/groups.py:146 pins SIZE"),
-    "model_resnet50": conv("BATCH; solar/ir/footprint/groups.py:146 pins SIZE"),
     "model_swin_block": FLOORDIV,
     "model_transformer_encoder": MHA,
-    "model_unet_small": FLOORDIV,
-    "model_vit_b16": FLOORDIV,
-    "op_activations_gated": numpy_unique("TOKENS, WIDTH"),
-    "op_adaptive_pool": conv("BATCH, VGG_C; solar/ir/footprint/counts.py:67 pins VGG_SIZE"),
-    "op_attention_explicit_causal": MOD,
     "op_avgpool2d": conv("every batch, channel and size"),
     "op_bilinear": (
         "aten._trilinear's meta kernel with symbolic shapes trips a PyTorch internal assert "
         "(dispatch_on_subclass); solar.bound(symbolic=) fails alike"
     ),
-    "op_bmm_fp16": MOD,
-    "op_cat_stack_split": FLOORDIV,
     "op_conv1d": conv("BATCH, CHANNELS, LENGTH"),
-    "op_conv2d_1x1_fp16": conv("BATCH, C_IN, SIZE"),
-    "op_conv2d_3x3_bf16": conv("BATCH, CHANNELS, SIZE"),
     "op_conv2d_depthwise": conv("BATCH, SIZE; conv.py:119 int(groups) pins CHANNELS"),
-    "op_conv2d_grouped": conv("BATCH, SIZE"),
-    "op_conv2d_resnet_stem": conv("BATCH, C_IN; solar/ir/footprint/groups.py:146 pins SIZE"),
-    "op_conv2d_strided_dilated": conv("BATCH, CHANNELS, SIZE"),
-    "op_conv3d": conv("BATCH, C_IN, FRAMES, SIZE"),
-    "op_conv_transpose2d": conv("every batch, channel and size"),
-    "op_groupnorm": FLOORDIV,
     "op_gru": SYMINT,
     "op_instancenorm": SYMINT,
-    "op_layernorm_bf16": norm(108),
     "op_loss_cross_entropy": (
         "cross_entropy's label smoothing divides by the symbolic class count: the sym_float "
         "and truediv fx nodes are not lowered (solar/frontend/torch)"
     ),
     "op_lstm": SYMINT,
-    "op_maxpool2d": conv("BATCH, CHANNELS; solar/ir/footprint/arith.py:53 (a gcd) pins SIZE"),
     "op_multihead_attention": MHA,
-    "op_permute_copy": FLOORDIV,
     "op_pool1d_3d": conv("every batch, channel and size"),
-    "op_rmsnorm": norm(310),
     "op_rnn": SYMINT,
-    "op_rnn_cells": numpy_unique("BATCH, INPUT"),
     "op_sdpa_causal_bf16": SDPA + "; " + enumerated("BATCH, HEADS, TOKENS"),
     "op_sdpa_gqa": SDPA + "; " + enumerated("BATCH, KV_HEADS, TOKENS"),
     "op_sdpa_padding_mask_fp16": SDPA,

@@ -108,16 +108,67 @@ class SymbolicShapes:
 
 
 def _integer(e: sympy.Expr) -> sympy.Expr:
-    """PyTorch's ``FloorDiv``/``ModularIndexing``/``CleanDiv`` in plain sympy."""
-    from torch.utils._sympy.functions import CleanDiv, FloorDiv, ModularIndexing
+    """PyTorch's integer and conversion functions (``torch.utils._sympy.functions``) in plain
+    sympy, innermost first, so a guard or size evaluates outside PyTorch. A function with no
+    exact sympy form is an error naming it (never a guard that holds nowhere)."""
+    table = _translations()
 
-    return e.replace(
-        lambda x: isinstance(x, (FloorDiv, CleanDiv)),
-        lambda x: sympy.floor(x.args[0] / x.args[1]),
-    ).replace(
-        lambda x: isinstance(x, ModularIndexing),
-        lambda x: sympy.Mod(sympy.floor(x.args[0] / x.args[1]), x.args[2]),
-    )
+    def plain(x: sympy.Basic) -> sympy.Basic:
+        if not x.args:
+            return x
+        args = tuple(plain(a) for a in x.args)
+        if type(x).__module__ == _TORCH_FUNCTIONS:
+            name = type(x).__name__
+            rule = table.get(name.removeprefix("OpaqueUnaryFn_"))
+            if rule is not None:
+                return rule(*args)
+            raise NotImplementedError(
+                f"symbolic sizes: PyTorch's {type(x).__name__} in {x} has no sympy form here; "
+                "bound this program numerically (without symbolic=)"
+            )
+        return x.func(*args) if args != x.args else x
+
+    return plain(e)
+
+
+_TORCH_FUNCTIONS = "torch.utils._sympy.functions"
+
+
+def _trunc(x: sympy.Expr) -> sympy.Expr:
+    return sympy.Piecewise((sympy.floor(x), x >= 0), (sympy.ceiling(x), True))
+
+
+def _translations() -> dict[str, object]:
+    """PyTorch's sympy function name -> its plain sympy form (each exact on integers)."""
+    floor, ceiling = sympy.floor, sympy.ceiling
+    return {
+        "FloorDiv": lambda a, b: floor(a / b),
+        "CleanDiv": lambda a, b: floor(a / b),
+        "CeilDiv": lambda a, b: ceiling(a / b),
+        "ModularIndexing": lambda a, b, c: sympy.Mod(floor(a / b), c),
+        "Mod": sympy.Mod,
+        "PythonMod": sympy.Mod,
+        "Where": lambda c, a, b: sympy.Piecewise((a, c), (b, True)),
+        "FloorToInt": floor,
+        "CeilToInt": ceiling,
+        "TruncToInt": _trunc,
+        "TruncToFloat": _trunc,
+        "IntTrueDiv": lambda a, b: a / b,
+        "FloatTrueDiv": lambda a, b: a / b,
+        "ToFloat": lambda x: x,
+        "Identity": lambda x: x,
+        "PowByNatural": lambda a, b: a**b,
+        "FloatPow": lambda a, b: a**b,
+        "LShift": lambda a, b: a * 2**b,
+        "RShift": lambda a, b: floor(a / 2**b),
+        "Max": sympy.Max,
+        "Min": sympy.Min,
+        # OpaqueUnaryFn_<name>: PyTorch's math functions of sizes, kept unevaluated there
+        **{f: getattr(sympy, f) for f in ("sqrt", "exp", "log", "sin", "cos", "tan")},
+        **{f: getattr(sympy, f) for f in ("sinh", "cosh", "tanh", "asin", "acos", "atan")},
+        "asinh": sympy.asinh,
+        "log2": lambda x: sympy.log(x, 2),
+    }
 
 
 def size(x: object) -> object:
