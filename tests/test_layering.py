@@ -28,6 +28,7 @@ LAYERS: list[tuple[str, ...]] = [
         "solar.symbolic.region",
         "solar.symbolic.walk",
         "solar.symbolic.numeric",
+        "solar.symbolic.shapes",
     ),
     ("solar.ir", "solar.hw"),  # the Affine Loop IR (pure data, no torch or jax); GPU specs
     ("solar.interp",),  # interpreters of the IR on a framework's arrays (torch)

@@ -91,11 +91,6 @@ FLOORDIV = (
     "record_guards() translates them without _integer()): evaluating the region raises "
     "NameError: name 'FloorDiv' is not defined"
 )
-SYMINT = (
-    "solar/symbolic/size.py: a Size compared with a torch.SymInt gives NotImplemented both "
-    "ways, so PyTorch's `self.input_size != input.size(-1)` (nn.RNN/LSTM/GRU; InstanceNorm's "
-    "num_features check) falls back to identity and raises"
-)
 TRAINING = (
     "a training step is traced by solar/frontend/torch/training.py, which takes no symbolic "
     "shapes: the loader refuses it"
@@ -147,7 +142,6 @@ ENGINE: dict[str, str] = {
     "model_gpt": enumerated("BATCH, TOKENS"),
     "model_gpt_block": enumerated("BATCH, TOKENS, WIDTH"),
     "model_complex_rope_attention": enumerated("TOKENS"),
-    "model_gru_stack": SYMINT,
     "model_hf_bert": (
         "solar/graph/ranks.py:48 decides an equality between TOKENS and the plain position "
         "table size, which coincide (512): an Eq guard specializes TOKENS"
@@ -157,8 +151,6 @@ ENGINE: dict[str, str] = {
     "model_hf_t5": MOD,
     "model_llama_block": numpy_unique("TOKENS") + "; domain.py:84 pins WIDTH (= its plain twin)",
     "model_llm_prefill": numpy_unique("CONTEXT"),
-    "model_lstm_lm": SYMINT,
-    "model_lstm_randn_state": SYMINT,
     "model_mamba2_ssd": FLOORDIV,
     "model_swin_block": FLOORDIV,
     "model_transformer_encoder": MHA,
@@ -169,16 +161,17 @@ ENGINE: dict[str, str] = {
     ),
     "op_conv1d": conv("BATCH, CHANNELS, LENGTH"),
     "op_conv2d_depthwise": conv("BATCH, SIZE; conv.py:119 int(groups) pins CHANNELS"),
-    "op_gru": SYMINT,
-    "op_instancenorm": SYMINT,
     "op_loss_cross_entropy": (
         "cross_entropy's label smoothing divides by the symbolic class count: the sym_float "
         "and truediv fx nodes are not lowered (solar/frontend/torch)"
     ),
-    "op_lstm": SYMINT,
+    "op_lstm": (
+        "solar/backend/latency.py:213: layer 2 of a bidirectional LSTM reads each direction's "
+        "outputs in the other's step order (t -> STEPS-1-t, coefficient -1), a source "
+        "solar/backend/chain_paths.py chain_tail does not model: STEPS specialized"
+    ),
     "op_multihead_attention": MHA,
     "op_pool1d_3d": conv("every batch, channel and size"),
-    "op_rnn": SYMINT,
     "op_sdpa_causal_bf16": SDPA + "; " + enumerated("BATCH, HEADS, TOKENS"),
     "op_sdpa_gqa": SDPA + "; " + enumerated("BATCH, KV_HEADS, TOKENS"),
     "op_sdpa_padding_mask_fp16": SDPA,
@@ -215,7 +208,6 @@ EXAMPLES = [
 #: the exception each cause raises here (the specializations and the sampling: AssertionError)
 RAISES = {
     FLOORDIV: NameError,
-    SYMINT: (RuntimeError, ValueError),
     TRAINING: ProblemError,
     MHA: UnsupportedOperatorError,
 }

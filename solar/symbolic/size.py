@@ -21,7 +21,7 @@ import contextvars
 import math
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -150,20 +150,63 @@ def make(value: int, expr: sympy.Expr) -> int:
     return Size(value, expr)
 
 
-def _other(x: object) -> sympy.Expr | None:
-    if isinstance(x, Size):
-        return x.expr
-    if isinstance(x, int) and not isinstance(x, bool):
-        return sympy.Integer(x)
+#: converters of a framework's own symbolic ints (PyTorch's ``SymInt`` under a symbolic trace)
+#: to a :class:`Size` or an int, registered by the frontend; ``None`` for anything else
+_FOREIGN: list[Callable[[object], object | None]] = []
+
+
+def register_foreign(convert: Callable[[object], object | None]) -> None:
+    """Let sizes compute with a framework's symbolic ints (``n != t.size(-1)``): ``convert``
+    turns one into a :class:`Size` (or an int), and returns ``None`` for anything else."""
+    if convert not in _FOREIGN:
+        _FOREIGN.append(convert)
+
+
+def _foreign(x: object) -> object | None:
+    for convert in _FOREIGN:
+        y = convert(x)
+        if y is not None:
+            return y
     return None
+
+
+def _int_operand(x: object) -> tuple[object, sympy.Expr | None]:
+    """``(value for int's own method, expression)`` of an operand of a :class:`Size`; the
+    expression is ``None`` where the operand is no integer (int's method decides then)."""
+    if isinstance(x, Size):
+        return x, x.expr
+    if isinstance(x, int) and not isinstance(x, bool):
+        return x, sympy.Integer(x)
+    y = _foreign(x)
+    if y is not None:
+        return _int_operand(y)
+    return x, None
+
+
+def _real_operand(x: object) -> tuple[object, sympy.Expr | None]:
+    """``(value for float's own method, expression)`` of an operand of a :class:`Real`."""
+    if isinstance(x, Size):
+        return int.__int__(x), x.expr
+    if isinstance(x, Real):
+        return x, x.expr
+    if isinstance(x, bool):
+        return x, None
+    if isinstance(x, int):
+        return x, sympy.Integer(x)
+    if isinstance(x, float):
+        return x, sympy.Float(x)
+    y = _foreign(x)
+    if y is not None:
+        return _real_operand(y)
+    return x, None
 
 
 def _binary(op: str, fn):
     def method(self: Size, other: object) -> Any:
         if isinstance(other, float):  # a time or a rate: the result is a Real
             return getattr(Real(float(int.__int__(self)), self.expr), op)(other)
-        value = getattr(int, op)(self, other)
-        o = _other(other)
+        plain, o = _int_operand(other)
+        value = getattr(int, op)(self, plain)
         if o is None or value is NotImplemented or not isinstance(value, int):
             return value
         return make(value, fn(self.expr, o))
@@ -172,22 +215,9 @@ def _binary(op: str, fn):
     return method
 
 
-def _real_other(x: object) -> sympy.Expr | None:
-    if isinstance(x, (Size, Real)):
-        return x.expr
-    if isinstance(x, bool):
-        return None
-    if isinstance(x, int):
-        return sympy.Integer(x)
-    if isinstance(x, float):
-        return sympy.Float(x)
-    return None
-
-
 def _real_binary(op: str, fn):
     def method(self: Real, other: object) -> Any:
-        o = _real_other(other)
-        plain = int.__int__(other) if isinstance(other, Size) else other
+        plain, o = _real_operand(other)
         value = getattr(float, op)(self, plain)
         if o is None or value is NotImplemented:
             return value
@@ -195,6 +225,76 @@ def _real_binary(op: str, fn):
 
     method.__name__ = op
     return method
+
+
+def _decision(op: str, rel):
+    def method(self: _Decisions, other: object) -> Any:
+        return self._decide(other, op, rel)
+
+    method.__name__ = op
+    return method
+
+
+class _Decisions:
+    """What :class:`Size` and :class:`Real` share: every decision (a comparison, truth, an
+    escape to a plain number) is true at the traced point and recorded as a guard."""
+
+    __slots__ = ()
+    expr: sympy.Expr
+    _plain: type  # int or float: the value's own type, whose methods compute the value
+    _operand: Callable[[object], tuple[object, sympy.Expr | None]]
+
+    _hint: Callable[[Any], Any]  # int.__int__ or float.__float__: the value, no guard
+
+    @property
+    def hint(self) -> Any:
+        return self._hint()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._plain.__repr__(self)}, {self.expr})"
+
+    def _decide(self, other: object, op: str, rel) -> Any:
+        plain, o = type(self)._operand(other)
+        value = getattr(self._plain, op)(self, plain)
+        if o is None or value is NotImplemented:
+            return value
+        relation = rel(self.expr, o)
+        if self._plain is float and isinstance(relation, sympy.logic.boolalg.BooleanAtom):
+            return value  # sympy decides it at every size; the hints differ by rounding alone
+        _record(relation if value else sympy.Not(relation))
+        return value
+
+    __lt__ = _decision("__lt__", sympy.Lt)
+    __le__ = _decision("__le__", sympy.Le)
+    __gt__ = _decision("__gt__", sympy.Gt)
+    __ge__ = _decision("__ge__", sympy.Ge)
+    __eq__ = _decision("__eq__", sympy.Eq)
+    __ne__ = _decision("__ne__", sympy.Ne)
+
+    def __hash__(self) -> int:
+        return self._plain.__hash__(self)
+
+    def __bool__(self) -> bool:
+        value = self._plain.__bool__(self)
+        _record(sympy.Ne(self.expr, 0) if value else sympy.Eq(self.expr, 0))
+        return value
+
+    def _specialize(self) -> Any:
+        """The plain value: the formula is specialized at the traced value (a guard says so,
+        naming the line outside this module that asked)."""
+        rec = _RECORDING.get()
+        if rec is not None:
+            f = sys._getframe(1)
+            while f.f_back is not None and f.f_code.co_filename == __file__:
+                f = f.f_back
+            line = f"{f.f_code.co_filename}:{f.f_lineno}"
+            value = sympy.Integer(self.hint) if self._plain is int else sympy.Float(self.hint)
+            with rec.at(f"{rec.where} ({line})" if rec.where else line):
+                rec.add(sympy.Eq(self.expr, value))
+        return self.hint
+
+    def __reduce__(self) -> tuple:
+        return (type(self), (self.hint, self.expr))
 
 
 def real(value: float, expr: sympy.Expr) -> float:
@@ -210,22 +310,16 @@ def _floordiv(a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
     return sympy.floor(a / b)
 
 
-class Size(int):
+class Size(_Decisions, int):
     """An int (the value at the traced point) carrying its expression in the symbols."""
 
-    expr: sympy.Expr
+    _plain, _hint = int, int.__int__
+    _operand = staticmethod(_int_operand)
 
     def __new__(cls, value: int, expr: sympy.Expr) -> Size:
         self = super().__new__(cls, value)
         self.expr = expr
         return self
-
-    @property
-    def hint(self) -> int:
-        return int.__int__(self)
-
-    def __repr__(self) -> str:
-        return f"Size({int.__repr__(self)}, {self.expr})"
 
     __add__ = _binary("__add__", lambda a, b: a + b)
     __radd__ = _binary("__radd__", lambda a, b: b + a)
@@ -308,73 +402,16 @@ class Size(int):
     def __invert__(self) -> int:
         return -self - 1
 
-    # -- decisions: true at the traced point, recorded as guards ---------------------------
-
-    def _decide(self, other: object, op: str, rel) -> Any:
-        value = getattr(int, op)(self, other)
-        o = _other(other)
-        if o is None or value is NotImplemented:
-            return value
-        relation = rel(self.expr, o)
-        _record(relation if value else sympy.Not(relation))
-        return value
-
-    def __lt__(self, other: object) -> Any:
-        return self._decide(other, "__lt__", sympy.Lt)
-
-    def __le__(self, other: object) -> Any:
-        return self._decide(other, "__le__", sympy.Le)
-
-    def __gt__(self, other: object) -> Any:
-        return self._decide(other, "__gt__", sympy.Gt)
-
-    def __ge__(self, other: object) -> Any:
-        return self._decide(other, "__ge__", sympy.Ge)
-
-    def __eq__(self, other: object) -> Any:
-        return self._decide(other, "__eq__", sympy.Eq)
-
-    def __ne__(self, other: object) -> Any:
-        return self._decide(other, "__ne__", sympy.Ne)
-
-    def __hash__(self) -> int:
-        return int.__hash__(self)
-
-    def __bool__(self) -> bool:
-        value = int.__bool__(self)
-        _record(sympy.Ne(self.expr, 0) if value else sympy.Eq(self.expr, 0))
-        return value
-
     def __int__(self) -> int:
-        """A plain int: the formula is specialized at the traced value (a guard says so,
-        naming the line that asked)."""
-        rec = _RECORDING.get()
-        if rec is not None:
-            f = sys._getframe(1)
-            while f.f_back is not None and f.f_code.co_filename == __file__:
-                f = f.f_back  # the caller that asked (not a method of this module)
-            line = f"{f.f_code.co_filename}:{f.f_lineno}"
-            with rec.at(f"{rec.where} ({line})" if rec.where else line):
-                rec.add(sympy.Eq(self.expr, self.hint))
-        return self.hint
+        """A plain int: specialized at the traced value (see :meth:`_specialize`)."""
+        return self._specialize()
 
     __index__ = __int__
 
     def __float__(self) -> float:
         """A plain float (``math.sqrt(n)``, ``float(n)``): specialized, as :meth:`__int__`;
         :func:`to_real` and :func:`sqrt` keep the expression."""
-        rec = _RECORDING.get()
-        if rec is not None:
-            f = sys._getframe(1)
-            while f.f_back is not None and f.f_code.co_filename == __file__:
-                f = f.f_back  # the caller that asked (not a method of this module)
-            line = f"{f.f_code.co_filename}:{f.f_lineno}"
-            with rec.at(f"{rec.where} ({line})" if rec.where else line):
-                rec.add(sympy.Eq(self.expr, self.hint))
-        return float(self.hint)
-
-    def __reduce__(self) -> tuple:
-        return (Size, (self.hint, self.expr))
+        return float(self._specialize())
 
 
 def integer(x: object) -> int:
@@ -463,22 +500,16 @@ def maximum(a: int, b: int) -> int:
     return make(max(int.__int__(a), int.__int__(b)), sympy.Max(ea, eb))
 
 
-class Real(float):
+class Real(_Decisions, float):
     """A float (the value at the traced point) carrying its expression: a time, a rate."""
 
-    expr: sympy.Expr
+    _plain, _hint = float, float.__float__
+    _operand = staticmethod(_real_operand)
 
     def __new__(cls, value: float, expr: sympy.Expr) -> Real:
         self = super().__new__(cls, value)
         self.expr = expr
         return self
-
-    @property
-    def hint(self) -> float:
-        return float.__float__(self)
-
-    def __repr__(self) -> str:
-        return f"Real({float.__repr__(self)}, {self.expr})"
 
     __add__ = _real_binary("__add__", lambda a, b: a + b)
     __radd__ = _real_binary("__radd__", lambda a, b: b + a)
@@ -498,58 +529,9 @@ class Real(float):
     def __abs__(self) -> float:
         return self if self >= 0 else -self
 
-    def _decide(self, other: object, op: str, rel) -> Any:
-        o = _real_other(other)
-        plain = int.__int__(other) if isinstance(other, Size) else other
-        value = getattr(float, op)(self, plain)
-        if o is None or value is NotImplemented:
-            return value
-        relation = rel(self.expr, o)
-        if isinstance(relation, sympy.logic.boolalg.BooleanAtom):
-            return value  # sympy decides it at every size; the hints differ by rounding alone
-        _record(relation if value else sympy.Not(relation))
-        return value
-
-    def __lt__(self, other: object) -> Any:
-        return self._decide(other, "__lt__", sympy.Lt)
-
-    def __le__(self, other: object) -> Any:
-        return self._decide(other, "__le__", sympy.Le)
-
-    def __gt__(self, other: object) -> Any:
-        return self._decide(other, "__gt__", sympy.Gt)
-
-    def __ge__(self, other: object) -> Any:
-        return self._decide(other, "__ge__", sympy.Ge)
-
-    def __eq__(self, other: object) -> Any:
-        return self._decide(other, "__eq__", sympy.Eq)
-
-    def __ne__(self, other: object) -> Any:
-        return self._decide(other, "__ne__", sympy.Ne)
-
-    def __hash__(self) -> int:
-        return float.__hash__(self)
-
-    def __bool__(self) -> bool:
-        value = float.__bool__(self)
-        _record(sympy.Ne(self.expr, 0) if value else sympy.Eq(self.expr, 0))
-        return value
-
     def __float__(self) -> float:
-        """A plain float: the formula is specialized here (a guard says so)."""
-        rec = _RECORDING.get()
-        if rec is not None:
-            f = sys._getframe(1)
-            while f.f_back is not None and f.f_code.co_filename == __file__:
-                f = f.f_back  # the caller that asked (not a method of this module)
-            line = f"{f.f_code.co_filename}:{f.f_lineno}"
-            with rec.at(f"{rec.where} ({line})" if rec.where else line):
-                rec.add(sympy.Eq(self.expr, sympy.Float(self.hint)))
-        return self.hint
-
-    def __reduce__(self) -> tuple:
-        return (Real, (self.hint, self.expr))
+        """A plain float: the formula is specialized here (see :meth:`_specialize`)."""
+        return self._specialize()
 
 
 def to_real(x: object) -> float:

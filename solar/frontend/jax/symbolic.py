@@ -15,17 +15,13 @@ decisions need no guard; the constraints themselves are the trace's guards.
 from __future__ import annotations
 
 import contextlib
-import contextvars
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import sympy
 
+from solar.symbolic.shapes import ActiveShapes
 from solar.symbolic.size import Recording, make, symbol
-
-_ACTIVE: contextvars.ContextVar[SymbolicDims | None] = contextvars.ContextVar(
-    "solar_jax_symbolic", default=None
-)
 
 #: where a size is marked: a positional input's index (an array argument) or a leaf's label
 #: (``"x"``, ``"params/fc1/weight"``), and one of its dims
@@ -117,13 +113,9 @@ class SymbolicDims:
                 lhs, rhs = to_sympy(c.e1), to_sympy(c.e2)
                 rec.add(sympy.Eq(lhs, rhs) if c.cmp.name == "EQ" else sympy.Ge(lhs, rhs))
 
-    @contextlib.contextmanager
-    def active(self) -> Iterator[SymbolicDims]:
-        token = _ACTIVE.set(self)
-        try:
-            yield self
-        finally:
-            _ACTIVE.reset(token)
+    def active(self) -> contextlib.AbstractContextManager[SymbolicDims]:
+        """The block in which lowering reads this trace's dimension expressions as sizes."""
+        return _DIMS.use(self)
 
 
 def _is_dim(x: object) -> bool:
@@ -162,32 +154,23 @@ def _factor(f: object) -> sympy.Expr:
 # -- what the lowering calls ---------------------------------------------------------------
 
 
+_DIMS: ActiveShapes[SymbolicDims] = ActiveShapes("solar_jax_symbolic", int)  # type: ignore[arg-type]
+#: an int read off the jaxpr, keeping its symbol (a ``_DimExpr`` of a symbolic trace becomes
+#: a :class:`~solar.symbolic.size.Size`; an int passes)
+size = _DIMS.size
+#: :func:`size` of each (``tuple(int(s) for s in aval.shape)`` that keeps symbols)
+sizes = _DIMS.sizes
+
+
 def active() -> SymbolicDims | None:
     """The symbolic dims of the trace being lowered, or None (a numeric trace)."""
-    return _ACTIVE.get()
-
-
-def size(x: object) -> object:
-    """An int read off the jaxpr, keeping its symbol: a ``_DimExpr`` of a symbolic trace
-    becomes a :class:`~solar.symbolic.size.Size`; an int passes."""
-    dims = _ACTIVE.get()
-    if dims is not None:
-        return dims.size(x)
-    return int(x)  # type: ignore[call-overload]
-
-
-def sizes(xs: Sequence[object]) -> tuple[int, ...]:
-    """:func:`size` of each (``tuple(int(s) for s in aval.shape)`` that keeps symbols)."""
-    dims = _ACTIVE.get()
-    if dims is None:
-        return tuple(int(x) for x in xs)  # type: ignore[call-overload]
-    return tuple(dims.size(x) for x in xs)  # type: ignore[misc]
+    return _DIMS.get()
 
 
 def params(p: dict) -> dict:
     """An equation's parameters with every dimension expression (in tuples and lists, such
     as ``new_sizes`` or ``slice_sizes``) a :class:`~solar.symbolic.size.Size`."""
-    dims = _ACTIVE.get()
+    dims = _DIMS.get()
     if dims is None:
         return p
     return {k: _convert(v, dims) for k, v in p.items()}
@@ -196,7 +179,7 @@ def params(p: dict) -> dict:
 def specialized(p: dict) -> dict:
     """An equation's parameters with every dimension expression its plain value at the traced
     sizes (each a specialization guard): for evaluating the equation with JAX itself."""
-    return {k: _convert(v, _ACTIVE.get(), plain=True) for k, v in p.items()}
+    return {k: _convert(v, _DIMS.get(), plain=True) for k, v in p.items()}
 
 
 def _convert(v: object, dims: SymbolicDims | None, plain: bool = False) -> object:

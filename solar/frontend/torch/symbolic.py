@@ -11,17 +11,13 @@ dims of equal size are not assumed equal: no duck sizing), so the fx graph's sha
 from __future__ import annotations
 
 import contextlib
-import contextvars
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import sympy
 import torch
 
-from solar.symbolic.size import Recording, make, symbol
-
-_ACTIVE: contextvars.ContextVar[SymbolicShapes | None] = contextvars.ContextVar(
-    "solar_torch_symbolic", default=None
-)
+from solar.symbolic.shapes import ActiveShapes
+from solar.symbolic.size import Recording, make, register_foreign, symbol
 
 
 class SymbolicShapes:
@@ -98,13 +94,9 @@ class SymbolicShapes:
                 if s in self._subs:
                     rec.add(sympy.Eq(self._subs[s], self.translate(e)))
 
-    @contextlib.contextmanager
-    def active(self) -> Iterator[SymbolicShapes]:
-        token = _ACTIVE.set(self)
-        try:
-            yield self
-        finally:
-            _ACTIVE.reset(token)
+    def active(self) -> contextlib.AbstractContextManager[SymbolicShapes]:
+        """The block in which lowering reads this trace's ``SymInt`` s as sizes."""
+        return _SHAPES.use(self)
 
 
 def _integer(e: sympy.Expr) -> sympy.Expr:
@@ -171,18 +163,25 @@ def _translations() -> dict[str, object]:
     }
 
 
-def size(x: object) -> object:
-    """An int read off a traced value, keeping its symbol: a ``SymInt`` of a symbolic trace
-    becomes a :class:`~solar.symbolic.size.Size`; any other value passes (an int stays)."""
-    shapes = _ACTIVE.get()
-    if shapes is not None:
-        return shapes.size(x)
+def _plain(x: object) -> object:
     return int(x) if isinstance(x, torch.SymInt) else x
 
 
-def sizes(xs: Sequence[object]) -> tuple[int, ...]:
-    """:func:`size` of each, as ints (``tuple(int(s) for s in val.shape)`` that keeps symbols)."""
-    return tuple(int(v) if not isinstance(v := size(x), int) else v for x in xs)
+def _symint(x: object) -> object | None:
+    """A ``SymInt`` of the active trace as a :class:`Size` (``n != t.size(-1)`` in a module
+    whose ``n`` is a size: nn.RNN's and InstanceNorm's checks)."""
+    shapes = _SHAPES.get()
+    return shapes.size(x) if shapes is not None and isinstance(x, torch.SymInt) else None
+
+
+_SHAPES: ActiveShapes[SymbolicShapes] = ActiveShapes("solar_torch_symbolic", _plain)
+register_foreign(_symint)
+
+#: an int read off a traced value, keeping its symbol (a ``SymInt`` of a symbolic trace
+#: becomes a :class:`~solar.symbolic.size.Size`; any other value passes)
+size = _SHAPES.size
+#: :func:`size` of each, as ints
+sizes = _SHAPES.sizes
 
 
 __all__ = ["SymbolicShapes", "size", "sizes", "symbol"]

@@ -40,6 +40,7 @@ from solar.frontend.torch.ops.common import dims_of, nest, norm_dim
 from solar.frontend.torch.registry import lowering
 from solar.ir.affine import Affine
 from solar.ir.scalar import Const, Expr
+from solar.symbolic.size import integer
 
 aten = torch.ops.aten
 
@@ -171,8 +172,8 @@ def repeat(ctx: LoweringContext, x: T, repeats: Sequence[int]) -> None:
     for k, (r, n) in enumerate(zip(repeats, shape, strict=True)):
         i = Affine.of(f"i{k}")
         loops.append((f"i{k}", n))
-        if int(r) != 1:
-            loops.append((f"t{k}", int(r)))
+        if r != 1:  # a symbolic repeat count stays a size (a guard records r != 1)
+            loops.append((f"t{k}", integer(r)))
             out_index.append(Affine.of(f"t{k}") * n + i)
         else:
             out_index.append(i)
