@@ -59,6 +59,24 @@ class WorkloadBound:
     method: str = "trace"  # "trace": its own trace; "formula": a symbolic trace's formula
     note: str = ""  # which formula, or why a trace of its own (solar.definition.symbolic)
 
+    @classmethod
+    def of(cls, uuid: str, axes: dict[str, int], b, seconds: float, **how: str) -> WorkloadBound:
+        """The row of a workload bounded as ``b`` (``how``: its ``method`` and ``note``)."""
+        return cls(
+            uuid,
+            axes,
+            "ok",
+            b.unfused,
+            b.fused,
+            b.cache_aware,
+            b.fused_bound_by,
+            b.cache_aware_bound_by,
+            len(b.kernels),
+            seconds,
+            bound=b,
+            **how,
+        )
+
     def to_dict(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "bound"}
 
@@ -181,19 +199,7 @@ def bound_workload(defn: Definition, wl: Workload, spec, module=None, inputs=Non
             b = bound_graph(program, g, spec)
     except Exception as e:  # one workload's failure is a row, not the end of the batch
         return failed_row(wl, e, t0)
-    return WorkloadBound(
-        wl.uuid,
-        inputs.axes,
-        "ok",
-        b.unfused,
-        b.fused,
-        b.cache_aware,
-        b.fused_bound_by,
-        b.cache_aware_bound_by,
-        len(b.kernels),
-        time.perf_counter() - t0,
-        bound=b,
-    )
+    return WorkloadBound.of(wl.uuid, inputs.axes, b, time.perf_counter() - t0)
 
 
 def failed_row(wl: Workload, e: Exception, t0: float) -> WorkloadBound:

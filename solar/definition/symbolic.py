@@ -188,7 +188,7 @@ def _bound_group(defn: Definition, todo: list[Candidate], spec, module, rows: li
             for c in inside:
                 t1 = time.perf_counter()
                 try:
-                    at = evaluated(b, _var(defn, c))
+                    at = b.quick_at(**_var(defn, c))
                 except Exception as e:
                     outside[c.index] = f"the formula there failed ({_first_line(e)})"
                     continue
@@ -204,22 +204,6 @@ def _bound_group(defn: Definition, todo: list[Candidate], spec, module, rows: li
             reason = _outside(b, defn, c) if b is not None else "one workload of its scalars"
         row = bound_workload(defn, c.workload, spec, module, c.inputs)
         rows[c.index] = traced_row(row, reason)
-
-
-def evaluated(b: SymbolicBound, sizes: dict[str, int]):
-    """The numeric Bound at ``sizes`` (inside ``b``'s count region): the symbolic graph's
-    counts evaluated there, analysed numerically. The same Bound as ``b.at(**sizes)`` (and as
-    a trace there), without analysing a new piece symbolically where the point lies in no
-    piece recorded so far (a few milliseconds instead of tens)."""
-    from solar.backend.analyze import analyze
-    from solar.graph.types import graph_info
-    from solar.symbolic.walk import evaluate
-
-    point = b._point(sizes)
-    if any(p.region.holds(point) for p in b._pieces):
-        return b.at(**sizes)
-    g = evaluate(b._graph, point)
-    return analyze(g, b._spec, notes=list(graph_info(g).trace_notes) or None)
 
 
 def _distinct(defn: Definition, c: Candidate) -> bool:
@@ -251,21 +235,8 @@ def formula_row(c: Candidate, b, seconds: float, traced: str):
     """The row of a workload bounded from the formula traced at workload ``traced``."""
     from solar.definition.bound import WorkloadBound
 
-    return WorkloadBound(
-        c.workload.uuid,
-        c.inputs.axes,
-        "ok",
-        b.unfused,
-        b.fused,
-        b.cache_aware,
-        b.fused_bound_by,
-        b.cache_aware_bound_by,
-        len(b.kernels),
-        seconds,
-        bound=b,
-        method=FORMULA,
-        note=f"the formula traced at workload {traced[:12]}",
-    )
+    note = f"the formula traced at workload {traced[:12]}"
+    return WorkloadBound.of(c.workload.uuid, c.inputs.axes, b, seconds, method=FORMULA, note=note)
 
 
 def traced_row(row, why: str):

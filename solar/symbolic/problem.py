@@ -27,7 +27,6 @@ parameters and buffers (traced as a constant), a training problem or a JAX file.
 from __future__ import annotations
 
 import ast
-import dataclasses
 import gc
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -154,31 +153,28 @@ def bound_problem(
     footprint caches emptied: :func:`clear_value_caches`)."""
     from solar.api import gc_paused
     from solar.frontend.torch.symbolic import SymbolicShapes
-    from solar.frontend.torch.trace import trace_torch
     from solar.graph.cache import structure_cache
-    from solar.graph.lift import lift
-    from solar.graph.types import graph_info, set_graph_info
     from solar.hw import load_spec
     from solar.symbolic.region import Region
+    from solar.symbolic.trace import trace_lifted
     from solar.symbolic.tracker import PlainSizes
 
     spec = load_spec(hw)
     problem = load_symbolic_problem(path, names)
     shapes = SymbolicShapes(problem.dims)
+    rec = problem.recording
     clear_value_caches()
-    with gc_paused(), recording(problem.recording) as rec, structure_cache(False):
-        with PlainSizes(rec, shapes.translate):
-            traced = trace_torch(
-                problem.model,
-                problem.inputs,
-                name=problem.name,
-                precision=precision,
-                symbolic=shapes,
-            )
-        shapes.record_guards(rec)
-        g = lift(traced.program, verified=True)
-    notes = (*problem.notes, *traced.assumptions)
-    set_graph_info(g, dataclasses.replace(graph_info(g), trace_notes=notes))
+    with gc_paused(), structure_cache(False):
+        _, g = trace_lifted(
+            problem.model,
+            problem.inputs,
+            shapes,
+            rec,
+            within=PlainSizes(rec, shapes.translate),
+            notes=problem.notes,
+            name=problem.name,
+            precision=precision,
+        )
     symbols = [symbol(n) for n in problem.sizes]
     return SymbolicBound.of(g, spec, Region.of(symbols, rec.guards), problem.sizes)
 

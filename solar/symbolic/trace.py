@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+from collections.abc import Sequence
 
 from solar.symbolic.marks import Marks, mark_dims
 from solar.symbolic.region import Region
 from solar.symbolic.result import SymbolicBound
-from solar.symbolic.size import recording, symbol
+from solar.symbolic.size import Recording, recording, symbol
 
 
 def bound_symbolic(
@@ -26,21 +28,15 @@ def bound_symbolic(
     :attr:`~solar.symbolic.result.SymbolicBound.retrace` calls at sizes outside the formula's
     region (None: no retrace)."""
     from solar.frontend.torch.symbolic import SymbolicShapes
-    from solar.frontend.torch.trace import trace_torch
-    from solar.graph.lift import lift
-    from solar.graph.types import graph_info, set_graph_info
     from solar.hw import load_spec
 
     spec = load_spec(hw)
     dims = mark_dims(marks)
     shapes = SymbolicShapes(dims)
-    with recording() as rec:
-        traced = trace_torch(
-            model, inputs, kwargs=kwargs, name=name, precision=precision, symbolic=shapes
-        )
-        shapes.record_guards(rec)
-        g = lift(traced.program, verified=True)
-    set_graph_info(g, dataclasses.replace(graph_info(g), trace_notes=tuple(traced.assumptions)))
+    rec = Recording()
+    traced, g = trace_lifted(
+        model, inputs, shapes, rec, kwargs=kwargs, name=name, precision=precision
+    )
     sizes = {}
     for (binding, d), (nm, expr) in dims.items():
         offset = int(expr - symbol(nm))
@@ -51,6 +47,34 @@ def bound_symbolic(
         keywords = {"kwargs": kwargs, "precision": precision, "name": name}
         b.retrace = _retrace(numeric, model, inputs, spec, dims, **keywords)
     return b
+
+
+def trace_lifted(
+    model,
+    inputs,
+    shapes,
+    rec: Recording,
+    *,
+    within: contextlib.AbstractContextManager | None = None,
+    notes: Sequence[str] = (),
+    **trace_kw,
+):
+    """``(traced, graph)``: ``model`` traced with ``shapes`` (a
+    :class:`~solar.frontend.torch.symbolic.SymbolicShapes`) inside ``within``, PyTorch's guards
+    and those of tracing and lifting recorded on ``rec``, the graph's trace notes ``notes``
+    and the trace's assumptions."""
+    from solar.frontend.torch.trace import trace_torch
+    from solar.graph.lift import lift
+    from solar.graph.types import graph_info, set_graph_info
+
+    with recording(rec):
+        with within if within is not None else contextlib.nullcontext():
+            traced = trace_torch(model, inputs, symbolic=shapes, **trace_kw)
+        shapes.record_guards(rec)
+        g = lift(traced.program, verified=True)
+    info = dataclasses.replace(graph_info(g), trace_notes=(*notes, *traced.assumptions))
+    set_graph_info(g, info)
+    return traced, g
 
 
 def _retrace(numeric, model, inputs, spec, dims, **keywords):
