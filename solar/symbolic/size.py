@@ -227,6 +227,17 @@ def _real_binary(op: str, fn):
     return method
 
 
+#: each relation's negation (``not a < b`` is ``a >= b``)
+_NEGATED = {
+    sympy.Lt: sympy.Ge,
+    sympy.Ge: sympy.Lt,
+    sympy.Le: sympy.Gt,
+    sympy.Gt: sympy.Le,
+    sympy.Eq: sympy.Ne,
+    sympy.Ne: sympy.Eq,
+}
+
+
 def _decision(op: str, rel):
     def method(self: _Decisions, other: object) -> Any:
         return self._decide(other, op, rel)
@@ -258,9 +269,12 @@ class _Decisions:
         value = getattr(self._plain, op)(self, plain)
         if o is None or value is NotImplemented:
             return value
+        if self._plain is float:  # times: sympy's own evaluation of the relation is slow
+            if (self.expr - o).is_number:
+                return value  # decided at every size; the hints differ by rounding alone
+            _record((rel if value else _NEGATED[rel])(self.expr, o, evaluate=False))
+            return value
         relation = rel(self.expr, o)
-        if self._plain is float and isinstance(relation, sympy.logic.boolalg.BooleanAtom):
-            return value  # sympy decides it at every size; the hints differ by rounding alone
         _record(relation if value else sympy.Not(relation))
         return value
 
