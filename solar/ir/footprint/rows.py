@@ -130,6 +130,8 @@ def _pieces(yr: tuple[int, int], lows: list[Line], highs: list[Line]) -> list[Pi
     ys = distinct_sorted([yr[0], yr[1], *(c for c in cuts if yr[0] < c < yr[1])])
     out: list[Piece] = []
     for p, q in zip(ys, ys[1:], strict=False):
+        if not p < q:  # two cuts of one value at these sizes: no row between them
+            continue
         xl = _bounding(lows, p, q, 1)
         xh = _bounding(highs, p, q, -1)
         if xl is None or xh is None:
