@@ -18,7 +18,9 @@ Method (all integer arithmetic; nothing enumerates a large set), one module a st
    progression, an enumeration of the short dims with the longest solved as an interval, or a
    sub-box lower bound) and :mod:`~solar.ir.footprint.segments` unions of progressions;
    with symbolic sizes, :mod:`~solar.ir.footprint.sized` walks the short plain dims and keeps
-   the long dim's interval as expressions (the same answers, as formulas).
+   the long dim's interval as expressions (the same answers, as formulas), and
+   :mod:`~solar.ir.footprint.rows` gives a two-dim group with unit guard coefficients (a
+   causal triangle, a band) in closed form: rows piecewise linear, lengths summed as series.
 3. :mod:`~solar.ir.footprint.sums`: the sets are summed smallest scale first (merged
    progressions, injective sums, exact sums of small sets, Cauchy–Davenport lower bounds).
 4. :mod:`~solar.ir.footprint.forms`: the footprint of one access, never above the base's numel

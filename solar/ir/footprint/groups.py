@@ -41,6 +41,7 @@ from solar.ir.footprint.factors import (
     opaque,
     progression,
 )
+from solar.ir.footprint.rows import row_values
 from solar.ir.footprint.segments import segment_union
 from solar.ir.footprint.sized import enumerable, inner_eval, plain_image, sized_values
 from solar.ir.footprint.sums import fold, scaled_range
@@ -139,10 +140,18 @@ def _proportional(dims, rng, guards, f) -> tuple[int, Factor | None] | None:
 
 def _inner_eval(rng, guards, f, inner, others) -> tuple[int, Factor | None]:
     """Exact values with ``others`` enumerated and ``inner`` solved as an interval."""
+    group = {inner, *others}  # the dims outside the group (sized or not) play no part here
+    rng = {d: r for d, r in rng.items() if d in group}
+    f = {d: c for d, c in f.items() if d in group}
     symbolic = sized(v for r in rng.values() for v in r) or sized(f.values())
     symbolic = symbolic or sized(v for g in guards for v in (g.const, g.lo, g.hi))
-    if symbolic and enumerable(rng, guards, f, others):
-        out = inner_eval(rng, guards, f, inner, others)
+    if symbolic:
+        out = (
+            inner_eval(rng, guards, f, inner, others)
+            if enumerable(rng, guards, f, others)
+            else None
+        )
+        out = row_values(rng, guards, f, inner, others) if out is None else out
         if out is not None:
             return out
     # numpy enumeration: a symbolic size used here is specialized (int() records the guard)
