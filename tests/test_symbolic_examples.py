@@ -137,20 +137,14 @@ SDPA = (
 #: examples that fail for a reason inside the engine: the precise cause (the exception it
 #: raises is checked too: see RAISES)
 ENGINE: dict[str, str] = {
-    "chain_qkv_attention_out": enumerated("BATCH, TOKENS, WIDTH"),
+    "chain_qkv_attention_out": SDPA,
     "jax_twin_train_gpt_torch": TRAINING,
-    "model_gpt": enumerated("BATCH, TOKENS"),
-    "model_gpt_block": enumerated("BATCH, TOKENS, WIDTH"),
-    "model_complex_rope_attention": enumerated("TOKENS"),
+    "model_gpt_block": SDPA,
     "model_hf_bert": (
         "solar/graph/ranks.py:48 decides an equality between TOKENS and the plain position "
         "table size, which coincide (512): an Eq guard specializes TOKENS"
     ),
-    "model_hf_gpt2": numpy_unique("BATCH, TOKENS"),
-    "model_hf_llama_defaults": numpy_unique("TOKENS"),
     "model_hf_t5": MOD,
-    "model_llama_block": numpy_unique("TOKENS") + "; domain.py:84 pins WIDTH (= its plain twin)",
-    "model_llm_prefill": numpy_unique("CONTEXT"),
     "model_mamba2_ssd": FLOORDIV,
     "model_swin_block": FLOORDIV,
     "model_transformer_encoder": MHA,
@@ -172,10 +166,9 @@ ENGINE: dict[str, str] = {
     ),
     "op_multihead_attention": MHA,
     "op_pool1d_3d": conv("every batch, channel and size"),
-    "op_sdpa_causal_bf16": SDPA + "; " + enumerated("BATCH, HEADS, TOKENS"),
-    "op_sdpa_gqa": SDPA + "; " + enumerated("BATCH, KV_HEADS, TOKENS"),
+    "op_sdpa_causal_bf16": SDPA,
+    "op_sdpa_gqa": SDPA,
     "op_sdpa_padding_mask_fp16": SDPA,
-    "op_tril_causal_mask": enumerated("BATCH, HEADS"),
     "train_gpt": TRAINING,
     "train_hf_llama": TRAINING,
     "train_resnet": TRAINING,
