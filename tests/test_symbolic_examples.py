@@ -81,16 +81,6 @@ def _requires(path: Path) -> list[str]:
 # Causes inside the engine (solar/ir, solar/graph, solar/backend, solar/frontend/torch,
 # solar/symbolic/size.py), as the test meets them first; "specialized" means a guard pins the
 # size to the file's value, so no other size can be checked.
-MOD = (
-    "PyTorch's Mod stays in the trace's guards and sizes (solar/frontend/torch/symbolic.py: "
-    "translate() and _integer() map FloorDiv, not Mod/PythonMod); lambdify prints "
-    "Ne(Mod(B, B*H), 0) as `B % B*H`, which is 0, so the counts hold at no sampled point"
-)
-FLOORDIV = (
-    "PyTorch's FloorDiv stays in the trace's guards (solar/frontend/torch/symbolic.py: "
-    "record_guards() translates them without _integer()): evaluating the region raises "
-    "NameError: name 'FloorDiv' is not defined"
-)
 TRAINING = (
     "a training step is traced by solar/frontend/torch/training.py, which takes no symbolic "
     "shapes: the loader refuses it"
@@ -105,27 +95,6 @@ def conv(sizes: str) -> str:
     return (
         "solar/frontend/torch/ops/conv.py:54 (`int(extent) == 1` in the lowering's add()) uses "
         f"every convolution dim as a plain number: {sizes} specialized"
-    )
-
-
-def numpy_unique(sizes: str) -> str:
-    return (
-        "solar/ir/footprint/union.py:169 calls np.unique on sizes (numpy reads them as plain "
-        f"ints): {sizes} specialized"
-    )
-
-
-def norm(line: int) -> str:
-    return (
-        f"solar/frontend/torch/ops/normalization.py:{line} (`count *= int(n)` over the "
-        "normalized shape) uses the width as a plain number: WIDTH specialized"
-    )
-
-
-def enumerated(sizes: str) -> str:
-    return (
-        "solar/ir/footprint/groups.py:149 (_inner_eval) enumerates a group of loop dims "
-        f"numerically (int() of their ranges): {sizes} specialized"
     )
 
 
@@ -144,9 +113,6 @@ ENGINE: dict[str, str] = {
         "solar/graph/ranks.py:48 decides an equality between TOKENS and the plain position "
         "table size, which coincide (512): an Eq guard specializes TOKENS"
     ),
-    "model_hf_t5": MOD,
-    "model_mamba2_ssd": FLOORDIV,
-    "model_swin_block": FLOORDIV,
     "model_transformer_encoder": MHA,
     "op_avgpool2d": conv("every batch, channel and size"),
     "op_bilinear": (
@@ -200,7 +166,6 @@ EXAMPLES = [
 
 #: the exception each cause raises here (the specializations and the sampling: AssertionError)
 RAISES = {
-    FLOORDIV: NameError,
     TRAINING: ProblemError,
     MHA: UnsupportedOperatorError,
 }
