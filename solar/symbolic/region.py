@@ -10,6 +10,7 @@ size was used as a plain number, e.g. a Python loop over it) and is reported as 
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -30,6 +31,24 @@ class Guard:
 
     def __str__(self) -> str:
         return str(self.relation)
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _part(r: sympy.Basic) -> tuple[str, sympy.Expr, sympy.Expr, bool]:
+    """A guard's operator, difference, rounding scale and whether it holds floats."""
+    floats = any(isinstance(a, sympy.Float) for a in sympy.preorder_traversal(r))
+    if isinstance(r, sympy.core.relational.Relational):
+        scale = sum(
+            (abs(t) for side in (r.lhs, r.rhs) for t in sympy.Add.make_args(side)),
+            sympy.Integer(0),
+        )
+        return (r.rel_op, r.lhs - r.rhs, scale, floats)
+    return ("bool", r, sympy.Integer(0), False)
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _compiled(symbols: tuple[sympy.Symbol, ...], d: sympy.Basic, sc: sympy.Basic, exact: bool):
+    return compile_exprs(symbols, [d, sc], exact=exact)
 
 
 @dataclass(frozen=True)
@@ -55,33 +74,16 @@ class Region:
         rounding) and whether it holds floats (times: compared to a relative tolerance,
         since a guard decided at its boundary may round either way; both sides agree
         there)."""
-        out = []
-        for g in self.guards:
-            r = g.relation
-            floats = any(isinstance(a, sympy.Float) for a in sympy.preorder_traversal(r))
-            if isinstance(r, sympy.core.relational.Relational):
-                scale = sum(
-                    (abs(t) for side in (r.lhs, r.rhs) for t in sympy.Add.make_args(side)),
-                    sympy.Integer(0),
-                )
-                out.append((r.rel_op, r.lhs - r.rhs, scale, floats))
-            else:
-                out.append(("bool", r, sympy.Integer(0), False))
-        return out
-
-    @cached_property
-    def _scalar(self):
-        exprs = [e for _, d, sc, _ in self._parts for e in (d, sc)]
-        return compile_exprs(self.symbols, exprs, exact=True)
-
-    @cached_property
-    def _vector(self):
-        exprs = [e for _, d, sc, _ in self._parts for e in (d, sc)]
-        return compile_exprs(self.symbols, exprs)
+        return [_part(g.relation) for g in self.guards]
 
     def _values(self, args: list, vector: bool) -> list[tuple[object, object]]:
-        v = (self._vector if vector else self._scalar)(*args)
-        return [(v[2 * i], v[2 * i + 1]) for i in range(len(self._parts))]
+        """Per guard, the values of its difference and scale at ``args``. Each guard is
+        compiled once for all the regions that hold it (the pieces of one analysis share
+        most of their guards)."""
+        return [
+            tuple(_compiled(self.symbols, d, sc, not vector)(*args))  # type: ignore[misc]
+            for _, d, sc, _ in self._parts
+        ]
 
     def _ok(self, values: list[tuple[object, object]]) -> list[object]:
         out = []

@@ -158,6 +158,17 @@ class SymbolicBound(Bound):
         for p in self._pieces:
             if p.region.holds(point):
                 return p
+        return self.new_piece(**sizes)
+
+    @property
+    def pieces(self) -> tuple[Piece, ...]:
+        """The pieces analysed so far (the traced one first)."""
+        return tuple(self._pieces)
+
+    def new_piece(self, **sizes: int) -> Piece:
+        """The analysis at these sizes, recorded as a new piece, without looking for a piece
+        met so far that holds there (sweeps check those at all their points at once)."""
+        point = self._point(sizes)
         graph = rehint(self._graph, point)
         piece = _analyse(graph, self._spec, self.counts_region.symbols, None)
         self._pieces.append(piece)
@@ -214,18 +225,16 @@ class SymbolicBound(Bound):
             raise ValueError(
                 f"unknown size {size!r}; this bound's sizes are {', '.join(self.sizes)}"
             )
+        pts = {k: (xs if k == s else np.full(xs.shape, v)) for k, v in base.items()}
         if self.counts_region is not None:
-            pts = {k: (xs if k == s else np.full(xs.shape, v)) for k, v in base.items()}
             for i in np.flatnonzero(~self.counts_region.holds_many(pts)):
                 numeric = self.at(**{**fixed, size: int(xs[i])})  # a new trace, or raises
                 out[i] = float(QUANTITIES[quantity](numeric))
                 todo[i] = False
-        while todo.any():
-            x0 = int(xs[todo][0])
-            piece = self.piece_at(**{**fixed, size: x0})
-            pts = {k: (xs if k == s else np.full(xs.shape, v)) for k, v in base.items()}
-            mine = todo & piece.region.holds_many(pts)
-            mine[np.flatnonzero(todo)[0]] = True
+
+        def fill(piece: Piece, mine: np.ndarray) -> None:
+            if not mine.any():
+                return
             expr = _expr(QUANTITIES[quantity](piece.bound)).xreplace(
                 {k: sympy.Integer(v) for k, v in base.items() if k != s}
             )
@@ -233,7 +242,17 @@ class SymbolicBound(Bound):
             out[mine] = np.broadcast_to(
                 np.asarray(f(xs[mine].astype(float)), dtype=float), (int(mine.sum()),)
             )
-            todo &= ~mine
+            todo[mine] = False
+
+        for piece in self.pieces:  # the pieces met so far, each checked once
+            if todo.any():
+                fill(piece, todo & piece.region.holds_many(pts))
+        while todo.any():  # the first point left lies in no piece met so far: a new one
+            first = int(np.flatnonzero(todo)[0])
+            piece = self.new_piece(**{**fixed, size: int(xs[first])})
+            mine = todo & piece.region.holds_many(pts)
+            mine[first] = True
+            fill(piece, mine)
         return out
 
     def terms(self, level: str = "fused") -> dict[str, sympy.Expr]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import math
 import os
 import sys
@@ -68,6 +69,7 @@ class Recording:
 _SIGN = {"<": lambda d: d < 0, "<=": lambda d: d <= 0, ">": lambda d: d > 0, ">=": lambda d: d >= 0}
 
 
+@functools.lru_cache(maxsize=1 << 15)  # the pieces of one analysis decide the same relations
 def decided(relation: sympy.Basic) -> sympy.Basic:
     """``relation`` as ``lhs - rhs <op> 0`` with the difference expanded, or ``true`` /
     ``false`` when that decides it for every positive integer size: a constant difference,
