@@ -5,13 +5,17 @@ pins a size to its value."""
 from __future__ import annotations
 
 import itertools
+import operator
 
 import pytest
 import sympy
+import torch
+from torch.fx.experimental.proxy_tensor import make_fx
 
 from solar.frontend.torch.ops.pool import tap_count
+from solar.frontend.torch.scalars import is_scalar_node, scalar_value
 from solar.ir.affine import Affine
-from solar.symbolic.size import Size, recording, symbol
+from solar.symbolic.size import Real, Size, recording, symbol
 
 
 def _out_size(n: int, k: int, s: int, p: int, ceil: bool) -> int:
@@ -58,3 +62,24 @@ def test_avg_pool_tap_count_keeps_the_sizes(n, k, s, p, ceil, inc):
     border = -(-p // s) + 1
     if e > 2 * border:
         assert not _pins(rec, x, n), rec.guards
+
+
+def test_float_of_a_size_keeps_its_expression():
+    """``0.1 / sym_float(n)`` (cross_entropy's label smoothing over a symbolic class count) is
+    lowered to a Real carrying ``0.1/n``, not a plain float that would pin ``n``."""
+
+    def smoothed(x, t):
+        return torch.nn.functional.cross_entropy(x, t, label_smoothing=0.1)
+
+    gm = make_fx(smoothed, tracing_mode="symbolic")(torch.randn(8, 50), torch.randint(0, 50, (8,)))
+    nodes = [n for n in gm.graph.nodes if is_scalar_node(n.target, n.meta.get("val"))]
+    assert [n.target for n in nodes] == [torch.sym_float, operator.truediv]
+    n = symbol("n")
+    env: dict[object, object] = {nodes[0].args[0]: Size(50, n)}
+    with recording() as rec:
+        for node in nodes:
+            args = tuple(env.get(a, a) for a in node.args)
+            env[node] = scalar_value(node.target, args, node.meta["val"])
+    quotient = env[nodes[-1]]
+    assert isinstance(quotient, Real) and quotient.expr == sympy.Float(0.1) / n
+    assert float.__float__(quotient) == 0.1 / 50 and not rec.guards
