@@ -23,6 +23,7 @@ from solar.frontend.torch.ops.common import acc_dtype, broadcast_index, nest
 from solar.frontend.torch.registry import lowering
 from solar.ir.affine import Affine
 from solar.ir.scalar import Const, call
+from solar.symbolic.size import sqrt
 
 aten = torch.ops.aten
 
@@ -90,7 +91,7 @@ def transform_bias_rescale_qkv(ctx: LoweringContext, qkv: T, bias: T, num_heads:
         col = Affine.of("h") * head + "e" + which * dim
         value = call("add", ctx.load(qkv, ["b", "t", col]), ctx.load(bias, [col], qkv.dtype))
         if which == 0:
-            value = call("mul", value, Const(1 / math.sqrt(head)))
+            value = call("mul", value, Const(1 / sqrt(head)))  # a symbolic head dim kept
         ctx.statement(dims, out, ["b", "h", "t", "e"], value)
 
 
