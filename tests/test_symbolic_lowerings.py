@@ -10,10 +10,12 @@ import operator
 import pytest
 import sympy
 import torch
+from torch import nn
 from torch.fx.experimental.proxy_tensor import make_fx
 
 from solar.frontend.torch.ops.pool import tap_count
 from solar.frontend.torch.scalars import is_scalar_node, scalar_value
+from solar.frontend.torch.trace import trace_torch
 from solar.ir.affine import Affine
 from solar.symbolic.size import Real, Size, recording, symbol
 
@@ -83,3 +85,27 @@ def test_float_of_a_size_keeps_its_expression():
     quotient = env[nodes[-1]]
     assert isinstance(quotient, Real) and quotient.expr == sympy.Float(0.1) / n
     assert float.__float__(quotient) == 0.1 / 50 and not rec.guards
+
+
+def test_every_encoder_layer_writes_q_k_v_into_one_buffer():
+    """Each layer's ``_transform_bias_rescale_qkv`` writes q, k, v as slices of one buffer (as
+    eager allocates them), not only the first: a cached fake returned separate tensors from
+    the second layer on, and a symbolic trace (which the cache bypasses) differed from it."""
+    layer = nn.TransformerEncoderLayer(16, 2, 32, batch_first=True)
+    enc = nn.TransformerEncoder(layer, 3, enable_nested_tensor=False).eval()
+
+    class Encoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.enc = enc
+
+        def forward(self, x, m):
+            return self.enc(x, src_key_padding_mask=m)
+
+    mask = torch.zeros(2, 8, dtype=torch.bool)
+    program = trace_torch(Encoder().eval(), (torch.randn(2, 8, 16), mask)).program
+    kernels = [k for k in program.kernels if k.op == "aten._transform_bias_rescale_qkv.default"]
+    assert len(kernels) == 3
+    for k in kernels:  # each statement writes through its view into the storage
+        written = {s.out.tensor for s in k.statements}
+        assert len(written) == 1, written
