@@ -11,6 +11,7 @@ import pytest
 import sympy
 import torch
 from torch import nn
+from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.proxy_tensor import make_fx
 
 from solar.frontend.torch.ops.pool import tap_count
@@ -109,3 +110,32 @@ def test_every_encoder_layer_writes_q_k_v_into_one_buffer():
     for k in kernels:  # each statement writes through its view into the storage
         written = {s.out.tensor for s in k.statements}
         assert len(written) == 1, written
+
+
+TRILINEAR = [  # (shapes of i1, i2, i3), expand1, expand2, expand3, sumdim, unroll_dim
+    (((3, 5), (7, 5, 6), (3, 6)), [1, 3], [0], [1, 2], [2, 3], 1),  # F.bilinear
+    (((3, 5), (7, 5, 6), (3, 6)), [1, 3], [0], [1, 2], [2], 0),
+    (((4, 2), (4, 3), (2, 3)), [2], [1], [0], [], 0),
+    (((4, 2), (4, 3), (2, 3)), [2], [1], [0], [0, 1], 2),
+]
+
+
+@pytest.mark.parametrize(("shapes", "e1", "e2", "e3", "sumdim", "unroll"), TRILINEAR)
+def test_trilinear_fake_kernel_is_the_kernels_layout(shapes, e1, e2, e3, sumdim, unroll):
+    """``aten._trilinear``'s fake kernel (PyTorch has none that takes symbolic shapes) gives
+    the output the CPU kernel gives: its shape, strides and dtype."""
+    real = [torch.randn(s) for s in shapes]
+    want = torch.ops.aten._trilinear(*real, e1, e2, e3, sumdim, unroll)
+    with FakeTensorMode() as mode:
+        fakes = [mode.from_tensor(t) for t in real]
+        got = torch.ops.aten._trilinear(*fakes, e1, e2, e3, sumdim, unroll)
+    assert (got.shape, got.stride(), got.dtype) == (want.shape, want.stride(), want.dtype)
+
+
+def test_bilinear_traces_with_symbolic_shapes():
+    """``F.bilinear`` records ``aten._trilinear`` in a symbolic trace too (its C++ kernel on
+    symbolic fakes trips a PyTorch internal assert)."""
+    args = torch.randn(3, 5), torch.randn(3, 6), torch.randn(7, 5, 6)
+    gm = make_fx(torch.nn.functional.bilinear, tracing_mode="symbolic")(*args)
+    ops = [n.target for n in gm.graph.nodes if n.op == "call_function"]
+    assert torch.ops.aten._trilinear.default in ops

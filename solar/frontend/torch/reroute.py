@@ -99,35 +99,6 @@ def _gru_cell_fake(input_gates, hidden_gates, hx, input_bias=None, hidden_bias=N
     return hx.new_empty(hx.shape)
 
 
-# ------------------------------------------------------------------------ fake kernels
-
-# Two aten operators of the math path below have no meta kernel: on fake tensors PyTorch runs
-# the CPU kernel on zeros of the traced shapes (its "unsafe fallback"), which a symbolic trace
-# cannot do. These fake kernels give the outputs that fallback gives (shapes, strides,
-# storage offsets, aliasing), so a numeric trace is unchanged and a symbolic one runs.
-_ATEN = torch.library.Library("aten", "FRAGMENT")  # noqa: TOR901
-
-
-def _fake_transform_bias_rescale_qkv(qkv, qkv_bias, num_heads):
-    """q, k, v of ``(B, H, T, D/H)``: three slices of one ``(3, B, H, T, D/H)`` buffer, as
-    the kernel writes them."""
-    b, t, three_d = qkv.shape
-    buf = qkv.new_empty((3, b, num_heads, t, three_d // 3 // num_heads))
-    return buf[0], buf[1], buf[2]
-
-
-def _fake_masked_softmax(x, mask, dim=None, mask_type=None):
-    return torch.empty_like(x)
-
-
-for _name, _fake in (
-    ("_transform_bias_rescale_qkv", _fake_transform_bias_rescale_qkv),
-    ("_masked_softmax", _fake_masked_softmax),
-):
-    if not torch._C._dispatch_has_kernel_for_dispatch_key(f"aten::{_name}", "Meta"):
-        torch.library.register_fake(f"aten::{_name}", _fake, lib=_ATEN)
-
-
 # ------------------------------------------------------------------------ the replacements
 
 
