@@ -71,7 +71,8 @@ def transform_bias_rescale_qkv(ctx: LoweringContext, qkv: T, bias: T, num_heads:
     if isinstance(vals, (tuple, list)) and torch._C._is_alias_of(vals[0], vals[1]):
         # q, k, v are three slices of one (3, B, H, T, E) buffer, as the kernel writes them
         # (and as eager torch returns them); a trace whose outputs are three separate
-        # tensors (make_fx's fake kernel) keeps ctx.outs()'s default: later views of q, k
+        # tensors (a fake from PyTorch's fake tensor cache, which the rerouted MHA path
+        # turns off) keeps ctx.outs()'s default: later views of q, k
         # and v carry the trace's offsets, so the IR's layout must be the trace's.
         shape = (batch, num_heads, tokens, head)
         size = batch * num_heads * tokens * head
