@@ -27,6 +27,7 @@ from solar.frontend.torch.registry import (
     functional_form,
     mutated_args,
 )
+from solar.frontend.torch.scalars import is_scalar_node, scalar_value
 from solar.frontend.torch.sizes import SizePolicy
 from solar.frontend.torch.symbolic import size, sizes
 from solar.ir.affine import Affine, AffineLike, affines
@@ -382,6 +383,8 @@ class Lowerer(lowering.Lowerer):
         target = node.target
         if isinstance(node.meta.get("val"), torch.SymInt):  # a size of a symbolic trace
             return size(node.meta["val"])
+        if is_scalar_node(target, node.meta.get("val")):  # a float of sizes: 0.1 / n
+            return scalar_value(target, self.value(node.args), node.meta["val"])
         if target is operator.getitem:
             seq, i = node.args
             whole = self.env[seq]

@@ -42,11 +42,12 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
+from torch._subclasses.fake_tensor import disable_fake_tensor_cache
 
 from solar.frontend.torch.provenance import caller_source
 from solar.frontend.torch.registry import UnsupportedOperatorError
@@ -123,6 +124,17 @@ def _gru_cell(original: Callable, input, hx, w_ih, w_hh, b_ih=None, b_hh=None): 
     return torch.ops.solar.gru_cell(igates, hgates, hx, b_ih, b_hh)
 
 
+def _transform_bias_rescale_qkv(qkv: torch.Tensor, bias: torch.Tensor, heads: int):
+    """``torch._transform_bias_rescale_qkv`` with the fake tensor cache off: eager returns
+    q, k, v as three slices of one buffer (freed when all three are), as its fake kernel does;
+    a cached fake returns three separate tensors, so every call after the first of a
+    ``TransformerEncoder``'s layers would be traced with another layout (and a symbolic trace,
+    which the cache bypasses, with the first's)."""
+    mode = getattr(qkv, "fake_mode", None)
+    with disable_fake_tensor_cache(mode) if mode is not None else nullcontext():
+        return torch._transform_bias_rescale_qkv(qkv, bias, heads)
+
+
 def _heads(x: torch.Tensor, heads: int) -> torch.Tensor:
     """``(B, T, H*d)`` -> ``(B, H, T, d)`` (a view)."""
     b, t, e = x.shape
@@ -164,7 +176,7 @@ def _mha(
     else:
         ws = qkv_weight.chunk(3, 0)
         qkv = torch.cat([torch.matmul(x, w.t()) for x, w in zip((query, key, value), ws)], -1)
-    q, k, v = torch._transform_bias_rescale_qkv(qkv, qkv_bias, num_head)
+    q, k, v = _transform_bias_rescale_qkv(qkv, qkv_bias, num_head)
     scores = torch.matmul(q, k.transpose(-2, -1))
     if mask is None:
         probs = torch.softmax(scores, -1)

@@ -48,6 +48,7 @@ from solar.frontend.torch.registry import lowering
 from solar.ir.affine import Affine
 from solar.ir.program import Guard
 from solar.ir.scalar import Const, Expr, call
+from solar.symbolic.size import sqrt
 
 
 @dataclass
@@ -218,7 +219,7 @@ def sdpa(
 ) -> None:
     """One attention kernel: scores, softmax over keys, weighted values (module docstring)."""
     out = _checked_output(ctx, q, k, v)
-    scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
+    scale = 1 / sqrt(q.shape[-1]) if scale is None else scale  # a symbolic head dim kept
     lead = layout(ctx, q, k, v, out, enable_gqa)
     att = _Attention(ctx, q, k, out, lead, is_causal, scale)
     att.qk(q, k)

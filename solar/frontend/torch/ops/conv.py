@@ -116,9 +116,9 @@ def convolution(
     params.append(expand(dilation, nsp, "dilation"))
     out = ctx.out()
     if transposed:
-        _transposed(ctx, x, weight, bias, *params, int(groups), out)
+        _transposed(ctx, x, weight, bias, *params, integer(groups), out)
     else:
-        _direct(ctx, x, weight, bias, *params, int(groups), out)
+        _direct(ctx, x, weight, bias, *params, integer(groups), out)
 
 
 def _batch(loops: Loops, x: T) -> list[Affine]:

@@ -45,6 +45,7 @@ from solar.frontend.torch.registry import lowering
 from solar.ir.affine import Affine
 from solar.ir.program import Guard
 from solar.ir.scalar import Const, Expr, Index, call
+from solar.symbolic.size import Size
 
 aten = torch.ops.aten
 
@@ -135,24 +136,38 @@ def max_pool(
 AVG_POOLS = {aten.avg_pool2d.default: 2, aten.avg_pool3d.default: 3}
 
 
+def window_starts(extent: int, stride: int, pad: int) -> tuple[list[int], bool]:
+    """The first input position ``stride·i − pad`` of each output ``i < extent``, or of its
+    border outputs only when ``extent`` is a symbolic size and the border leaves an interior,
+    and whether it left one. With ``b = ceil(pad / stride) + 1``, every output
+    ``b <= i < extent − b`` has its whole window inside the input (``0 < stride·i − pad`` and,
+    from PyTorch's output size with or without ``ceil_mode``, ``stride·i − pad + k <= size``),
+    so its tap count is the kernel's with or without padding counted."""
+    b = -(-pad // stride) + 1
+    if not isinstance(extent, Size) or extent <= 2 * b:
+        return [stride * i - pad for i in range(int(extent))], False
+    border = [*range(b), *(extent - b + i for i in range(b))]
+    return [stride * i - pad for i in border], True
+
+
 def tap_count(
     p: Affine, extent: int, size: int, kernel: int, stride: int, pad: int, include_pad: bool
 ) -> Expr | int:
     """Taps PyTorch divides by along one dim, for output ``p < extent``: an int where it is
     the same for every output, else an expression of ``p``."""
-    start = [stride * i - pad for i in range(extent)]
+    start, interior = window_starts(extent, stride, pad)
     if include_pad:
         counts = [min(s + kernel, size + pad) - s for s in start]
-        if len(set(counts)) == 1:
+        if len({*counts, *([kernel] if interior else [])}) == 1:
             return counts[0]
         return call("minimum", Index(size + 2 * pad - stride * p), Const(kernel))
     counts = [min(s + kernel, size) - max(s, 0) for s in start]
-    if len(set(counts)) == 1:
+    if len({*counts, *([kernel] if interior else [])}) == 1:
         return counts[0]
     lo = stride * p - pad
-    lo_e: Expr = Index(lo) if min(start) >= 0 else call("maximum", Index(lo), Const(0))
+    lo_e: Expr = Index(lo) if start[0] >= 0 else call("maximum", Index(lo), Const(0))
     hi_e: Expr = Index(lo + kernel)
-    if max(start) + kernel > size:
+    if start[-1] + kernel > size:
         hi_e = call("minimum", hi_e, Const(size))
     return call("sub", hi_e, lo_e)
 

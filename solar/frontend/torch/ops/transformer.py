@@ -18,11 +18,13 @@ import math
 
 import torch
 
+from solar.frontend.torch import fakes  # noqa: F401  (fake kernels of the ops lowered here)
 from solar.frontend.torch.lower import LoweringContext, T
 from solar.frontend.torch.ops.common import acc_dtype, broadcast_index, nest
 from solar.frontend.torch.registry import lowering
 from solar.ir.affine import Affine
 from solar.ir.scalar import Const, call
+from solar.symbolic.size import sqrt
 
 aten = torch.ops.aten
 
@@ -69,7 +71,8 @@ def transform_bias_rescale_qkv(ctx: LoweringContext, qkv: T, bias: T, num_heads:
     if isinstance(vals, (tuple, list)) and torch._C._is_alias_of(vals[0], vals[1]):
         # q, k, v are three slices of one (3, B, H, T, E) buffer, as the kernel writes them
         # (and as eager torch returns them); a trace whose outputs are three separate
-        # tensors (make_fx's fake kernel) keeps ctx.outs()'s default: later views of q, k
+        # tensors (a fake from PyTorch's fake tensor cache, which the rerouted MHA path
+        # turns off) keeps ctx.outs()'s default: later views of q, k
         # and v carry the trace's offsets, so the IR's layout must be the trace's.
         shape = (batch, num_heads, tokens, head)
         size = batch * num_heads * tokens * head
@@ -90,7 +93,7 @@ def transform_bias_rescale_qkv(ctx: LoweringContext, qkv: T, bias: T, num_heads:
         col = Affine.of("h") * head + "e" + which * dim
         value = call("add", ctx.load(qkv, ["b", "t", col]), ctx.load(bias, [col], qkv.dtype))
         if which == 0:
-            value = call("mul", value, Const(1 / math.sqrt(head)))
+            value = call("mul", value, Const(1 / sqrt(head)))  # a symbolic head dim kept
         ctx.statement(dims, out, ["b", "h", "t", "e"], value)
 
 
