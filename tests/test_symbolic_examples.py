@@ -85,56 +85,21 @@ TRAINING = (
     "a training step is traced by solar/frontend/torch/training.py, which takes no symbolic "
     "shapes: the loader refuses it"
 )
-MHA = (
-    "nn.MultiheadAttention takes its fast path in a symbolic trace: "
-    "aten._transform_bias_rescale_qkv has no fake kernel (solar.bound(symbolic=) fails alike)"
-)
 
-
-def conv(sizes: str) -> str:
-    return (
-        "solar/frontend/torch/ops/conv.py:54 (`int(extent) == 1` in the lowering's add()) uses "
-        f"every convolution dim as a plain number: {sizes} specialized"
-    )
-
-
-SDPA = (
-    "solar/frontend/torch/ops/attention.py:221 (`1 / math.sqrt(q.shape[-1])`) uses the head "
-    "dim as a plain number: HEAD_DIM specialized"
-)
 
 #: examples that fail for a reason inside the engine: the precise cause (the exception it
 #: raises is checked too: see RAISES)
 ENGINE: dict[str, str] = {
-    "chain_qkv_attention_out": SDPA,
     "jax_twin_train_gpt_torch": TRAINING,
-    "model_gpt_block": SDPA,
     "model_hf_bert": (
         "solar/graph/ranks.py:48 decides an equality between TOKENS and the plain position "
         "table size, which coincide (512): an Eq guard specializes TOKENS"
-    ),
-    "model_transformer_encoder": MHA,
-    "op_avgpool2d": conv("every batch, channel and size"),
-    "op_bilinear": (
-        "aten._trilinear's meta kernel with symbolic shapes trips a PyTorch internal assert "
-        "(dispatch_on_subclass); solar.bound(symbolic=) fails alike"
-    ),
-    "op_conv1d": conv("BATCH, CHANNELS, LENGTH"),
-    "op_conv2d_depthwise": conv("BATCH, SIZE; conv.py:119 int(groups) pins CHANNELS"),
-    "op_loss_cross_entropy": (
-        "cross_entropy's label smoothing divides by the symbolic class count: the sym_float "
-        "and truediv fx nodes are not lowered (solar/frontend/torch)"
     ),
     "op_lstm": (
         "solar/backend/latency.py:213: layer 2 of a bidirectional LSTM reads each direction's "
         "outputs in the other's step order (t -> STEPS-1-t, coefficient -1), a source "
         "solar/backend/chain_paths.py chain_tail does not model: STEPS specialized"
     ),
-    "op_multihead_attention": MHA,
-    "op_pool1d_3d": conv("every batch, channel and size"),
-    "op_sdpa_causal_bf16": SDPA,
-    "op_sdpa_gqa": SDPA,
-    "op_sdpa_padding_mask_fp16": SDPA,
     "train_gpt": TRAINING,
     "train_hf_llama": TRAINING,
     "train_resnet": TRAINING,
@@ -167,7 +132,6 @@ EXAMPLES = [
 #: the exception each cause raises here (the specializations and the sampling: AssertionError)
 RAISES = {
     TRAINING: ProblemError,
-    MHA: UnsupportedOperatorError,
 }
 
 
