@@ -21,12 +21,15 @@ def bound_symbolic(
     name=None,
     numeric=None,
 ) -> SymbolicBound:
-    """:func:`solar.bound` with the sizes ``marks`` names as symbols (PyTorch programs).
-    ``numeric``: ``solar.bound`` (or any function of the same arguments), which the result's
-    :attr:`~solar.symbolic.result.SymbolicBound.retrace` calls at sizes outside the formula's
-    region (None: no retrace)."""
+    """:func:`solar.bound` with the sizes ``marks`` names as symbols (PyTorch programs; a
+    training step, :func:`~solar.frontend.torch.training.is_training_step`, is traced by
+    :func:`~solar.frontend.torch.training.trace_training_step`). ``numeric``:
+    ``solar.bound`` (or any function of the same arguments), which the result's
+    :attr:`~solar.symbolic.result.SymbolicBound.retrace` calls at sizes outside the
+    formula's region (None: no retrace)."""
     from solar.frontend.torch.symbolic import SymbolicShapes
     from solar.frontend.torch.trace import trace_torch
+    from solar.frontend.torch.training import is_training_step, trace_training_step
     from solar.graph.lift import lift
     from solar.graph.types import graph_info, set_graph_info
     from solar.hw import load_spec
@@ -35,9 +38,16 @@ def bound_symbolic(
     dims = mark_dims(marks)
     shapes = SymbolicShapes(dims)
     with recording() as rec:
-        traced = trace_torch(
-            model, inputs, kwargs=kwargs, name=name, precision=precision, symbolic=shapes
-        )
+        if is_training_step(model):
+            if kwargs:
+                raise TypeError("kwargs are not supported for a training step; bind them into it")
+            traced = trace_training_step(
+                model, inputs, name=name, precision=precision, symbolic=shapes
+            )
+        else:
+            traced = trace_torch(
+                model, inputs, kwargs=kwargs, name=name, precision=precision, symbolic=shapes
+            )
         shapes.record_guards(rec)
         g = lift(traced.program, verified=True)
     set_graph_info(g, dataclasses.replace(graph_info(g), trace_notes=tuple(traced.assumptions)))
