@@ -220,8 +220,9 @@ def _symbolic_fakes(symbolic: SymbolicShapes, graph_inputs, device) -> list[torc
     """The fakes of a symbolic trace, in ``symbolic``'s mode: parameters, buffers and inputs
     dynamic on their named dims (leaves that require grad as :func:`fake_like` makes them);
     an optimizer-state tensor of its parameter's shape takes the parameter's fake's sizes
-    (the same symbols); one of another shape is static, unless its parameter has named dims
-    (how its dims follow the parameter's is not known: an error)."""
+    (the same symbols); one of another shape is static: a scalar (a step count), or the
+    state of a parameter with no named dim (otherwise how its dims follow the parameter's
+    is not known: an error)."""
     leaves = [(i, b, t) for i, (_, _, b, t) in enumerate(graph_inputs) if b[0] != "state"]
     made = dict(zip([i for i, _, _ in leaves], symbolic.fakes([(b, t) for _, b, t in leaves])))
     params = {b[1]: (i, t) for i, b, t in leaves if b[0] == "param"}
@@ -238,7 +239,7 @@ def _symbolic_fakes(symbolic: SymbolicShapes, graph_inputs, device) -> list[torc
         pi, p = params[pname]
         if tuple(t.shape) == tuple(p.shape):
             shape = made[pi].shape
-        elif ("param", pname) in named:
+        elif t.dim() > 0 and ("param", pname) in named:
             raise NotImplementedError(
                 f"symbolic sizes: the optimizer state {pname}:{key} has shape "
                 f"{tuple(t.shape)}, not its parameter's {tuple(p.shape)}: how it follows the "
