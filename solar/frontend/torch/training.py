@@ -37,7 +37,12 @@ from solar.frontend.torch import fused_grad  # noqa: F401  (backward of the fuse
 from solar.frontend.torch.fused import intercept_fused
 from solar.frontend.torch.precision import torch_policy
 from solar.frontend.torch.provenance import record_provenance
-from solar.frontend.torch.step_graph import PhaseRecorder, StepLowerer, drop_host_work
+from solar.frontend.torch.step_graph import (
+    PhaseRecorder,
+    StepLowerer,
+    drop_host_work,
+    drop_open_full_slices,
+)
 from solar.frontend.torch.step_state import (
     StepState,
     code_names,
@@ -213,6 +218,8 @@ def trace_step_graph(
             raise
         raise error from e
     drop_host_work(gm)
+    if symbolic is not None:
+        drop_open_full_slices(gm)
     return StepGraph(gm, state, graph_inputs, recorder, device, remapped)
 
 

@@ -91,10 +91,12 @@ def launches(
         start = 0
         while start < chunks:
             take = min(max_blocks - blocks, chunks - start)
-            cur.append((t, start * CHUNK, min((start + take) * CHUNK, n)))
+            last = start + take == chunks
+            # the last piece ends at n (not min(end of its chunks, n): no decision on whether
+            # n fills its last chunk, which a symbolic n would record)
+            cur.append((t, start * CHUNK, n if last else (start + take) * CHUNK))
             blocks += take
             start += take
-            last = start == chunks
             if blocks == max_blocks or (tensors == max_tensors and last):
                 out.append(cur)
                 cur, blocks = [], 0
