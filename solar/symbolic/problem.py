@@ -21,7 +21,9 @@ One-line errors (:class:`~solar.problem.ProblemError`) name what cannot be symbo
 constant that sizes no tensor (a ``randint`` bound, a dropout rate, a default argument
 captured at import: :class:`UnusedSizeError`), a graph input made by a call whose dims solar
 does not follow, a tensor sized by a constant that the program keeps outside its inputs,
-parameters and buffers (traced as a constant), a training problem or a JAX file.
+parameters and buffers (traced as a constant), or a JAX file. A training problem
+(``get_optimizer``) is its training step (:func:`solar.problem.training_step`) traced with
+the same symbolic dims; its optimizer state takes its parameters' sizes.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from solar.problem import (
     is_training_problem,
     load_module,
     set_mode,
+    training_step,
     weights_from_config,
 )
 from solar.symbolic.result import SymbolicBound
@@ -70,6 +73,7 @@ class SymbolicProblem:
     dims: DimMap  # which graph-input dims carry which expression
     recording: Recording  # decisions on the sizes made while building
     notes: list[str] = field(default_factory=list)
+    step: object = None  # a training problem's step function (``inputs`` are its arguments)
 
 
 def size_constants(module) -> dict[str, int]:
@@ -132,7 +136,11 @@ def load_symbolic_problem(
     if not notes:  # built on the meta device: building it again elsewhere is cheap
         _probe(path, sizes, model, inputs, tracker, rec)
     notes = [*built, *notes, *_import_time_notes(path, sizes, consts)]
-    return SymbolicProblem(path, path.stem, model, inputs, sizes, dims, rec, notes)
+    step = None
+    if is_training_problem(module):
+        with recording(rec), rec.at("building the training step"):
+            step, inputs = training_step(module, model, inputs, path)
+    return SymbolicProblem(path, path.stem, model, inputs, sizes, dims, rec, notes, step)
 
 
 def bound_problem(
@@ -166,7 +174,7 @@ def bound_problem(
     clear_value_caches()
     with gc_paused(), structure_cache(False):
         _, g = trace_lifted(
-            problem.model,
+            problem.step if problem.step is not None else problem.model,
             problem.inputs,
             shapes,
             rec,
@@ -195,7 +203,8 @@ def clear_value_caches() -> None:
 
 
 def _check_file(path: Path, module) -> None:
-    """A PyTorch problem file for inference, or a one-line error."""
+    """A PyTorch problem file (inference, or a training step with ``get_optimizer``), or a
+    one-line error."""
     import sys
 
     if "jax" in sys.modules and is_jax_problem(path, module):
@@ -206,12 +215,6 @@ def _check_file(path: Path, module) -> None:
     missing = [n for n in ("Model", "get_inputs") if not hasattr(module, n)]
     if missing:
         raise ProblemError(f"{path}: defines no {' or '.join(missing)}; not a problem file")
-    if is_training_problem(module):
-        raise ProblemError(
-            f"{path}: a training problem (get_optimizer): its step is traced at one size only "
-            "(no symbolic sizes yet); bound it without --symbolic, or sweep a constant "
-            "(solar sweep)"
-        )
 
 
 def _build(module, path: Path, rec: Recording):

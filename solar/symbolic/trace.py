@@ -23,10 +23,12 @@ def bound_symbolic(
     name=None,
     numeric=None,
 ) -> SymbolicBound:
-    """:func:`solar.bound` with the sizes ``marks`` names as symbols (PyTorch programs).
-    ``numeric``: ``solar.bound`` (or any function of the same arguments), which the result's
-    :attr:`~solar.symbolic.result.SymbolicBound.retrace` calls at sizes outside the formula's
-    region (None: no retrace)."""
+    """:func:`solar.bound` with the sizes ``marks`` names as symbols (PyTorch programs; a
+    training step, :func:`~solar.frontend.torch.training.is_training_step`, is traced by
+    :func:`~solar.frontend.torch.training.trace_training_step`). ``numeric``:
+    ``solar.bound`` (or any function of the same arguments), which the result's
+    :attr:`~solar.symbolic.result.SymbolicBound.retrace` calls at sizes outside the
+    formula's region (None: no retrace)."""
     from solar.frontend.torch.symbolic import SymbolicShapes
     from solar.hw import load_spec
 
@@ -59,17 +61,26 @@ def trace_lifted(
     notes: Sequence[str] = (),
     **trace_kw,
 ):
-    """``(traced, graph)``: ``model`` traced with ``shapes`` (a
+    """``(traced, graph)``: ``model`` (a module, a function, or a training step:
+    :func:`~solar.frontend.torch.training.trace_training_step`) traced with ``shapes`` (a
     :class:`~solar.frontend.torch.symbolic.SymbolicShapes`) inside ``within``, PyTorch's guards
     and those of tracing and lifting recorded on ``rec``, the graph's trace notes ``notes``
     and the trace's assumptions."""
     from solar.frontend.torch.trace import trace_torch
+    from solar.frontend.torch.training import is_training_step, trace_training_step
     from solar.graph.lift import lift
     from solar.graph.types import graph_info, set_graph_info
 
     with recording(rec):
         with within if within is not None else contextlib.nullcontext():
-            traced = trace_torch(model, inputs, symbolic=shapes, **trace_kw)
+            if is_training_step(model):
+                if trace_kw.pop("kwargs", None):
+                    raise TypeError(
+                        "kwargs are not supported for a training step; bind them into it"
+                    )
+                traced = trace_training_step(model, inputs, symbolic=shapes, **trace_kw)
+            else:
+                traced = trace_torch(model, inputs, symbolic=shapes, **trace_kw)
         shapes.record_guards(rec)
         g = lift(traced.program, verified=True)
     info = dataclasses.replace(graph_info(g), trace_notes=(*notes, *traced.assumptions))

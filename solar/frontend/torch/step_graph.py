@@ -162,6 +162,23 @@ def drop_host_work(gm: fx.GraphModule) -> None:
     gm.recompile()
 
 
+def drop_open_full_slices(gm: fx.GraphModule) -> None:
+    """In a symbolic trace: the ``slice_backward`` of an open full slice (``x[:, 0:]``,
+    start 0, no end, step 1) is its gradient unchanged. Eager indexing returns ``x`` itself
+    for such a slice (no slice, hence no backward kernel) when the dim's size is a number,
+    which a numeric trace records; with a symbolic size PyTorch cannot tell the slice is
+    whole and records it. An explicit end (``narrow``, ``split``) is left as traced."""
+    for n in list(gm.graph.nodes):
+        if n.op != "call_function" or n.target is not torch.ops.aten.slice_backward.default:
+            continue
+        g, _, _, start, end, step = n.args
+        plain = all(type(v) is int for v in (start, end, step))
+        if plain and start == 0 and end >= sys.maxsize and step == 1:
+            n.replace_all_uses_with(g)
+            gm.graph.erase_node(n)
+    gm.recompile()
+
+
 def _host_side(n: fx.Node, host: set[fx.Node]) -> bool:
     if getattr(n.target, "namespace", None) == "profiler":
         return True

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 
 import torch
@@ -37,7 +37,12 @@ from solar.frontend.torch import fused_grad  # noqa: F401  (backward of the fuse
 from solar.frontend.torch.fused import intercept_fused
 from solar.frontend.torch.precision import torch_policy
 from solar.frontend.torch.provenance import record_provenance
-from solar.frontend.torch.step_graph import PhaseRecorder, StepLowerer, drop_host_work
+from solar.frontend.torch.step_graph import (
+    PhaseRecorder,
+    StepLowerer,
+    drop_host_work,
+    drop_open_full_slices,
+)
 from solar.frontend.torch.step_state import (
     StepState,
     code_names,
@@ -45,11 +50,14 @@ from solar.frontend.torch.step_state import (
     find_step_objects,
     optimizer_state_specs,
 )
+from solar.frontend.torch.symbolic import SymbolicShapes
 from solar.frontend.torch.trace import (
     TorchTrace,
     _argument_names,
     _as_tuple,
     _autocast_on,
+    _symbolic_error,
+    _symbolic_failure,
     _tracing_error,
 )
 from solar.frontend.torch.wrappers import unwrap_module
@@ -135,10 +143,19 @@ class StepGraph:
     remapped: set[str]
 
 
-def trace_step_graph(fn, inputs: object, *, modules=None, optimizers=None) -> StepGraph:
+def trace_step_graph(
+    fn,
+    inputs: object,
+    *,
+    modules=None,
+    optimizers=None,
+    symbolic: SymbolicShapes | None = None,
+) -> StepGraph:
     """``make_fx`` of one training step ``fn(*inputs)`` on fake tensors: parameters, buffers
     and the optimizer's state swapped for fakes (:mod:`.step_state`), each node tagged with
-    its phase. ``modules``/``optimizers`` default to those ``fn`` reaches."""
+    its phase. ``modules``/``optimizers`` default to those ``fn`` reaches. ``symbolic``: the
+    fakes are made in its mode, dynamic on the dims it names (an optimizer-state tensor of
+    its parameter's shape takes the parameter's sizes, see :func:`_symbolic_fakes`)."""
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.fx.experimental.proxy_tensor import make_fx
 
@@ -155,11 +172,14 @@ def trace_step_graph(fn, inputs: object, *, modules=None, optimizers=None) -> St
     traced_state = [s for s in specs if s.host_value is None]
     arg_names = _argument_names(fn, len(args))
     graph_inputs = _graph_inputs(state, traced_state, leaves_with_paths, tensor_leaves, arg_names)
-    with mode:
-        fakes = [
-            fake_like(t, device, grad=binding[0] in ("param", "input"))
-            for _, _, binding, t in graph_inputs
-        ]
+    if symbolic is None:
+        with mode:
+            fakes = [
+                fake_like(t, device, grad=binding[0] in ("param", "input"))
+                for _, _, binding, t in graph_inputs
+            ]
+    else:
+        fakes = _symbolic_fakes(symbolic, graph_inputs, device)
     recorder, remapped = PhaseRecorder(), set()
     n_p, n_b, n_s = len(state.params), len(state.buffers), len(traced_state)
 
@@ -186,16 +206,57 @@ def trace_step_graph(fn, inputs: object, *, modules=None, optimizers=None) -> St
             return fn(*pytree.tree_unflatten(xs, spec))
 
     root = state.modules[0] if len(state.modules) == 1 else None
+    sizes_kept = symbolic.active() if symbolic is not None else nullcontext()
     try:
-        with record_provenance(root), recorder.recording(), _foreach_on_fakes():
+        with record_provenance(root), recorder.recording(), _foreach_on_fakes(), sizes_kept:
             gm = make_fx(traced, tracing_mode="fake")(*fakes)
     except Exception as e:
         error = _tracing_error(e)
+        if error is None and symbolic is not None and _symbolic_failure(e):
+            error = _symbolic_error(e, symbolic)
         if error is None:
             raise
         raise error from e
     drop_host_work(gm)
+    if symbolic is not None:
+        drop_open_full_slices(gm)
     return StepGraph(gm, state, graph_inputs, recorder, device, remapped)
+
+
+def _symbolic_fakes(symbolic: SymbolicShapes, graph_inputs, device) -> list[torch.Tensor]:
+    """The fakes of a symbolic trace, in ``symbolic``'s mode: parameters, buffers and inputs
+    dynamic on their named dims (leaves that require grad as :func:`fake_like` makes them);
+    an optimizer-state tensor of its parameter's shape takes the parameter's fake's sizes
+    (the same symbols); one of another shape is static: a scalar (a step count), or the
+    state of a parameter with no named dim (otherwise how its dims follow the parameter's
+    is not known: an error)."""
+    leaves = [(i, b, t) for i, (_, _, b, t) in enumerate(graph_inputs) if b[0] != "state"]
+    made = dict(zip([i for i, _, _ in leaves], symbolic.fakes([(b, t) for _, b, t in leaves])))
+    params = {b[1]: (i, t) for i, b, t in leaves if b[0] == "param"}
+    named = {b for b, _ in symbolic.dims}
+    fakes = []
+    for i, (_, _, binding, t) in enumerate(graph_inputs):
+        if binding[0] != "state":
+            f = made[i]
+            if binding[0] in ("param", "input") and t.requires_grad:
+                f.requires_grad_(True)
+            fakes.append(f)
+            continue
+        _, pname, key = binding[1]
+        pi, p = params[pname]
+        if tuple(t.shape) == tuple(p.shape):
+            shape = made[pi].shape
+        elif t.dim() > 0 and ("param", pname) in named:
+            raise NotImplementedError(
+                f"symbolic sizes: the optimizer state {pname}:{key} has shape "
+                f"{tuple(t.shape)}, not its parameter's {tuple(p.shape)}: how it follows the "
+                "named sizes is not known; bound this step at one size (without symbolic=)"
+            )
+        else:
+            shape = tuple(t.shape)
+        with symbolic.mode:
+            fakes.append(torch.empty(shape, dtype=t.dtype, device=device))
+    return fakes
 
 
 def _step_state(fn, modules, optimizers) -> StepState:
@@ -219,20 +280,23 @@ def trace_training_step(
     optimizers=None,
     name: str | None = None,
     precision: str | None = None,
+    symbolic: SymbolicShapes | None = None,
 ) -> TrainingTrace:
     """Trace one training step ``fn(*inputs)`` (:func:`trace_step_graph`) and lower it to the
-    IR (see the module docstring)."""
+    IR (see the module docstring). ``symbolic``: the dims it names are symbols, traced and
+    lowered as in :func:`solar.frontend.torch.trace.trace_torch`."""
     policy = torch_policy(precision)
-    sg = trace_step_graph(fn, inputs, modules=modules, optimizers=optimizers)
+    sg = trace_step_graph(fn, inputs, modules=modules, optimizers=optimizers, symbolic=symbolic)
     prog_name = name or getattr(fn, "__name__", "") or "train_step"
     lowerer = StepLowerer(sg.gm, prog_name, policy, sg.recorder)
     placeholders = [n for n in sg.gm.graph.nodes if n.op == "placeholder"]
     bindings = {}
-    for node, (stem, role, binding, _) in zip(placeholders, sg.graph_inputs, strict=True):
-        ir = lowerer.declare_input(node, stem, role, f"{binding[0]} {binding[1]!r}")
-        bindings[ir.name] = binding
-        lowerer.placeholder_names[node] = _label(binding)
-    lowerer.run()
+    with symbolic.active() if symbolic is not None else nullcontext():
+        for node, (stem, role, binding, _) in zip(placeholders, sg.graph_inputs, strict=True):
+            ir = lowerer.declare_input(node, stem, role, f"{binding[0]} {binding[1]!r}")
+            bindings[ir.name] = binding
+            lowerer.placeholder_names[node] = _label(binding)
+        lowerer.run()
     updated = _written_inputs(lowerer.program)
     output_names = [*lowerer.outputs(), *updated]
     lowerer.program.outputs = list(dict.fromkeys(output_names))

@@ -41,7 +41,7 @@ from solar.frontend.torch.registry import lowering
 from solar.ir.affine import Affine
 from solar.ir.program import Guard
 from solar.ir.scalar import Const, Expr, call
-from solar.symbolic.size import integer
+from solar.symbolic.size import integer, sqrt
 
 
 @lowering(torch.ops.solar.sdpa_backward.default)
@@ -57,7 +57,7 @@ def sdpa_backward(
     if any(k.shape[p] != q.shape[p] for p in range(q.ndim - 2) if not (gqa and p == q.ndim - 3)):
         ctx.fail("with key/value broadcast over a batch dim is not supported")
     lq, e_dim, lk, ev = q.shape[-2], q.shape[-1], k.shape[-2], v.shape[-1]
-    scale = 1 / math.sqrt(e_dim) if scale is None else scale
+    scale = 1 / sqrt(e_dim) if scale is None else scale
     ll = layout(ctx, q, k, v, o, gqa)
     lead, q_ix, k_ix, v_ix, o_ix = ll.loops, ll.q, ll.k, ll.v, ll.o
     kv_lead = [(n, e) for n, e in lead if n != "g"]  # dK, dV sum over the query-head group

@@ -35,7 +35,8 @@ def group_norm_backward(
     dx, dw, db_out = (outs + [None, None, None])[:3]
     acc = acc_dtype(x.dtype)
     n, c = x.shape[0], x.shape[1]
-    g, d = int(group), c // int(group)
+    g = integer(group)
+    d = c // g
     sp = [f"s{k}" for k in range(x.ndim - 2)]
     spatial = [(s, e, True) for s, e in zip(sp, x.shape[2:], strict=True)]
     ch = Affine.of("g") * d + Affine.of("d")

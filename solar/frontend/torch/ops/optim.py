@@ -42,7 +42,6 @@ from solar.frontend.torch.ops.common import acc_dtype
 from solar.frontend.torch.ops.elementwise import lerp
 from solar.frontend.torch.registry import lowering
 from solar.ir.affine import Affine
-from solar.ir.program import Guard
 from solar.ir.scalar import Const, Expr, call
 
 aten = torch.ops.aten
@@ -91,10 +90,12 @@ def launches(
         start = 0
         while start < chunks:
             take = min(max_blocks - blocks, chunks - start)
-            cur.append((t, start * CHUNK, min((start + take) * CHUNK, n)))
+            last = start + take == chunks
+            # the last piece ends at n (not min(end of its chunks, n): no decision on whether
+            # n fills its last chunk, which a symbolic n would record)
+            cur.append((t, start * CHUNK, n if last else (start + take) * CHUNK))
             blocks += take
             start += take
-            last = start == chunks
             if blocks == max_blocks or (tensors == max_tensors and last):
                 out.append(cur)
                 cur, blocks = [], 0
@@ -276,20 +277,24 @@ def foreach_norm(ctx: LoweringContext, tensors: list[T], ord=2, dtype=None) -> N
         items = [pc[0] for pc in pieces]
         k.origin = f"tensors[{min(items)}:{max(items) + 1}]"
         for t, lo, hi in pieces:
-            c0, nc = lo // CHUNK, -(-(hi - lo) // CHUNK)
-            e = Affine.of("c") * CHUNK + "j" + lo
-            x = ctx.load(flats[t], [e], "float32")
-            term = call("abs", x) if p != 2 else call("square", x)
-            guards = [Guard(e, lo, hi)] if nc * CHUNK != hi - lo else []
-            ctx.statement(
-                [("c", nc), ("j", min(CHUNK, hi - lo), True)],
-                partial,
-                [t, Affine.of("c") + c0],
-                term,
-                reduce=reduce,
-                guards=guards,
-                dtype="float32",
-            )
+            # the whole chunks, then the partial last one: two boxes (no guard, so a
+            # symbolic size is counted without enumerating its chunks)
+            c0, whole = lo // CHUNK, (hi - lo) // CHUNK
+            rest = hi - lo - whole * CHUNK
+            for first, count, length in ((0, whole, CHUNK), (whole, 1, rest)):
+                if not count or not length:
+                    continue
+                e = (Affine.of("c") + first) * CHUNK + "j" + lo
+                x = ctx.load(flats[t], [e], "float32")
+                term = call("abs", x) if p != 2 else call("square", x)
+                ctx.statement(
+                    [("c", count), ("j", length, True)],
+                    partial,
+                    [t, Affine.of("c") + c0 + first],
+                    term,
+                    reduce=reduce,
+                    dtype="float32",
+                )
     ctx.begin_kernel()
     for t, (x, o) in enumerate(zip(tensors, outs, strict=True)):
         nc = -(-x.numel // CHUNK)
