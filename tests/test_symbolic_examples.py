@@ -205,16 +205,24 @@ def engine_specializations(b) -> dict[str, str]:
 
 def random_points(b, names: list[str], seed: str) -> list[dict[str, int]]:
     """``POINTS`` points inside the count region, each free size between a quarter of its
-    traced value (at least 2) and the traced value."""
+    traced value (at least 2) and the traced value; where a divisibility guard leaves few such
+    points (the optimizer's chunks of 65536 elements dividing ``768*TOKENS`` evenly), the
+    sizes are drawn from the traced value's quarters (``n/4, n/2, 3n/4, n``) instead."""
     rng = random.Random(zlib.crc32(seed.encode()))
     points: list[dict[str, int]] = []
-    for _ in range(500):
-        p = {n: rng.randint(max(2, b.sizes[n] // 4), max(2, b.sizes[n])) for n in names}
-        full = {symbol(k): v for k, v in {**b.sizes, **p}.items()}
-        if region_holds(b.counts_region, full) and p not in points:
-            points.append(p)
-        if len(points) == POINTS:
-            break
+
+    def draw(choose) -> None:
+        for _ in range(500):
+            p = {n: choose(b.sizes[n]) for n in names}
+            full = {symbol(k): v for k, v in {**b.sizes, **p}.items()}
+            if region_holds(b.counts_region, full) and p not in points:
+                points.append(p)
+            if len(points) == POINTS:
+                return
+
+    draw(lambda n: rng.randint(max(2, n // 4), max(2, n)))
+    if len(points) < POINTS:
+        draw(lambda n: max(2, n * rng.randint(1, 4) // 4))
     return points
 
 

@@ -139,3 +139,34 @@ def test_bilinear_traces_with_symbolic_shapes():
     gm = make_fx(torch.nn.functional.bilinear, tracing_mode="symbolic")(*args)
     ops = [n.target for n in gm.graph.nodes if n.op == "call_function"]
     assert torch.ops.aten._trilinear.default in ops
+
+
+def _covered(size: int, s: int, d: int, pad: int, taps: int, out: int) -> bool:
+    """Every output of a transposed convolution receives a tap (enumerated)."""
+    hit = {s * i + d * r - pad for i in range(size) for r in range(taps)}
+    return set(range(out)) <= hit
+
+
+@pytest.mark.parametrize(("s", "d"), [(1, 1), (2, 1), (2, 3), (3, 2), (4, 1)])
+def test_transposed_coverage_keeps_the_size(s, d):
+    """The coverage a conv's input gradient (a transposed convolution) asks, traced at a
+    symbolic input length, is the enumerated answer at every length where its guards hold,
+    and pins no length it is asked at (sizes of 9 and up)."""
+    from solar.frontend.torch.ops.conv import _transposed_coverage
+    from solar.symbolic.region import Region
+    from solar.symbolic.size import make
+
+    x = symbol("n")
+    for taps, pad, extra in itertools.product(range(1, 6), range(5), range(max(s, d))):
+        out_expr = (x - 1) * s - 2 * pad + d * (taps - 1) + extra + 1
+        out = int(out_expr.subs(x, 9))
+        if out < 1:
+            continue
+        with recording() as rec:
+            got = _transposed_coverage(Size(9, x), (s, d, pad), taps, make(out, out_expr))
+        assert not _pins(rec, x, 9), (taps, pad, extra)
+        region = Region.of([x], rec.guards)
+        for m in range(1, 40):
+            om = int(out_expr.subs(x, m))
+            if om >= 1 and region.holds({x: m}):
+                assert got == _covered(m, s, d, pad, taps, om), (taps, pad, extra, m)

@@ -190,10 +190,32 @@ def _reached(p: int, conv: tuple[int, int, int], taps: int, size: int) -> bool:
 
 
 def _transposed_coverage(size: int, conv: tuple[int, int, int], taps: int, out: int) -> bool:
-    """Whether every output of a transposed convolution receives at least one tap."""
+    """Whether every output of a transposed convolution receives at least one tap. An output
+    ``o`` with ``d·(taps-1) - pad <= o <= s·(size-1) - pad`` has every tap's input inside, so it
+    is hit iff some tap has ``o + pad - d·r ≡ 0 (mod s)``: with a symbolic ``size`` (that span
+    holding every residue) only the residues and the outputs outside the span (a plain number
+    of them at each border) are checked, so no decision depends on the size's value."""
     s, d, pad = conv
-    hit = {s * i + d * r - pad for i in range(size) for r in range(taps)}
-    return len(hit & set(range(out))) == out
+    lo, hi = d * (taps - 1) - pad, s * (size - 1) - pad  # the span whose taps all read inside
+    high = out - 1 - hi  # outputs above the span: a plain number where out follows size
+    first = max(lo, 0)  # the span's first output; it holds out - high - first of them
+    if isinstance(high, Size) or not isinstance(size, Size) or out - max(high, 0) - first < s:
+        hit = {s * i + d * r - pad for i in range(size) for r in range(taps)}
+        return len(hit & set(range(out))) == out
+    residues = all(
+        any((o + pad - d * r) % s == 0 for r in range(taps)) for o in range(first, first + s)
+    )
+    border = [*range(max(lo, 0)), *(out - 1 - j for j in range(max(high, 0)))]
+    return residues and all(_tap_lands(o, conv, taps, size) for o in border)
+
+
+def _tap_lands(o: int, conv: tuple[int, int, int], taps: int, size: int) -> bool:
+    """Whether output ``o`` of a transposed convolution receives a tap: ``o = s·i + d·r - pad``
+    for some input ``0 <= i < size`` and tap ``r``."""
+    s, d, pad = conv
+    return any(
+        (o + pad - d * r) % s == 0 and 0 <= (o + pad - d * r) // s < size for r in range(taps)
+    )
 
 
 def tap_progression(rho: int, stride: int, dilation: int, pad: int, taps: int):
