@@ -70,12 +70,17 @@ class Summary:
     broken: str = ""  # a guard false at the traced sizes (a fault in solar): nothing holds
 
 
+_PERIOD = 720720  # lcm(1, ..., 16): the traced value plus it is in the same residue classes
+
+
 def fixed_sizes(b) -> dict[str, str]:
     """The sizes a guard pins to (or near) their traced value, and where: an equality guard
-    that holds at the traced sizes but at none of a few far ones along that size (half, 2x and
-    3x; the other sizes as traced): ``Eq(T, 4096)``, or ``Eq(floor(W/32), 128)`` (W a plain
-    number inside the program, divided). A divisibility (``Mod(Q, K) = 0``) or an identity the
-    guard's form hides (``floor(1/T) = 0``) holds at some of those: not a specialization."""
+    that holds at the traced sizes but at none of a few far ones along that size (half, 2x,
+    3x, and the traced value plus a multiple of every modulus up to 16; the other sizes as
+    traced): ``Eq(T, 4096)``, or ``Eq(floor(W/32), 128)`` (W a plain number inside the
+    program, divided). A divisibility (``Mod(Q, K) = 0``), a residue class (a strided conv's
+    border, periodic in its input) or an identity the guard's form hides (``floor(1/T) = 0``)
+    holds at some of those: not a specialization."""
     base = {sympy.Symbol(k, integer=True, positive=True): v for k, v in b.sizes.items()}
     out: dict[str, str] = {}
     for region in (b.counts_region, b.piece_region):
@@ -86,7 +91,7 @@ def fixed_sizes(b) -> dict[str, str]:
             one = type(region)(region.symbols, (g,))
             for s in sorted(r.free_symbols & set(base), key=str):
                 x = base[s]
-                others = [v for v in (x // 2, 2 * x, 3 * x) if v >= 1 and v != x]
+                others = [v for v in (x // 2, 2 * x, 3 * x, x + _PERIOD) if v >= 1 and v != x]
                 if not any(region_holds(one, {**base, s: v}) for v in others):
                     out.setdefault(str(s), g.where or "(unknown place)")
     return out

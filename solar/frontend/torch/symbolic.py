@@ -86,17 +86,26 @@ class SymbolicShapes:
         return x
 
     def record_guards(self, rec: Recording) -> None:
-        """PyTorch's guards of the trace, in the user's symbols, onto ``rec``."""
-        with rec.at("the PyTorch trace"):
-            for g in self.env.guards:
+        """PyTorch's guards of the trace, in the user's symbols, onto ``rec``, each at the
+        place PyTorch decided it (the program's line, and PyTorch's own)."""
+        for g in self.env.guards:
+            with rec.at(_pytorch_place(g.sloc)):
                 rec.add(self.translate(g.expr))
-            for s, e in self.env.replacements.items():
-                if s in self._subs:
+        slocs = getattr(self.env, "replacements_slocs", {})
+        for s, e in self.env.replacements.items():
+            if s in self._subs:
+                with rec.at(_pytorch_place(slocs.get(s))):
                     rec.add(sympy.Eq(self._subs[s], self.translate(e)))
 
     def active(self) -> contextlib.AbstractContextManager[SymbolicShapes]:
         """The block in which lowering reads this trace's ``SymInt`` s as sizes."""
         return _SHAPES.use(self)
+
+
+def _pytorch_place(sloc: object) -> str:
+    """Where PyTorch decided a guard: "the PyTorch trace (file:line in function)"."""
+    text = str(sloc or "").strip()
+    return f"the PyTorch trace {text}" if text.strip("() ") else "the PyTorch trace"
 
 
 def _integer(e: sympy.Expr) -> sympy.Expr:

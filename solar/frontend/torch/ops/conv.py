@@ -197,9 +197,11 @@ def _transposed_coverage(size: int, conv: tuple[int, int, int], taps: int, out: 
     of them at each border) are checked, so no decision depends on the size's value."""
     s, d, pad = conv
     lo, hi = d * (taps - 1) - pad, s * (size - 1) - pad  # the span whose taps all read inside
-    high = out - 1 - hi  # outputs above the span: a plain number where out follows size
+    # outputs above the span: a plain number where out follows size; where out is the input
+    # a strided conv read (its gradient), periodic in it: its value holds on a residue class
+    high = int(out - 1 - hi)
     first = max(lo, 0)  # the span's first output; it holds out - high - first of them
-    if isinstance(high, Size) or not isinstance(size, Size) or out - max(high, 0) - first < s:
+    if not isinstance(size, Size) or out - max(high, 0) - first < s:
         hit = {s * i + d * r - pad for i in range(size) for r in range(taps)}
         return len(hit & set(range(out))) == out
     residues = all(
