@@ -44,7 +44,7 @@ from solar.graph.types import (
     ViewInfo,
     set_graph_info,
 )
-from solar.ir.affine import Affine
+from solar.ir.affine import Affine, index_tuple
 from solar.ir.cost import KernelIO, program_io
 from solar.ir.footprint import Footprint
 from solar.ir.program import Extern, Kernel, Program, Scan, Statement, verify, with_loops
@@ -71,7 +71,7 @@ def _access(program: Program, tensor: str, index: tuple, rename: dict[str, str])
         shape=tuple(decl.shape),
         strides=tuple(decl.view.strides) if decl.view is not None else None,
         offset=decl.view.offset if decl.view is not None else None,
-        index=tuple(_entry(e, rename) for e in index),
+        index=index_tuple(tuple(_entry(e, rename) for e in index)),
     )
 
 
@@ -115,7 +115,9 @@ class _Lifter:
         self.ranks = assign_ranks(program)
         self.g = nx.MultiDiGraph(name=program.name)
         self.tensors = _storage_tensors(program)
-        self.writers: dict[str, list[str]] = {}  # storage base -> op nodes that wrote it so far
+        # storage base -> op nodes that wrote it so far (tuples of names: the collector stops
+        # tracking them, as it cannot for lists)
+        self.writers: dict[str, tuple[str, ...]] = {}
 
     def add_inputs(self) -> None:
         """One ``in:<tensor>`` node per graph input, weight and constant."""
@@ -134,8 +136,9 @@ class _Lifter:
             stmt_ids.append(node)
             self.add_reads(node, loads, facts.footprints[si])
             base = self.program.base(st.out.tensor)
-            if node not in self.writers.setdefault(base, []):
-                self.writers[base].append(node)
+            wrote = self.writers.get(base, ())
+            if node not in wrote:
+                self.writers[base] = (*wrote, node)
         return KernelInfo(
             name=k.name,
             op=k.op,

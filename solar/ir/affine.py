@@ -15,6 +15,50 @@ from solar.symbolic.size import integer
 
 AffineLike = Union["Affine", int, str]
 
+#: Affines made by :meth:`Affine.of` and :meth:`Affine.build`, by ``(terms, const)``: a program
+#: repeats a few hundred index expressions tens of thousands of times (``i0``, ``b``, ``0``),
+#: so equal ones are one object. Besides the allocation, that keeps analyses from filling
+#: Python's collector with long-lived objects (each full collection walks them all). Emptied
+#: when it reaches :data:`_INTERN_MAX` entries.
+_INTERNED: dict[tuple, Affine] = {}
+_INTERN_MAX = 1 << 16
+
+
+#: index tuples of Affines (:func:`index_tuple`), the same way
+_INDEXES: dict[tuple, tuple] = {}
+
+
+def _interned(terms: tuple[tuple[str, int], ...], const: int) -> Affine:
+    key = (terms, const)
+    a = _INTERNED.get(key)
+    if a is None:
+        if len(_INTERNED) >= _INTERN_MAX:
+            _INTERNED.clear()
+        a = _INTERNED[key] = Affine(terms, const)
+    return a
+
+
+def _plain(a: Affine) -> bool:
+    """Whether ``a``'s coefficients and constant are plain ints: only those are looked up in
+    the tables (a symbolic :class:`~solar.symbolic.size.Size` decides ``==`` with a guard)."""
+    return type(a.const) is int and all(type(k) is int for _, k in a.terms)
+
+
+def index_tuple(entries: tuple) -> tuple:
+    """``entries`` (an access's index), or an equal tuple of Affines made before: accesses
+    share their index tuples as they share the Affines (see :data:`_INTERNED`). A tuple with
+    another kind of entry (a data-dependent one) or a symbolic size in an entry is returned
+    as it is."""
+    for e in entries:
+        if type(e) is not Affine or not _plain(e):
+            return entries
+    t = _INDEXES.get(entries)
+    if t is None:
+        if len(_INDEXES) >= _INTERN_MAX:
+            _INDEXES.clear()
+        t = _INDEXES[entries] = entries
+    return t
+
 
 @dataclass(frozen=True)
 class Affine:
@@ -31,16 +75,18 @@ class Affine:
         if isinstance(x, bool):
             raise TypeError("a bool is not an affine index")
         if isinstance(x, int):
-            return Affine((), x)
+            return _interned((), int(x))
         if isinstance(x, str):
-            return Affine(((x, 1),), 0)
+            return _interned(((x, 1),), 0)
         raise TypeError(f"cannot build an affine index from {x!r}")
 
     @staticmethod
     def build(coefs: Mapping[str, int], const: int = 0) -> Affine:
-        return Affine(
-            tuple(sorted((d, integer(c)) for d, c in coefs.items() if c != 0)), integer(const)
-        )
+        terms = tuple(sorted((d, integer(c)) for d, c in coefs.items() if c != 0))
+        const = integer(const)
+        if type(const) is int and all(type(c) is int for _, c in terms):
+            return _interned(terms, const)
+        return Affine(terms, const)  # symbolic sizes: a record of its own (no == on a Size)
 
     @property
     def coefs(self) -> dict[str, int]:
@@ -144,4 +190,4 @@ def affines(xs: Iterable[AffineLike]) -> tuple[Affine, ...]:
     :class:`~solar.ir.scalar.Indirect` entry is kept as it is."""
     from solar.ir.scalar import Indirect
 
-    return tuple(x if isinstance(x, Indirect) else Affine.of(x) for x in xs)
+    return index_tuple(tuple(x if isinstance(x, Indirect) else Affine.of(x) for x in xs))

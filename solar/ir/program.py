@@ -57,6 +57,33 @@ class Dim:
     reduction: bool = False
 
 
+#: Dims and dims tuples the builder made, by value (:func:`interned_dims`)
+_DIMS: dict[tuple, Dim] = {}
+_DIM_TUPLES: dict[tuple, tuple] = {}
+_INTERN_MAX = 1 << 16
+
+
+def interned_dims(dims) -> tuple[Dim, ...]:
+    """``dims`` (:class:`Dim` s or ``(name, extent[, reduction])`` tuples) as a tuple of Dims,
+    equal ones (plain int extents) one object and equal tuples one tuple: a program's
+    statements repeat a few hundred loop nests thousands of times, and fewer long-lived
+    objects keep Python's full collections rare (as :data:`solar.ir.affine._INTERNED`)."""
+    if len(_DIMS) >= _INTERN_MAX or len(_DIM_TUPLES) >= _INTERN_MAX:
+        _DIMS.clear()
+        _DIM_TUPLES.clear()
+    out, plain = [], True
+    for d in dims:
+        if not isinstance(d, Dim):
+            d = Dim(*d)
+        if type(d.extent) is int and type(d.reduction) is bool and type(d.name) is str:
+            d = _DIMS.setdefault((d.name, d.extent, d.reduction), d)
+        else:
+            plain = False
+        out.append(d)
+    t = tuple(out)
+    return _DIM_TUPLES.setdefault(t, t) if plain else t
+
+
 @dataclass(frozen=True)
 class Access:
     """``tensor[index]``: entries are affine, or :class:`~solar.ir.scalar.Indirect` for a
@@ -412,7 +439,7 @@ class ProgramBuilder:
             raise RuntimeError("begin_kernel() before adding statements")
         if reduce is not None and reduce not in REDUCE_OPS:
             raise ValueError(f"unknown reduction {reduce!r}; one of {REDUCE_OPS}")
-        dims = tuple(d if isinstance(d, Dim) else Dim(*d) for d in dims)
+        dims = interned_dims(dims)
         st = new_statement(
             dims,
             Access(out[0], affines(out[1])),
