@@ -39,19 +39,21 @@ NARROW_CLASS = {
 #: narrower first
 ORDER = ("tc_fp4", "tc_fp8", "tc_int8")
 _PASS_THROUGH = {"copy", "map", "gather", "view", "concat"}
+#: no narrow source: one shared pair for the many nodes that have none
+_NONE: tuple[frozenset[str], frozenset] = (frozenset(), frozenset())
 
 
-def _narrow_sources(g: nx.MultiDiGraph, n, memo: dict) -> tuple[set[str], set]:
+def _narrow_sources(g: nx.MultiDiGraph, n, memo: dict) -> tuple[frozenset[str], frozenset]:
     """(narrow classes of the graph inputs node ``n``'s output is computed from, the op nodes on
     those paths) through pass-through ops; empty when a non-narrow large path intervenes."""
     if n in memo:
         return memo[n]
-    memo[n] = (set(), set())
+    memo[n] = _NONE
     rec = node(g, n)
     if isinstance(rec, InputNode) and rec.kind == "input":
         dtypes = {e.dtype for _, _, e in out_edges(g, n)}
         classes = {NARROW_CLASS[d] for d in dtypes if d in NARROW_CLASS}
-        memo[n] = (classes, set())
+        memo[n] = (frozenset(classes), _NONE[1]) if classes else _NONE
         return memo[n]
     op = op_node(g, n)
     if op is None or op.op_kind not in _PASS_THROUGH:
@@ -63,7 +65,7 @@ def _narrow_sources(g: nx.MultiDiGraph, n, memo: dict) -> tuple[set[str], set]:
         if c:
             classes |= c
             path |= p
-    memo[n] = (classes, path if classes else set())
+    memo[n] = (frozenset(classes), frozenset(path)) if classes else _NONE
     return memo[n]
 
 

@@ -95,7 +95,7 @@ Extensions:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from math import prod
 
@@ -596,9 +596,11 @@ def written_instances(st: Statement) -> Statement:
 
 
 def _io(
-    program: Program, items: Sequence[tuple[Statement, int, tuple[Dim, ...]]], read_ok, write_ok
+    program: Program, items: Iterable[tuple[Statement, int, tuple[Dim, ...]]], read_ok, write_ok
 ) -> KernelIO:
-    """``items``: (statement, kernel index, the kernel's sequential loops), in order."""
+    """``items``: (statement, kernel index, the kernel's sequential loops), in order. Writes
+    are kept for the bases that count (``read_ok``: what is read before a write is not a DRAM
+    read; ``write_ok``), not for the others (a whole program's intermediates)."""
     reads: dict[str, list[_Acc]] = {}
     writes: dict[str, list[_Acc]] = {}
     for i, (st, ki, loops) in enumerate(items):
@@ -613,6 +615,8 @@ def _io(
             if read_ok(b):
                 reads.setdefault(b, []).append(_Acc(2 * i, whole, first, t, idx, group))
         b = program.base(st.out.tensor)
+        if not (read_ok(b) or write_ok(b)):
+            continue
         wst = written_instances(st)
         wall, wfirst = with_loops(wst, loops), with_loops(wst, tuple(Dim(d.name, 1) for d in loops))
         out = _Acc(2 * i + 1, wall, wfirst, st.out.tensor, st.out.index, group)
@@ -641,7 +645,7 @@ def program_io(program: Program) -> KernelIO:
     """DRAM traffic of the whole program fused: graph inputs, weights and constants read once,
     graph outputs (and in-place updated inputs) written once."""
     outer = ("input", "weight", "constant")
-    items = [(st, ki, k.loops) for ki, k in enumerate(program.kernels) for st in k.statements]
+    items = ((st, ki, k.loops) for ki, k in enumerate(program.kernels) for st in k.statements)
     return _io(
         program,
         items,
