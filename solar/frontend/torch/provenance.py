@@ -13,7 +13,7 @@ facts cheaply while make_fx traces (:func:`record_provenance`):
   (``In [3]:LINE`` for a notebook cell, :mod:`solar.frontend.cells`);
 - the module path: the modules whose ``forward`` frames are on the same stack, named by
   ``root.named_modules()``, kept in ``node.meta["nn_module_stack"]`` in make_fx's own format
-  (``{key: (path, type)}``, outermost first). Not module hooks: a global forward hook sends
+  (``{key: (path, class name)}``, outermost first). Not module hooks: a global forward hook sends
   every module call down ``nn.Module``'s slow path, which costs more than the hooks save.
 """
 
@@ -164,14 +164,25 @@ def forward_modules(frame: FrameType | None) -> list[torch.nn.Module]:
 
 
 def module_stack(
-    found: list[torch.nn.Module], names: dict[int, str]
-) -> dict[str, tuple[str, type]]:
+    found: list[torch.nn.Module],
+    names: dict[int, str],
+    entries: dict[tuple[str, type], tuple[str, str]] | None = None,
+) -> dict[str, tuple[str, str]]:
     """The modules of :func:`forward_modules` as make_fx's ``nn_module_stack`` (``{key:
-    (path, type)}``, outermost first); ``names`` maps ``id(module)`` to its path."""
+    (path, class)}``, outermost first, the class by its qualified name as make_fx's module
+    stack tracer writes it); ``names`` maps ``id(module)`` to its path. With ``entries`` (a
+    dict kept across the nodes of one trace), equal pairs are one tuple: thousands of nodes
+    share a few hundred, and a dict of such tuples of strings is one Python's collector
+    does not track."""
     stack = {}
     for depth, mod in enumerate(reversed(found)):
-        path = names.get(id(mod), "")
-        stack[f"{path}@{depth}"] = (path, type(mod))  # unique keys when a module re-enters
+        path, cls = names.get(id(mod), ""), type(mod)
+        entry = entries.get((path, cls)) if entries is not None else None
+        if entry is None:
+            entry = (path, f"{cls.__module__}.{cls.__qualname__}")
+            if entries is not None:
+                entries[(path, cls)] = entry
+        stack[f"{path}@{depth}"] = entry  # unique keys when a module re-enters
     return stack
 
 
@@ -186,6 +197,7 @@ def record_provenance(root: torch.nn.Module | None) -> Iterator[None]:
     if root is not None:
         for name, m in root.named_modules(remove_duplicate=False):
             names.setdefault(id(m), name)  # a shared module keeps its first path
+    entries: dict[tuple[str, type], tuple[str, str]] = {}
     had = "create_node" in PythonKeyTracer.__dict__
     original = PythonKeyTracer.create_node
 
@@ -195,7 +207,7 @@ def record_provenance(root: torch.nn.Module | None) -> Iterator[None]:
             frame = sys._getframe(1)
             found = forward_modules(frame)
             node.meta["solar_source"] = frame_label(source_frame(frame, module_packages(found)))
-            stack = module_stack(found, names)
+            stack = module_stack(found, names, entries)
             if stack:
                 node.meta["nn_module_stack"] = stack
         return node
