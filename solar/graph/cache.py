@@ -40,7 +40,7 @@ from solar.ir.affine import Affine
 from solar.ir.cost import KernelIO, kernel_io, statement_kind, statement_ops
 from solar.ir.footprint import Footprint, access_footprint
 from solar.ir.limits import current_limits
-from solar.ir.program import Kernel, Program, Statement, with_loops
+from solar.ir.program import Dim, Guard, Kernel, Program, Statement, with_loops
 from solar.ir.scalar import Call, Const, Expr, Index, Indirect, Load
 from solar.symbolic.memo import captured, exact_key, recording_active, replay
 
@@ -83,6 +83,13 @@ class _Canon:
         self.program = program
         self.pos: dict[str, int] = {}
         self.names: list[str] = []
+        self.literal = True  # whether every value in the key is a literal (see kernel_key)
+
+    def check(self, value: object) -> object:
+        """``value``, noting whether it is a literal."""
+        if self.literal and not _is_literal(value):
+            self.literal = False
+        return value
 
     def tensor(self, name: str) -> int:
         i = self.pos.get(name)
@@ -94,9 +101,28 @@ class _Canon:
                 self.tensor(view.base)
         return i
 
+    def affine(self, a: Affine) -> tuple:
+        """``a`` as ``(terms, const)``, noting whether its numbers are plain ints (a symbolic
+        size is not: the key then stays a tuple, compared exactly by its caller)."""
+        if type(a) is not Affine:
+            _bad()
+        if self.literal and not (type(a.const) is int and all(type(k) is int for _, k in a.terms)):
+            self.literal = False
+        return (a.terms, a.const)
+
+    def dims(self, dims: tuple[Dim, ...]) -> tuple:
+        out = tuple((d.name, d.extent, d.reduction) if type(d) is Dim else _bad() for d in dims)
+        if self.literal and not all(type(d.extent) is int for d in dims):
+            self.literal = False
+        return out
+
     def index(self, index: tuple) -> tuple:
         return tuple(
-            e if type(e) is Affine else ("I", self.expr(e.expr)) if type(e) is Indirect else _bad()
+            self.affine(e)
+            if type(e) is Affine
+            else ("I", self.expr(e.expr))
+            if type(e) is Indirect
+            else _bad()
             for e in index
         )
 
@@ -105,17 +131,30 @@ class _Canon:
         if t is Load:
             return ("L", self.tensor(e.tensor), self.index(e.index))
         if t is Call:
-            return ("C", e.op, tuple(self.expr(a) for a in e.args), e.attrs)
+            return ("C", e.op, tuple(self.expr(a) for a in e.args), self.check(e.attrs))
         if t is Const:
             return ("K", repr(e.value))  # repr: 0.0 and -0.0, 1 and 1.0 and True differ
         if t is Index:
-            return ("X", e.expr)
+            return ("X", self.affine(e.expr))
         return _bad()
 
     def statement(self, st: Statement) -> tuple:
         out = (self.tensor(st.out.tensor), self.index(st.out.index))
-        plain = tuple(getattr(st, f) for f in _plain_fields(type(st)))
+        plain = tuple(self.plain(f, getattr(st, f)) for f in _plain_fields(type(st)))
         return (st.kind, out, self.expr(st.expr), plain)
+
+    def plain(self, name: str, value: object) -> object:
+        """A plain statement field's part of the key: dims and guards as tuples."""
+        if name == "dims":
+            return self.dims(value)  # type: ignore[arg-type]
+        if name == "guards":
+            return self.check(
+                tuple(
+                    (self.affine(g.expr), g.lo, g.hi) if type(g) is Guard else _bad()
+                    for g in value  # type: ignore[attr-defined]
+                )
+            )
+        return self.check(value)
 
     def table(self) -> tuple:
         rows = []
@@ -123,7 +162,7 @@ class _Canon:
             d = self.program.tensors[name]
             v = d.view
             view = None if v is None else (self.pos[v.base], v.strides, v.offset)
-            rows.append((d.shape, d.dtype, d.role, view))
+            rows.append(self.check((d.shape, d.dtype, d.role, view)))
         return tuple(rows)
 
 
@@ -131,13 +170,34 @@ def _bad():
     raise _Unkeyable
 
 
-def kernel_key(program: Program, kernel: Kernel) -> tuple[tuple, list[str]] | None:
-    """``(key, names)``: the kernel's structure (hashable) and its tensors in key order; None
-    when the kernel cannot be keyed."""
+# The key holds the IR records as tuples of their fields, which compare and hash as the
+# records do, and is then one string: its repr, when every value in it is a literal (strings,
+# numbers, None, tuples of them: distinct ones have distinct reprs). A string is an object
+# Python's collector does not track, where a nested tuple is tracked until collections have
+# untracked it level by level: the cache's keys would be thousands of long-lived tracked
+# objects, each counting towards the next full collection. A symbolic size is no literal (an
+# int subclass; its == records a guard): a key holding one stays a tuple, which the cache
+# compares exactly (:mod:`solar.symbolic.memo`), as before.
+
+_LITERAL = (str, int, float, bool, type(None))
+
+
+def _is_literal(value: object) -> bool:
+    if type(value) is tuple:
+        return all(_is_literal(v) for v in value)
+    return type(value) in _LITERAL
+
+
+def kernel_key(program: Program, kernel: Kernel) -> tuple[str | tuple, list[str]] | None:
+    """``(key, names)``: the kernel's structure (hashable: a string, or a tuple where a value
+    in it is not a literal) and its tensors in key order; None when the kernel cannot be
+    keyed."""
     c = _Canon(program)
     try:
         body = tuple(c.statement(st) for st in kernel.statements)
-        key = (body, kernel.loops, c.table(), current_limits())
+        key = (body, c.dims(kernel.loops), c.table(), repr(current_limits()))
+        if c.literal:
+            return repr(key), c.names
         hash(key)
     except (_Unkeyable, TypeError):
         return None
@@ -158,15 +218,28 @@ def compute_facts(program: Program, kernel: Kernel) -> KernelFacts:
 
 @dataclass
 class _Stored:
-    """Facts with tensors by key position."""
+    """Facts with tensors by key position, as flat tuples of numbers (which the collector
+    stops tracking, as it does the string keys)."""
 
-    reads: tuple[tuple[int, Footprint], ...]
-    writes: tuple[tuple[int, Footprint], ...]
-    itemsizes: tuple[tuple[int, int], ...]
+    reads: tuple[int | bool, ...]  # position, elements, exact; position, elements, exact; ...
+    writes: tuple[int | bool, ...]
+    itemsizes: tuple[int, ...]  # position, itemsize; ...
     ops: tuple[dict[str, int], ...]
-    footprints: tuple[tuple[Footprint, ...], ...]
+    footprints: tuple[tuple[int | bool, ...], ...]  # per statement: elements, exact; ...
     kinds: tuple[str, ...]
     guards: tuple = ()  # symbolic sizes: the guards computing the facts decided (replayed)
+
+
+def _flat_footprints(items) -> tuple:
+    return tuple(x for f in items for x in (f.elements, f.exact))
+
+
+def _footprints(flat: tuple) -> tuple[Footprint, ...]:
+    return tuple(Footprint(flat[i], flat[i + 1]) for i in range(0, len(flat), 2))
+
+
+def _by_name(flat: tuple, names: list[str]) -> dict[str, Footprint]:
+    return {names[flat[i]]: Footprint(flat[i + 1], flat[i + 2]) for i in range(0, len(flat), 3)}
 
 
 class StructureCache:
@@ -175,7 +248,7 @@ class StructureCache:
     def __init__(self, max_entries: int = MAX_ENTRIES) -> None:
         self.max_entries = max_entries
         self.enabled = True
-        self._data: OrderedDict[tuple, _Stored] = OrderedDict()
+        self._data: OrderedDict[str | tuple, _Stored] = OrderedDict()
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
@@ -215,22 +288,25 @@ class StructureCache:
                 self._data.move_to_end(key)
         if stored is not None:
             replay(stored.guards)
+            sizes = stored.itemsizes
             io = KernelIO(
-                {names[i]: f for i, f in stored.reads},
-                {names[i]: f for i, f in stored.writes},
-                {names[i]: s for i, s in stored.itemsizes},
+                _by_name(stored.reads, names),
+                _by_name(stored.writes, names),
+                {names[sizes[i]]: sizes[i + 1] for i in range(0, len(sizes), 2)},
             )
             ops = tuple(dict(o) for o in stored.ops)  # callers may mutate their copy
-            return KernelFacts(io, ops, stored.footprints, stored.kinds)
+            fps = tuple(_footprints(fs) for fs in stored.footprints)
+            return KernelFacts(io, ops, fps, stored.kinds)
         with captured() as rec:  # outside the lock: threads compute at once
             facts = compute_facts(program, kernel)
         pos = {n: i for i, n in enumerate(names)}
+        io = facts.io
         stored = _Stored(
-            tuple((pos[b], f) for b, f in facts.io.reads.items()),
-            tuple((pos[b], f) for b, f in facts.io.writes.items()),
-            tuple((pos[b], s) for b, s in facts.io.itemsizes.items()),
+            tuple(x for b, f in io.reads.items() for x in (pos[b], f.elements, f.exact)),
+            tuple(x for b, f in io.writes.items() for x in (pos[b], f.elements, f.exact)),
+            tuple(x for b, s in io.itemsizes.items() for x in (pos[b], s)),
             tuple(dict(o) for o in facts.ops),
-            facts.footprints,
+            tuple(_flat_footprints(fs) for fs in facts.footprints),
             facts.kinds,
             tuple(rec.guards.items()),
         )
