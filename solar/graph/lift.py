@@ -59,13 +59,15 @@ def _entry(e: Affine | Indirect, rename: dict[str, str]) -> IndexEntry:
     return e.rename(rename)
 
 
-def _access(program: Program, tensor: str, index: tuple, rename: dict[str, str]) -> Access:
+def _access(
+    program: Program, roles: dict[str, str], tensor: str, index: tuple, rename: dict[str, str]
+) -> Access:
     base = program.base(tensor)
     decl, storage = program.tensors[tensor], program.tensors[base]
     return Access(
         tensor=tensor,
         base=base,
-        role=program.role(base),
+        role=roles[base],
         dtype=storage.dtype,
         itemsize=storage.itemsize,
         shape=tuple(decl.shape),
@@ -89,10 +91,11 @@ def _io_bytes(program: Program, io: KernelIO) -> IOBytes:
     )
 
 
-def _storage_tensors(program: Program) -> dict[str, TensorInfo]:
-    """Per storage tensor (views excluded): shape, dtype, role, bytes."""
+def _storage_tensors(program: Program, roles: dict[str, str]) -> dict[str, TensorInfo]:
+    """Per storage tensor (views excluded): shape, dtype, role (``roles``: the program's),
+    bytes."""
     return {
-        n: TensorInfo(n, tuple(t.shape), t.dtype, program.role(n), t.nbytes)
+        n: TensorInfo(n, tuple(t.shape), t.dtype, roles[n], t.nbytes)
         for n, t in program.tensors.items()
         if t.view is None
     }
@@ -114,7 +117,8 @@ class _Lifter:
         self.program = program
         self.ranks = assign_ranks(program)
         self.g = nx.MultiDiGraph(name=program.name)
-        self.tensors = _storage_tensors(program)
+        self.roles = program.roles()
+        self.tensors = _storage_tensors(program, self.roles)
         # storage base -> op nodes that wrote it so far (tuples of names: the collector stops
         # tracking them, as it cannot for lists)
         self.writers: dict[str, tuple[str, ...]] = {}
@@ -170,8 +174,8 @@ class _Lifter:
             extern=st.routine if isinstance(st, Extern) else None,
             reduce=st.reduce,
             ops=facts.ops[si],
-            operands=tuple(_access(program, t, i, rename) for t, i in loads),
-            output=_access(program, st.out.tensor, st.out.index, rename),
+            operands=tuple(_access(program, self.roles, t, i, rename) for t, i in loads),
+            output=_access(program, self.roles, st.out.tensor, st.out.index, rename),
             guards=tuple(GuardRange(gd.expr.rename(rename), gd.lo, gd.hi) for gd in st.guards),
             precision=st.precision,
             kernel=k.name,

@@ -646,9 +646,10 @@ def program_io(program: Program) -> KernelIO:
     graph outputs (and in-place updated inputs) written once."""
     outer = ("input", "weight", "constant")
     items = ((st, ki, k.loops) for ki, k in enumerate(program.kernels) for st in k.statements)
+    roles = program.roles()
     return _io(
         program,
         items,
-        lambda b: program.role(b) in outer,
-        lambda b: program.role(b) in (*outer, "output"),
+        lambda b: roles[b] in outer,
+        lambda b: roles[b] in (*outer, "output"),
     )

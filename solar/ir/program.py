@@ -340,8 +340,16 @@ class Program:
 
     def role(self, name: str) -> str:
         """Role of the storage behind ``name``; graph outputs' bases count as outputs."""
-        base = self.base(name)
-        if base in {self.base(o) for o in self.outputs}:
+        return self._role(self.base(name), {self.base(o) for o in self.outputs})
+
+    def roles(self) -> dict[str, str]:
+        """:meth:`role` of every declared tensor, in one pass over the outputs (``role``
+        walks them on every call: a training step has hundreds)."""
+        outputs = {self.base(o) for o in self.outputs}
+        return {name: self._role(self.base(name), outputs) for name in self.tensors}
+
+    def _role(self, base: str, outputs: set[str]) -> str:
+        if base in outputs:
             decl = self.tensors[base]
             return decl.role if decl.role in ("input", "weight", "constant") else "output"
         return self.tensors[base].role
