@@ -37,8 +37,9 @@ from solar.frontend.jax.lower import Lowerer, Unit
 from solar.ir.program import Kernel
 
 
-def _accesses(lw: Lowerer, u: Unit) -> tuple[set[str], set[str]]:
-    """Storage bases a unit reads (before writing) and writes."""
+def _accesses(lw: Lowerer, u: Unit) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Storage bases a unit reads (before writing) and writes, each once (tuples of names:
+    kept for the whole grouping, they are objects the collector stops tracking)."""
     p = lw.program
     reads: set[str] = set()
     writes: set[str] = set()
@@ -48,11 +49,11 @@ def _accesses(lw: Lowerer, u: Unit) -> tuple[set[str], set[str]]:
         if st.accumulate:
             reads.add(p.base(st.out.tensor))
         writes.add(p.base(st.out.tensor))
-    return reads, writes
+    return tuple(reads), tuple(writes)
 
 
 def _dependencies(
-    units: list[Unit], acc: dict[int, tuple[set[str], set[str]]]
+    units: list[Unit], acc: dict[int, tuple[tuple[str, ...], tuple[str, ...]]]
 ) -> tuple[dict[int, set[int]], dict[int, set[int]]]:
     """Each unit's dependencies in program order (read-after-write, write-after-read,
     write-after-write) and its consumers (the later units that read what it wrote)."""
@@ -182,7 +183,7 @@ def _fused_kernels(units: list[Unit], group: dict[int, int], gg: nx.DiGraph) -> 
 def _mark_on_chip(
     lw: Lowerer,
     units: list[Unit],
-    acc: dict[int, tuple[set[str], set[str]]],
+    acc: dict[int, tuple[tuple[str, ...], tuple[str, ...]]],
     kind: dict[int, str],
     group: dict[int, int],
 ) -> None:
