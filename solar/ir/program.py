@@ -75,7 +75,12 @@ def interned_dims(dims) -> tuple[Dim, ...]:
     for d in dims:
         if not isinstance(d, Dim):
             d = Dim(*d)
-        if type(d.extent) is int and type(d.reduction) is bool and type(d.name) is str:
+        if (
+            type(d) is Dim
+            and type(d.name) is str
+            and type(d.extent) is int
+            and type(d.reduction) is bool
+        ):
             d = _DIMS.setdefault((d.name, d.extent, d.reduction), d)
         else:
             plain = False
