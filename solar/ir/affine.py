@@ -75,9 +75,9 @@ class Affine:
         if isinstance(x, bool):
             raise TypeError("a bool is not an affine index")
         if isinstance(x, int):
-            return _interned((), int(x))
+            return _interned((), x) if type(x) is int else Affine((), x)
         if isinstance(x, str):
-            return _interned(((x, 1),), 0)
+            return _interned(((x, 1),), 0) if type(x) is str else Affine(((x, 1),), 0)
         raise TypeError(f"cannot build an affine index from {x!r}")
 
     @staticmethod
