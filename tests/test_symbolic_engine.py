@@ -332,3 +332,46 @@ def test_a_numeric_run_first_leaves_the_formula_unspecialized():
     assert math.isclose(
         b.at(tokens=1000).fused, solar.bound(model, [torch.randn(1000, 32)], hw="H100").fused
     )
+
+
+def test_interning_and_string_keys_take_plain_numbers_only():
+    """The analysis-speed tables (equal Affines, index tuples and Dims one object each; the
+    structure cache's keys as strings) take plain ints only: a size keeps its own record and
+    expression, none of them decides ``==`` on a size (no guard), and a structure key holding
+    sizes stays a tuple, compared exactly (value and expression)."""
+    from solar.graph.cache import StructureCache, kernel_key
+    from solar.ir.affine import Affine, index_tuple
+    from solar.ir.program import ProgramBuilder, interned_dims
+    from solar.ir.scalar import Load, call
+
+    n, m = symbol("n"), symbol("m")
+    with recording() as rec:
+        plain, sized = Affine.build({"i": 8}, 1), Affine.build({"i": Size(8, n)}, 1)
+        assert plain is Affine.build({"i": 8}, 1)
+        assert sized is not plain and sized.coefs["i"].expr == n
+        assert Affine.of(Size(8, m)) is not Affine.of(8) and Affine.of(Size(8, m)).const.expr == m
+        assert index_tuple((sized,))[0] is sized
+        dims = interned_dims([("i", Size(8, n)), ("j", 8)])
+        assert dims[0].extent.expr == n and dims[1] is interned_dims([("j", 8)])[0]
+    assert rec.guards == {}
+
+    def flat_copy(size):
+        b = ProgramBuilder("copy")
+        x = b.tensor("x", (size * size,), "float32", "input")
+        y = b.tensor("y", (size, size), "float32", "output")
+        b.program.outputs.append(y)
+        b.begin_kernel("k")
+        index = (Affine.build({"i": size, "j": 1}),)
+        b.statement([("i", size), ("j", size)], (y, ("i", "j")), call("exp", Load(x, index)))
+        return b.program
+
+    programs = [flat_copy(8), flat_copy(Size(8, n)), flat_copy(Size(8, m)), flat_copy(Size(8, n))]
+    cache = StructureCache()
+    with recording():
+        keys = [kernel_key(p, p.kernels[0])[0] for p in programs]
+        facts = [cache.facts(p, p.kernels[0]) for p in programs]
+    assert [type(k) for k in keys] == [str, tuple, tuple, tuple]
+    assert cache.stats()["entries"] == 3 and cache.stats()["hits"] == 1
+    reads = [f.io.reads[p.inputs[0]].elements for f, p in zip(facts, programs)]
+    assert type(reads[0]) is int and reads[0] == 64
+    assert [r.expr for r in reads[1:]] == [n**2, m**2, n**2]
