@@ -332,9 +332,11 @@ def test_multihead_attention_eval_fast_path():
     t, got, want = run_ir(mha, (x, x, x))  # need_weights=True: the math path
     assert [k.op.removeprefix("aten.") for k in t.program.kernels] == [
         "mm.default", "_transform_bias_rescale_qkv.default", "bmm.default",
-        "_softmax.default", "bmm.default", "clone.default", "addmm.default",
+        "_softmax.out", "bmm.default", "clone.default", "addmm.default",
         "sum.dim_IntList", "div.Tensor",
     ]  # fmt: skip
+    scores, probs = t.program.kernels[2], t.program.kernels[3]
+    assert probs.statements[-1].out.tensor == scores.statements[-1].out.tensor  # in place
     assert_same(got, want)
 
 

@@ -20,7 +20,9 @@ rerouted call                               what eager CUDA launches (so what is
                                             ``addmm`` (QKV), ONE fused attention kernel,
                                             ``addmm`` (out); else the math path: ``mm`` (QKV),
                                             ``_transform_bias_rescale_qkv``, ``bmm``,
-                                            (masked) softmax, ``bmm``, a 0213 copy, ``addmm``
+                                            ``_masked_softmax`` (a mask) or a softmax in
+                                            place over the scores (none), ``bmm``, a 0213
+                                            copy, ``addmm``
 ``torch._transformer_encoder_layer_fwd``    the eval fast path of ``nn.TransformerEncoder
                                             Layer``: the attention above, ``add_``,
                                             ``layer_norm``, ``_addmm_activation`` (GEMM with a
@@ -178,8 +180,8 @@ def _mha(
         qkv = torch.cat([torch.matmul(x, w.t()) for x, w in zip((query, key, value), ws)], -1)
     q, k, v = _transform_bias_rescale_qkv(qkv, qkv_bias, num_head)
     scores = torch.matmul(q, k.transpose(-2, -1))
-    if mask is None:
-        probs = torch.softmax(scores, -1)
+    if mask is None:  # in place, as the CUDA kernel does (_softmax_out(scores, scores))
+        probs = torch.ops.aten._softmax.out(scores, -1, False, out=scores)
     else:
         probs = torch._masked_softmax(scores, mask.bool(), scores.dim() - 1, mask_type)
     ctx = torch.matmul(probs, v)

@@ -26,7 +26,12 @@ from solar.ir.scalar import Const, call
 aten = torch.ops.aten
 
 
-@lowering(aten._softmax.default, aten._log_softmax.default, aten._safe_softmax.default)
+@lowering(
+    aten._softmax.default,
+    aten._softmax.out,
+    aten._log_softmax.default,
+    aten._safe_softmax.default,
+)
 def softmax(ctx: LoweringContext, x: T, dim: int, *_: object) -> None:
     out = ctx.out()
     if x.ndim == 0:
