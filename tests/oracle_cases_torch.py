@@ -467,6 +467,14 @@ for _op in (aten._softmax.default, aten._log_softmax.default):
     case(_op)(_sm)
 
 
+@case(aten._softmax.out)
+def _softmax_in_place(draw):
+    """``out=`` its own input, as nn.MultiheadAttention's weights (CUDA's _softmax_out(s, s))."""
+    shp = shape(draw)
+    d = draw(st.integers(0, len(shp) - 1))
+    return (lambda x: aten._softmax.out(x, d, False, out=x)), (rand(shp),)
+
+
 @case(aten._safe_softmax.default)
 def _safe_sm(draw):
     shp = shape(draw)
