@@ -24,7 +24,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -200,26 +200,30 @@ def weights_from_config(path: Path) -> Iterator[list[str]]:
 def problem_at(path, param: str, value):
     """A problem file's ``(model, inputs)`` with module constant ``param`` set to
     ``value`` (built on the meta device, like :func:`solar.problem.load_problem`)."""
+    return problem_with(path, {param: value})
+
+
+def problem_with(path, constants: Mapping[str, object]):
+    """A problem file's ``(model, inputs)`` with its module ``constants`` set (a training
+    problem's ``(step, batch)``), built as :func:`problem_at` builds one."""
     with weights_from_config(Path(path)):
-        return _problem_at(path, param, value)
-
-
-def _problem_at(path, param: str, value):
-    module = load_module(path)
-    if not hasattr(module, param):
-        consts = [k for k, v in vars(module).items() if k.isupper() and isinstance(v, int)]
-        raise ProblemError(
-            f"{path}: has no module constant {param!r} to sweep; integer constants: "
-            f"{', '.join(consts) or 'none'}"
+        module = load_module(path)
+        for param, value in constants.items():
+            if not hasattr(module, param):
+                consts = [k for k, v in vars(module).items() if k.isupper() and isinstance(v, int)]
+                raise ProblemError(
+                    f"{path}: has no module constant {param!r} to sweep; integer constants: "
+                    f"{', '.join(consts) or 'none'}"
+                )
+            setattr(module, param, value)
+        init = getattr(module, "get_init_inputs", lambda: [])
+        what = ", ".join(f"{k}={v}" for k, v in constants.items())
+        model, inputs, _ = build(
+            lambda: (module.Model(*init()), module.get_inputs()), path, what=what
         )
-    setattr(module, param, value)
-    init = getattr(module, "get_init_inputs", lambda: [])
-    model, inputs, _ = build(
-        lambda: (module.Model(*init()), module.get_inputs()), path, what=f"{param}={value}"
-    )
-    if is_training_problem(module):
-        return training_step(module, model, inputs, path)
-    return set_mode(model, module), tuple(inputs)
+        if is_training_problem(module):
+            return training_step(module, model, inputs, path)
+        return set_mode(model, module), tuple(inputs)
 
 
 def is_jax_problem(path: Path, module) -> bool:

@@ -27,15 +27,7 @@ import pytest
 
 import solar
 import solar.symbolic.size as size_module
-from solar.problem import (
-    ProblemError,
-    build,
-    is_training_problem,
-    load_module,
-    set_mode,
-    training_step,
-    weights_from_config,
-)
+from solar.problem import ProblemError, problem_with
 from solar.report.symbolic import fixed_sizes, region_holds
 from solar.symbolic.problem import UnusedSizeError, bound_problem, clear_value_caches
 from solar.symbolic.size import symbol
@@ -155,17 +147,9 @@ def _param(path: Path):
 
 
 def numeric(path: Path, sizes: dict[str, int]):
-    """The numeric Bound of the file with its constants set to ``sizes`` (plain ints)."""
-    with weights_from_config(path):
-        m = load_module(path)
-        for k, v in sizes.items():
-            setattr(m, k, v)
-        init = getattr(m, "get_init_inputs", lambda: [])
-        model, inputs, _ = build(lambda: (m.Model(*init()), m.get_inputs()), path)
-        model = set_mode(model, m)
-        if is_training_problem(m):  # the step the symbolic side bounds: forward, backward, update
-            model, inputs = training_step(m, model, inputs, path)
-    return solar.bound(model, tuple(inputs), hw="H100")
+    """The numeric Bound of the file with its constants set to ``sizes`` (plain ints): a
+    training problem's step (forward, backward, update), as the symbolic side bounds it."""
+    return solar.bound(*problem_with(path, sizes), hw="H100")
 
 
 def differences(at, ref) -> list[str]:
