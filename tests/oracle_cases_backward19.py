@@ -345,3 +345,12 @@ for _name in ("any", "all"):
                 return (lambda x: op(x, d, keep)), (x,)
             dims = draw(st.sampled_from([[0], [1], [0, 1], []]))
             return (lambda x: op(x, dims, keep)), (x,)
+
+
+for _op in (aten._is_all_true.default, aten._is_any_true.default):
+
+    @case(_op)
+    def _is_true(draw, op=_op):
+        """A bool tensor's all/any as a 0-d tensor (torch.distributions' argument checks)."""
+        shp = tuple(draw(st.integers(0 if draw(st.booleans()) else 1, 3)) for _ in range(2))
+        return op, (torch.rand(shp) > draw(st.sampled_from([0.0, 0.7, 1.0])),)

@@ -16,8 +16,10 @@ from solar.ir.scalar import Const, call
 
 aten = torch.ops.aten
 
-ANY = (aten.any.default, aten.any.dim, aten.any.dims)
-ALL = (aten.all.default, aten.all.dim, aten.all.dims)
+# ``_is_all_true``/``_is_any_true``: a bool tensor's all/any as a 0-d tensor (the checks of
+# torch.distributions' argument validation)
+ANY = (aten.any.default, aten.any.dim, aten.any.dims, aten._is_any_true.default)
+ALL = (aten.all.default, aten.all.dim, aten.all.dims, aten._is_all_true.default)
 
 
 @lowering(*ANY, *ALL)
