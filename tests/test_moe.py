@@ -169,3 +169,47 @@ def test_known_values_run_integer_kernels_the_cpu_lacks_in_float64():
         torch.histc(ids, bins=4, min=0, max=3)
     counts = _via_float64(torch.ops.aten.histc.default, (ids, 4, 0, 3), {})
     assert counts.dtype == torch.int32 and counts.tolist() == [1, 2, 0, 3]
+
+
+class CountedExperts(torch.nn.Module):
+    """JetMoE's experts path in miniature: the per-expert token counts are Python ints read
+    from a one-hot scatter of the router's top-k indices (``zeros(...).scatter(1, idx, 1)
+    .sum(0).tolist()``), then the routed rows are split by them, one GEMM per expert."""
+
+    def __init__(self, h: int = 16, f: int = 32, experts: int = 4, k: int = 2) -> None:
+        super().__init__()
+        self.router = torch.nn.Linear(h, experts, bias=False)
+        self.w = torch.nn.Parameter(torch.randn(experts, h, f))
+        self.k = k
+
+    def forward(self, x):
+        _, idx = self.router(x).topk(self.k, dim=1)
+        gates = torch.zeros(x.shape[0], self.w.shape[0], dtype=x.dtype, device=x.device)
+        counts = gates.scatter(1, idx, 1).long().sum(0).tolist()
+        rows = x[idx.flatten().sort(0)[1] // self.k]
+        return torch.cat([r @ self.w[e] for e, r in enumerate(rows.split(counts))])
+
+
+def test_expert_counts_read_from_a_scatter_follow_the_routing():
+    """Hand derivation (T = 8 tokens, h = 16, f = 32, E = 4, k = 2, fp32): router 2·8·16·4 =
+    1,024 flops, experts 2·(T k)·h·f = 16,384 whatever the routing; one expert's weights are
+    16·32·4 = 2,048 bytes, read only where the routing sends rows ('any': 2 experts,
+    balanced: 4, [8, 4, 4, 0]: 3). The zeros the counts are scattered into are known values."""
+    model = CountedExperts().eval()
+    x = torch.empty(8, 16, device="meta")
+    totals = {
+        str(r): solar.bound(model, (x,), routing=r).to_dict()["totals"]
+        for r in ("any", "balanced", [8, 4, 4, 0])
+    }
+    assert {t["flops"]["cuda_fp32"] for t in totals.values()} == {1024 + 16384}
+    base = totals["any"]["bytes"]["fused"]
+    assert totals["balanced"]["bytes"]["fused"] - base == 2 * 2048
+    assert totals["[8, 4, 4, 0]"]["bytes"]["fused"] - base == 2048
+    b = solar.bound(model, (x,), routing="balanced")
+    assert any("modeling" not in a and ".tolist" not in a and "follows from the routing" in a
+               for a in b.assumptions)  # fmt: skip
+
+
+def test_counted_experts_execute_as_pytorch_with_observed_routing():
+    torch.manual_seed(0)
+    check(CountedExperts().eval(), torch.randn(8, 16), observe=True)

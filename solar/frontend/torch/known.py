@@ -45,6 +45,22 @@ SIZED = {
 }
 MAX_KNOWN = 1 << 22  # elements: larger results are not computed (their values stay unknown)
 
+# factories whose values their arguments decide (no tensor values read): known once a router
+# has run, so that per-expert counts built from them (``zeros(...).scatter(1, topk, 1).sum(0)``,
+# JetMoE's) follow from the routing too; a ``new_*`` tensor gives only its dtype
+FILLED = {
+    aten.zeros.default,
+    aten.ones.default,
+    aten.full.default,
+    aten.scalar_tensor.default,
+    aten.arange.default,
+    aten.arange.start,
+    aten.arange.start_step,
+    aten.new_zeros.default,
+    aten.new_ones.default,
+    aten.new_full.default,
+}
+
 
 def routed(tokens: int, k: int, experts: int, policy: SizePolicy) -> torch.Tensor:
     """``(tokens, k)`` expert indices realising the routing: distinct experts per token, the
@@ -75,9 +91,13 @@ class KnownValues(TorchDispatchMode):
         kwargs = kwargs or {}
         if func is not aten.topk.default and not self.values:  # nothing known: trace as is
             return func(*args, **kwargs)
-        tensors = [a for a in pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)]
-        known = bool(tensors) and all(t in self.values for t in tensors)
-        real = self._run(func, args, kwargs) if known else None
+        if func in FILLED:
+            real = _filled(func, args, kwargs)
+        else:
+            leaves = pytree.tree_leaves((args, kwargs))
+            tensors = [a for a in leaves if isinstance(a, torch.Tensor)]
+            known = bool(tensors) and all(t in self.values for t in tensors)
+            real = self._run(func, args, kwargs) if known else None
         if real is not None and func is aten._local_scalar_dense.default:
             self.used = True
             self.policy.chosen.append(self._size(func, real))
@@ -137,6 +157,22 @@ class KnownValues(TorchDispatchMode):
             f"top-k router indices (aten.topk at {where}) taken as routing "
             f"{self.policy.routing.describe()}: the sizes after them follow from it"
         ]
+
+
+def _filled(func, args: tuple, kwargs: dict) -> torch.Tensor | None:
+    """The real (CPU) values of a :data:`FILLED` factory call, or None where a size is
+    symbolic or the result is larger than :data:`MAX_KNOWN`."""
+    leaves = pytree.tree_leaves((args, kwargs))
+    if any(isinstance(a, (torch.SymInt, torch.SymFloat, torch.SymBool)) for a in leaves):
+        return None
+    if any(type(a) not in (int, bool) and isinstance(a, int) for a in leaves):  # a solar Size
+        return None
+    with _disable_current_modes():
+        if args and isinstance(args[0], torch.Tensor):  # new_*: the tensor gives the dtype
+            kwargs = {"dtype": args[0].dtype, **kwargs}
+            args = (torch.empty(0, dtype=args[0].dtype), *args[1:])
+        out = func(*args, **{**kwargs, "device": "cpu"})
+    return None if out.numel() > MAX_KNOWN else out
 
 
 def _via_float64(func, args: object, kwargs: object) -> object:

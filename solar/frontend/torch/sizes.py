@@ -396,11 +396,30 @@ class _Observer(TorchDispatchMode):
         return out
 
 
+def _tolist_by_items(t: torch.Tensor) -> object:
+    """``t.tolist()`` read element by element through ``item()``: a real CPU tensor's
+    ``tolist`` reads memory without dispatching, a fake one's reads each element with
+    ``aten._local_scalar_dense``; the observed run must record those reads too, in order."""
+    if t.dim() == 0:
+        return t.item()
+    return [_tolist_by_items(row) for row in t.unbind(0)]
+
+
+@contextmanager
+def _tolist_dispatching() -> Iterator[None]:
+    saved = torch.Tensor.tolist
+    torch.Tensor.tolist = _tolist_by_items
+    try:
+        yield
+    finally:
+        torch.Tensor.tolist = saved
+
+
 def observe(run: Callable[[], object]) -> dict[str, deque]:
     """The data-dependent sizes (and scalars read) of one real run of ``run()``, per
     operator in call order."""
     observer = _Observer()
-    with torch.no_grad(), observer:
+    with torch.no_grad(), _tolist_dispatching(), observer:
         run()
     return dict(observer.seen)
 
