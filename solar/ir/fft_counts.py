@@ -105,27 +105,28 @@ def twiddle_flops(e: int, n: int) -> int:
     return 4 if (8 * e) % n == 0 else 6
 
 
-def _pairs_with_product(t: int, factors: tuple[tuple[int, int], ...], n1: int, n2: int) -> int:
-    """#{(j2, k1): j2 k1 = t, 1 <= j2 < n2, 1 <= k1 < n1}: divisors j2 of t in
-    [ceil(t / (n1 - 1)), n2 - 1]."""
-    divs = _divisors(factors)
-    lo = -(-t // (n1 - 1))
-    return max(0, bisect_right(divs, n2 - 1) - bisect_left(divs, lo))
-
-
 @cache
+def _cheap_products(n: int) -> tuple[tuple[int, int, tuple[int, ...]], ...]:
+    """The twiddle exponents t in [1, n) that are cheaper than 6 flops: j n / 4 (j = 1..3,
+    +-1 and +-i: 6 saved) and j n / 8 (j odd: 4 flops, 2 saved), each with its saving and its
+    divisors."""
+    out = []
+    for j in range(1, 8):
+        if (j * n) % 8 == 0:
+            t = j * n // 8
+            out.append((t, 6 if j % 2 == 0 else 2, _divisors(_factor_scaled(n, j, 8))))
+    return tuple(out)
+
+
 def ct_twiddle_flops(n1: int, n2: int) -> int:
     """Real flops of the Cooley-Tukey twiddles of n = n1 n2: sum of :func:`twiddle_flops` of
     j2 k1 over 1 <= j2 < n2, 1 <= k1 < n1. The products lie in [1, n), so the cheap ones are
-    exactly j n / 4 (j = 1..3, cost 0) and j n / 8 (j odd, cost 4) where integral."""
-    n = n1 * n2
+    exactly the :func:`_cheap_products` of n; the pairs with product t are the divisors j2 of
+    t in [ceil(t / (n1 - 1)), n2 - 1]."""
     total = 6 * (n1 - 1) * (n2 - 1)
-    for j in range(1, 8):
-        if (j * n) % 8:
-            continue
-        saving = 6 if j % 2 == 0 else 2
-        t = j * n // 8
-        total -= saving * _pairs_with_product(t, _factor_scaled(n, j, 8), n1, n2)
+    for t, saving, divs in _cheap_products(n1 * n2):
+        lo = -(-t // (n1 - 1))
+        total -= saving * max(0, bisect_right(divs, n2 - 1) - bisect_left(divs, lo))
     return total
 
 
@@ -146,25 +147,31 @@ def complex_plan(n: int) -> Plan:
         raise ValueError(f"FFT length {n}: must be >= 1 (a transform of no points has no count)")
     if n & (n - 1) == 0:
         return Plan("split_radix", n, split_radix_flops(n))
-    cands: list[Plan] = []
-    if n in WINOGRAD:
-        cands.append(Plan("winograd", n, WINOGRAD[n]))
-    if n % 2:
-        cands.append(Plan("direct", n, 2 * (n * n - 1)))
+    best = Plan("direct", n, 2 * (n * n - 1)) if n % 2 else None
+    if n in WINOGRAD and (best is None or WINOGRAD[n] <= best.flops):
+        best = Plan("winograd", n, WINOGRAD[n])
     for n1 in _divisors(factorize(n)):
         if n1 == 1 or n1 * n1 > n:
             continue
         n2 = n // n1
-        sub = n2 * complex_plan(n1).flops + n1 * complex_plan(n2).flops
-        if math.gcd(n1, n2) == 1:
-            cands.append(Plan("prime_factor", n, sub, (n1, n2)))
-        else:
-            cands.append(Plan("cooley_tukey", n, sub + ct_twiddle_flops(n1, n2), (n1, n2)))
+        flops = n2 * complex_plan(n1).flops + n1 * complex_plan(n2).flops
+        if best is not None and flops >= best.flops:
+            continue  # the twiddles only add: cannot win
+        kind = "prime_factor" if math.gcd(n1, n2) == 1 else "cooley_tukey"
+        if kind == "cooley_tukey":
+            flops += ct_twiddle_flops(n1, n2)
+        if best is None or flops < best.flops:
+            best = Plan(kind, n, flops, (n1, n2))
     if is_prime(n):
-        cands.append(Plan("rader", n, 2 * complex_plan(n - 1).flops + 6 * n - 10, (n - 1,)))
         m = _bluestein_length(n)
-        cands.append(Plan("bluestein", n, 2 * split_radix_flops(m) + 6 * m + 12 * (n - 1), (m,)))
-    return min(cands, key=lambda p: p.flops)
+        for cand in (
+            Plan("rader", n, 2 * complex_plan(n - 1).flops + 6 * n - 10, (n - 1,)),
+            Plan("bluestein", n, 2 * split_radix_flops(m) + 6 * m + 12 * (n - 1), (m,)),
+        ):
+            if best is None or cand.flops < best.flops:
+                best = cand
+    assert best is not None  # n > 1 and not a power of two: odd, or a proper split exists
+    return best
 
 
 def complex_dft_flops(n: int) -> int:
