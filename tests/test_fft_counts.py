@@ -118,6 +118,8 @@ def _split_radix(x):
 
 def _winograd(x):
     n = x.shape[1]
+    if n == 7:
+        return _winograd7(x, real=False)
     col = [x[:, j : j + 1] for j in range(n)]
     flops = 0
 
@@ -152,6 +154,91 @@ def _winograd(x):
     i1, i2 = do(add(m3, m4)), do(sub(m3, m5))
     out = [x0, do(add(r1, i1)), do(add(r2, i2)), do(sub(r2, i2)), do(sub(r1, i1))]
     return np.concatenate(out, axis=1), flops
+
+
+def _winograd7_constants() -> dict:
+    """Winograd's 7-point module, derived here: with g = 3 the cosine part is a 3-point
+    cyclic convolution of u_a = t_{g^-a} (t_j = x_j + x_{7-j}) and the sine part a 3-point
+    negacyclic one of u'_a = d_{g^-a} (d_j = x_j - x_{7-j}, d_{7-j} = -d_j); each splits into a
+    one-multiply component (the sum, folded into X0; the alternating sum) and a three-multiply
+    one with pre-adds (r1, r2, r1 + r2) and outputs q0, q1 of two products each. The
+    multipliers (precomputed) solve the bilinear identity exactly."""
+    n, g = 7, 3
+    js = [pow(g, -a, n) for a in range(3)]
+    cosm = np.array([[math.cos(2 * math.pi * pow(g, m, n) * j / n) for j in js] for m in range(3)])
+    sinm = np.array([[math.sin(2 * math.pi * pow(g, m, n) * j / n) for j in js] for m in range(3)])
+    v = np.array([1.0, -1.0, 1.0])
+    sin_quad = sinm - np.outer(sinm @ v, v) / 3
+    parts = {
+        "cos": (cosm - cosm.sum() / 9, [(1, -1, 0), (1, 0, -1)], [(0, -1, -1), (-1, 0, -1)]),
+        "sin": (sin_quad, [(1, 1, 0), (0, 1, 1)], [(-1, 0, -1), (0, -1, 1)]),
+    }
+    out = {"js": js, "outs": [pow(g, m, n) for m in range(3)], "parts": {}}
+    for name, (target, (r1, r2), post) in parts.items():
+        rows = np.array([r1, r2, np.add(r1, r2)], float)
+        c = np.array(post, float)
+        basis = np.array([np.outer(c[:, i], rows[i]).ravel() for i in range(3)]).T
+        mult = np.linalg.lstsq(basis, target[:2].ravel(), rcond=None)[0]
+        assert np.abs(basis @ mult - target[:2].ravel()).max() < 1e-12
+        out["parts"][name] = ((r1, r2), post, mult.tolist())
+    out["dc_cos"] = cosm.sum() / 9 - 1  # -7/6: X0 + this x S = x0 - S/6
+    out["dc_sin"] = (sinm @ v)[0] / 3
+    return out
+
+
+W7 = _winograd7_constants()
+
+
+def _winograd7(x, real: bool):
+    """36 complex adds and 8 real/imaginary-constant products (complex data: 72 + 16 = 88);
+    on real data the adds are real and the 6 output combinations R_k +- I_k free (30 + 8)."""
+    plus, minus, mulr, muli = (radd, rsub, rmul, rmul) if real else (add, sub, mul_real, mul_imag)
+    flops = 0
+
+    def do(r):
+        nonlocal flops
+        flops += r[1]
+        return r[0]
+
+    def lin(coefs, vecs):  # sum of +-v with len - 1 adds; a leading sign flip is free
+        terms = [(c, v) for c, v in zip(coefs, vecs) if c]
+        acc = terms[0][1] if terms[0][0] > 0 else -terms[0][1]
+        for c, v in terms[1:]:
+            acc = do(plus(acc, v) if c > 0 else minus(acc, v))
+        return acc
+
+    col = [x[:, j : j + 1] for j in range(7)]
+    t = {j: do(plus(col[j], col[7 - j])) for j in (1, 2, 3)}
+    d = {j: do(minus(col[j], col[7 - j])) for j in (1, 2, 3)}
+    u = [t[min(j, 7 - j)] for j in W7["js"]]
+    sg = [1 if j <= 3 else -1 for j in W7["js"]]
+    du = [d[min(j, 7 - j)] for j in W7["js"]]
+    big_s = lin((1, 1, 1), u)
+    x0 = do(plus(col[0], big_s))
+    s0 = do(plus(x0, do(mulr(W7["dc_cos"], big_s))))
+    (r1, r2), post, mult = W7["parts"]["cos"]
+    e1, e2 = lin(r1, u), lin(r2, u)
+    prods = [do(mulr(m, e)) for m, e in zip(mult, (e1, e2, do(plus(e1, e2))))]
+    al, be = lin(post[0], prods), lin(post[1], prods)
+    re = [do(plus(s0, al)), do(plus(s0, be)), do(minus(s0, do(plus(al, be))))]
+    (r1, r2), post, mult = W7["parts"]["sin"]
+    e1 = lin([r * s for r, s in zip(r1, sg)], du)
+    e2 = lin([r * s for r, s in zip(r2, sg)], du)
+    prods = [do(muli(-m, e)) for m, e in zip(mult, (e1, e2, do(plus(e1, e2))))]
+    m0 = do(muli(-W7["dc_sin"], lin([v * s for v, s in zip((1, -1, 1), sg)], du)))
+    al, be = lin(post[0], prods), lin(post[1], prods)
+    im = [do(plus(m0, al)), do(minus(be, m0)), do(plus(m0, do(minus(be, al))))]
+    if real:
+        out = np.empty((x.shape[0], 4), complex)
+        out[:, :1] = x0
+        for k, r, i in zip(W7["outs"], re, im):
+            out[:, k : k + 1] = r + 1j * i
+        return out, flops
+    out = np.empty_like(x)
+    out[:, :1] = x0
+    for k, r, i in zip(W7["outs"], re, im):
+        out[:, k : k + 1], out[:, 7 - k : 8 - k] = do(plus(r, i)), do(minus(r, i))
+    return out, flops
 
 
 def _direct(x):
@@ -372,6 +459,8 @@ def _real_split_radix(x):
 
 
 def _real_winograd(x):
+    if x.shape[1] == 7:
+        return _winograd7(x, real=True)
     n, col, flops = x.shape[1], [x[:, j : j + 1] for j in range(x.shape[1])], 0
 
     def do(r):
@@ -514,6 +603,7 @@ def test_sample_covers_every_kind():
 @pytest.mark.parametrize(
     "plan",
     [fc.Plan("rader", 5, 0, (4,)), fc.Plan("direct", 5, 0), fc.Plan("bluestein", 7, 0, (16,))]
+    + [fc.Plan("direct", 7, 0), fc.Plan("rader", 7, 0, (6,)), fc.Plan("rader", 11, 0, (10,))]
     + [fc.Plan("cooley_tukey", 12, 0, (2, 6)), fc.Plan("cooley_tukey", 16, 0, (4, 4))]
     + [fc.Plan("cooley_tukey", 32, 0, (2, 16)), fc.Plan("cooley_tukey", 24, 0, (4, 6))],
 )
@@ -550,10 +640,15 @@ def test_hand_derived_counts():
     assert fc.ct_twiddle_flops(2, 6) == 24
     # n = 15 = 3 x 5, Good-Thomas: 5 x 16 + 3 x 44 = 212
     assert fc.complex_dft_flops(15) == 212
-    # n = 7, direct with conjugate pairs, h = 3: t_j, d_j 6 complex adds (12); X0 3 adds (6);
+    # n = 7, Winograd (_winograd7): complex adds t_j, d_j 6; S = sum t_j 2; X0 1; s0 = X0 -
+    # 7/6 S 1; cosine part 3 pre + 6 post; sine part 3 pre + 2 (alternating sum) + 6 post;
+    # X_k, X_{7-k} 6: 36 complex adds (72) + 8 products by real or imaginary constants (16) = 88.
+    # The direct DFT with conjugate pairs, h = 3: t_j, d_j 6 complex adds (12); X0 3 adds (6);
     # per k = 1..3: 3 cos-products (6) + 3 adds (6), 3 sin-products (6) + 2 adds (4), X_k and
-    # X_{7-k} (4) = 26; total 12 + 6 + 78 = 96 (Rader: 2 C(6) + 6x7 - 10 = 120)
-    assert fc.complex_dft_flops(7) == 96
+    # X_{7-k} (4) = 26; total 12 + 6 + 78 = 96 (FFTW's n1_7: 60 adds + 36 multiplies);
+    # Rader: 2 C(6) + 6 x 7 - 10 = 120
+    assert fc.complex_dft_flops(7) == 88
+    assert fc.real_dft_flops(7) == 88 // 2 - 6  # real: 30 adds + 8 multiplies
     # n = 11, direct: h = 5, 8h^2 + 8h = 240 (Rader 2 C(10) + 56 = 2 x 108 + 56 = 272)
     assert fc.complex_dft_flops(11) == 240
     # n = 13, Rader: 2 C(12) + 6 x 13 - 10 = 224 + 68 = 292 (direct 2 (169 - 1) = 336)

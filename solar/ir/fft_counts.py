@@ -5,13 +5,15 @@ The family (complex data; every count is the exact number of real additions and
 multiplications of the algorithm as written, an FMA being 2; constants are precomputed):
 
 - ``split_radix``, n = 2^k: ``4 n log2 n - 6 n + 8`` (Yavne 1968; Duhamel & Hollmann 1984).
-- ``winograd``, n = 3, 5: Winograd's small-DFT modules (S. Winograd, "On computing the discrete
-  Fourier transform", Math. Comp. 32(141), 1978; the modules as tabulated by Silverman, IEEE
-  Trans. ASSP 25(2), 1977, and Burrus & Parks, "DFT/FFT and Convolution Algorithms", 1985):
-  n = 3: 4 real multiplies + 12 real adds; n = 5: 10 + 34.
+- ``winograd``, n = 3, 5, 7: Winograd's small-DFT modules (S. Winograd, "On computing the
+  discrete Fourier transform", Math. Comp. 32(141), 1978; the modules as tabulated by Silverman,
+  IEEE Trans. ASSP 25(2), 1977, and Burrus & Parks, "DFT/FFT and Convolution Algorithms",
+  1985): n = 3: 4 real multiplies + 12 real adds; n = 5: 10 + 34; n = 7: 16 + 72 (each
+  executed with exactly these operations by tests/test_fft_counts.py). Other published modules
+  (9: 20 + 84, 11, 13, 16) are not in the family: not verified here.
 - ``direct``, odd n: the DFT by definition with the conjugate-pair symmetry
   (x_j +- x_{n-j} formed once, every output pair X_k, X_{n-k} from one real and one imaginary
-  sum): ``2 (n^2 - 1)`` (n = 7: 60 adds + 36 multiplies, FFTW's ``n1_7`` count).
+  sum): ``2 (n^2 - 1)`` (n = 7: 60 adds + 36 multiplies, FFTW's ``n1_7`` codelet count).
 - ``cooley_tukey``, n = n1 n2: n2 transforms of n1, the twiddles w_n^(j2 k1) (1 <= j2 < n2,
   1 <= k1 < n1; j2 k1 = 0 gives w^0 = 1 and is not multiplied), n1 transforms of n2. A twiddle
   costs 0 when it is +-1 or +-i (4 j2 k1 divisible by n: a swap and sign flips, which fold into
@@ -45,7 +47,7 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from functools import cache
 
-WINOGRAD: dict[int, int] = {3: 4 + 12, 5: 10 + 34}  # real multiplies + real adds (see doc)
+WINOGRAD: dict[int, int] = {3: 4 + 12, 5: 10 + 34, 7: 16 + 72}  # real multiplies + adds (see doc)
 
 
 @dataclass(frozen=True)
