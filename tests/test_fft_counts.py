@@ -118,8 +118,8 @@ def _split_radix(x):
 
 def _winograd(x):
     n = x.shape[1]
-    if n == 7:
-        return _winograd7(x, real=False)
+    if n in (7, 9):
+        return _winograd79(x, real=False)
     col = [x[:, j : j + 1] for j in range(n)]
     flops = 0
 
@@ -156,14 +156,15 @@ def _winograd(x):
     return np.concatenate(out, axis=1), flops
 
 
-def _winograd7_constants() -> dict:
-    """Winograd's 7-point module, derived here: with g = 3 the cosine part is a 3-point
-    cyclic convolution of u_a = t_{g^-a} (t_j = x_j + x_{7-j}) and the sine part a 3-point
-    negacyclic one of u'_a = d_{g^-a} (d_j = x_j - x_{7-j}, d_{7-j} = -d_j); each splits into a
-    one-multiply component (the sum, folded into X0; the alternating sum) and a three-multiply
-    one with pre-adds (r1, r2, r1 + r2) and outputs q0, q1 of two products each. The
-    multipliers (precomputed) solve the bilinear identity exactly."""
-    n, g = 7, 3
+def _winograd_constants(n: int, g: int) -> dict:
+    """Winograd's 7- and 9-point modules, derived here. With g a generator of the units mod n,
+    the cosine part over the units is a 3-point cyclic convolution of u_a = t_{g^-a}
+    (t_j = x_j + x_{n-j}) and the sine part a 3-point negacyclic one of u'_a = d_{g^-a}
+    (d_j = x_j - x_{n-j}, d_{n-j} = -d_j). Each splits into a one-multiply component (the sum;
+    the alternating sum), which for n = 7 is folded into X0 and for n = 9 is zero, and a
+    three-multiply one with pre-adds (r1, r2, r1 + r2) and outputs q0, q1 of two products each
+    (q2 = -q0 - q1, resp. q1 - q0). The multipliers (precomputed) solve the bilinear identity
+    exactly."""
     js = [pow(g, -a, n) for a in range(3)]
     cosm = np.array([[math.cos(2 * math.pi * pow(g, m, n) * j / n) for j in js] for m in range(3)])
     sinm = np.array([[math.sin(2 * math.pi * pow(g, m, n) * j / n) for j in js] for m in range(3)])
@@ -179,19 +180,23 @@ def _winograd7_constants() -> dict:
         c = np.array(post, float)
         basis = np.array([np.outer(c[:, i], rows[i]).ravel() for i in range(3)]).T
         mult = np.linalg.lstsq(basis, target[:2].ravel(), rcond=None)[0]
-        assert np.abs(basis @ mult - target[:2].ravel()).max() < 1e-12
+        assert np.abs(basis @ mult - target.ravel()[:6]).max() < 1e-12
         out["parts"][name] = ((r1, r2), post, mult.tolist())
-    out["dc_cos"] = cosm.sum() / 9 - 1  # -7/6: X0 + this x S = x0 - S/6
-    out["dc_sin"] = (sinm @ v)[0] / 3
+    out["dc_cos"] = cosm.sum() / 9 - 1  # n = 7: -7/6, X0 + this x S = x0 - S/6; n = 9: unused
+    out["dc_sin"] = (sinm @ v)[0] / 3  # n = 9: 0
     return out
 
 
-W7 = _winograd7_constants()
+WCONST = {7: _winograd_constants(7, 3), 9: _winograd_constants(9, 2)}
+assert abs(WCONST[9]["dc_sin"]) < 1e-12 and abs(WCONST[9]["dc_cos"] + 1) < 1e-12
 
 
-def _winograd7(x, real: bool):
-    """36 complex adds and 8 real/imaginary-constant products (complex data: 72 + 16 = 88);
-    on real data the adds are real and the 6 output combinations R_k +- I_k free (30 + 8)."""
+def _winograd79(x, real: bool):
+    """n = 7: 36 complex adds and 8 real/imaginary-constant products (72 + 16 = 88); n = 9:
+    42 complex adds and 10 products (84 + 20 = 104). On real data the adds are real and the
+    output combinations of a real and an imaginary value free (7: 30 + 8, 9: 34 + 10)."""
+    n = x.shape[1]
+    w = WCONST[n]
     plus, minus, mulr, muli = (radd, rsub, rmul, rmul) if real else (add, sub, mul_real, mul_imag)
     flops = 0
 
@@ -207,37 +212,51 @@ def _winograd7(x, real: bool):
             acc = do(plus(acc, v) if c > 0 else minus(acc, v))
         return acc
 
-    col = [x[:, j : j + 1] for j in range(7)]
-    t = {j: do(plus(col[j], col[7 - j])) for j in (1, 2, 3)}
-    d = {j: do(minus(col[j], col[7 - j])) for j in (1, 2, 3)}
-    u = [t[min(j, 7 - j)] for j in W7["js"]]
-    sg = [1 if j <= 3 else -1 for j in W7["js"]]
-    du = [d[min(j, 7 - j)] for j in W7["js"]]
-    big_s = lin((1, 1, 1), u)
-    x0 = do(plus(col[0], big_s))
-    s0 = do(plus(x0, do(mulr(W7["dc_cos"], big_s))))
-    (r1, r2), post, mult = W7["parts"]["cos"]
-    e1, e2 = lin(r1, u), lin(r2, u)
-    prods = [do(mulr(m, e)) for m, e in zip(mult, (e1, e2, do(plus(e1, e2))))]
-    al, be = lin(post[0], prods), lin(post[1], prods)
-    re = [do(plus(s0, al)), do(plus(s0, be)), do(minus(s0, do(plus(al, be))))]
-    (r1, r2), post, mult = W7["parts"]["sin"]
-    e1 = lin([r * s for r, s in zip(r1, sg)], du)
-    e2 = lin([r * s for r, s in zip(r2, sg)], du)
-    prods = [do(muli(-m, e)) for m, e in zip(mult, (e1, e2, do(plus(e1, e2))))]
-    m0 = do(muli(-W7["dc_sin"], lin([v * s for v, s in zip((1, -1, 1), sg)], du)))
-    al, be = lin(post[0], prods), lin(post[1], prods)
-    im = [do(plus(m0, al)), do(minus(be, m0)), do(plus(m0, do(minus(be, al))))]
-    if real:
-        out = np.empty((x.shape[0], 4), complex)
-        out[:, :1] = x0
-        for k, r, i in zip(W7["outs"], re, im):
-            out[:, k : k + 1] = r + 1j * i
-        return out, flops
+    def conv(name, vecs, signs, mul):  # the three-multiply component: q0, q1
+        (r1, r2), post, mult = w["parts"][name]
+        e1 = lin([r * s for r, s in zip(r1, signs)], vecs)
+        e2 = lin([r * s for r, s in zip(r2, signs)], vecs)
+        prods = [do(mul(m, e)) for m, e in zip(mult, (e1, e2, do(plus(e1, e2))))]
+        return lin(post[0], prods), lin(post[1], prods)
+
+    col = [x[:, j : j + 1] for j in range(n)]
+    h = (n - 1) // 2
+    t = {j: do(plus(col[j], col[n - j])) for j in range(1, h + 1)}
+    d = {j: do(minus(col[j], col[n - j])) for j in range(1, h + 1)}
+    u = [t[min(j, n - j)] for j in w["js"]]
+    sg = [1 if j <= h else -1 for j in w["js"]]
+    du = [d[min(j, n - j)] for j in w["js"]]
+    half_out = np.empty((x.shape[0], h + 1), complex)
     out = np.empty_like(x)
+    big_s = lin((1, 1, 1), u)  # the units' sum
+    if n == 7:
+        x0 = do(plus(col[0], big_s))
+        a = do(plus(x0, do(mulr(w["dc_cos"], big_s))))  # x0 - S/6
+        b = do(muli(-w["dc_sin"], lin([v * s for v, s in zip((1, -1, 1), sg)], du)))
+    else:  # n = 9: y0 = x0 + t3; X0, X3, X6 a 3-point DFT of (y0, units' sums by class mod 3)
+        r3 = math.sqrt(3) / 2
+        y0 = do(plus(col[0], t[3]))
+        x0 = do(plus(y0, big_s))
+        e = do(plus(x0, do(mulr(-1.5, big_s))))  # y0 - S/2
+        m2 = do(muli(-r3, lin((1, -1, 1), [d[1], d[2], d[4]])))  # -i (sqrt 3 / 2)(y1 - y2)
+        if real:
+            half_out[:, 3:4] = e + 1j * m2
+        else:
+            out[:, 3:4], out[:, 6:7] = do(plus(e, m2)), do(minus(e, m2))
+        a = do(plus(col[0], do(mulr(-0.5, t[3]))))  # x0 + t3 cos(2 pi 3k/9)
+        b = do(muli(-r3, d[3]))  # -i d3 sin(2 pi 3k/9), sign (1, -1, 1) over the outputs
+    al, be = conv("cos", u, (1, 1, 1), mulr)
+    re = [do(plus(a, al)), do(plus(a, be)), do(minus(a, do(plus(al, be))))]
+    al, be = conv("sin", du, sg, lambda m, e: muli(-m, e))
+    im = [do(plus(b, al)), do(minus(be, b)), do(plus(b, do(minus(be, al))))]
+    if real:
+        half_out[:, :1] = x0
+        for k, r, i in zip(w["outs"], re, im):
+            half_out[:, k : k + 1] = r + 1j * i
+        return half_out, flops
     out[:, :1] = x0
-    for k, r, i in zip(W7["outs"], re, im):
-        out[:, k : k + 1], out[:, 7 - k : 8 - k] = do(plus(r, i)), do(minus(r, i))
+    for k, r, i in zip(w["outs"], re, im):
+        out[:, k : k + 1], out[:, n - k : n - k + 1] = do(plus(r, i)), do(minus(r, i))
     return out, flops
 
 
@@ -459,8 +478,8 @@ def _real_split_radix(x):
 
 
 def _real_winograd(x):
-    if x.shape[1] == 7:
-        return _winograd7(x, real=True)
+    if x.shape[1] in (7, 9):
+        return _winograd79(x, real=True)
     n, col, flops = x.shape[1], [x[:, j : j + 1] for j in range(x.shape[1])], 0
 
     def do(r):
@@ -571,6 +590,7 @@ SAMPLE = sorted(
     set(range(1, 65))
     | {67, 71, 73, 81, 96, 97, 100, 105, 120, 121, 125, 127, 128, 135, 143, 144, 150}
     | {162, 169, 180, 191, 193, 210, 225, 240, 243, 251, 256, 289, 300, 343, 359, 360, 384, 480}
+    | {501}
 )
 
 
@@ -604,6 +624,7 @@ def test_sample_covers_every_kind():
     "plan",
     [fc.Plan("rader", 5, 0, (4,)), fc.Plan("direct", 5, 0), fc.Plan("bluestein", 7, 0, (16,))]
     + [fc.Plan("direct", 7, 0), fc.Plan("rader", 7, 0, (6,)), fc.Plan("rader", 11, 0, (10,))]
+    + [fc.Plan("cooley_tukey", 9, 0, (3, 3)), fc.Plan("direct", 9, 0)]
     + [fc.Plan("cooley_tukey", 12, 0, (2, 6)), fc.Plan("cooley_tukey", 16, 0, (4, 4))]
     + [fc.Plan("cooley_tukey", 32, 0, (2, 16)), fc.Plan("cooley_tukey", 24, 0, (4, 6))],
 )
@@ -640,7 +661,7 @@ def test_hand_derived_counts():
     assert fc.ct_twiddle_flops(2, 6) == 24
     # n = 15 = 3 x 5, Good-Thomas: 5 x 16 + 3 x 44 = 212
     assert fc.complex_dft_flops(15) == 212
-    # n = 7, Winograd (_winograd7): complex adds t_j, d_j 6; S = sum t_j 2; X0 1; s0 = X0 -
+    # n = 7, Winograd (_winograd79): complex adds t_j, d_j 6; S = sum t_j 2; X0 1; s0 = X0 -
     # 7/6 S 1; cosine part 3 pre + 6 post; sine part 3 pre + 2 (alternating sum) + 6 post;
     # X_k, X_{7-k} 6: 36 complex adds (72) + 8 products by real or imaginary constants (16) = 88.
     # The direct DFT with conjugate pairs, h = 3: t_j, d_j 6 complex adds (12); X0 3 adds (6);
@@ -655,8 +676,13 @@ def test_hand_derived_counts():
     assert fc.complex_dft_flops(13) == 292
     # n = 32, split radix 4 x 32 x 5 - 6 x 32 + 8 = 456
     assert fc.complex_dft_flops(32) == 456
-    # n = 9 = 3 x 3, Cooley-Tukey: 3 x 16 + 3 x 16 + 4 twiddles w9^(1,2,2,4) x 6 = 120
-    assert fc.complex_dft_flops(9) == 120
+    # n = 9, Winograd (_winograd79): complex adds t_j, d_j (j = 1..4) 8; S = t1 + t2 + t4 2;
+    # D = d1 - d2 + d4 2; y0 = x0 + t3 1; X0 1; e = X0 - 3/2 S 1; X3, X6 = e +- m2 2;
+    # a = x0 - t3/2 1; cosine part 3 pre + 6 post; sine part 3 pre + 6 post; X_k, X_{9-k} 6:
+    # 42 complex adds (84) + 10 real/imaginary-constant products (20) = 104. Cooley-Tukey
+    # 3 x 3: 3 x 16 + 3 x 16 + 4 twiddles w9^(1,2,2,4) x 6 = 120
+    assert fc.complex_dft_flops(9) == 104
+    assert fc.real_dft_flops(9) == 104 // 2 - 8  # real: 34 adds + 10 multiplies
 
 
 @pytest.mark.parametrize("n", SAMPLE)

@@ -5,12 +5,12 @@ The family (complex data; every count is the exact number of real additions and
 multiplications of the algorithm as written, an FMA being 2; constants are precomputed):
 
 - ``split_radix``, n = 2^k: ``4 n log2 n - 6 n + 8`` (Yavne 1968; Duhamel & Hollmann 1984).
-- ``winograd``, n = 3, 5, 7: Winograd's small-DFT modules (S. Winograd, "On computing the
+- ``winograd``, n = 3, 5, 7, 9: Winograd's small-DFT modules (S. Winograd, "On computing the
   discrete Fourier transform", Math. Comp. 32(141), 1978; the modules as tabulated by Silverman,
   IEEE Trans. ASSP 25(2), 1977, and Burrus & Parks, "DFT/FFT and Convolution Algorithms",
-  1985): n = 3: 4 real multiplies + 12 real adds; n = 5: 10 + 34; n = 7: 16 + 72 (each
-  executed with exactly these operations by tests/test_fft_counts.py). Other published modules
-  (9: 20 + 84, 11, 13, 16) are not in the family: not verified here.
+  1985): real multiplies + real adds 4 + 12, 10 + 34, 16 + 72, 20 + 84, each executed with
+  exactly these operations by tests/test_fft_counts.py. The published 11-, 13- and 16-point
+  modules are not in the family (not verified here; 16 equals split radix).
 - ``direct``, odd n: the DFT by definition with the conjugate-pair symmetry
   (x_j +- x_{n-j} formed once, every output pair X_k, X_{n-k} from one real and one imaginary
   sum): ``2 (n^2 - 1)`` (n = 7: 60 adds + 36 multiplies, FFTW's ``n1_7`` codelet count).
@@ -25,8 +25,9 @@ multiplications of the algorithm as written, an FMA being 2; constants are preco
   p - 1 pointwise products with the precomputed transform of the kernel, of which index 0
   (-1/(p-1)) and index (p-1)/2 (a Gauss sum over p-1: real or imaginary) cost 2; x_0 is added
   once, into the index-0 product: ``2 C(p-1) + 6 p - 10`` (C. M. Rader, Proc. IEEE 56, 1968).
-- ``bluestein``, n = p prime: the chirp-z transform through power-of-two DFTs of length
-  M >= 2p - 1: ``2 C(M) + 6 M + 12 (p - 1)`` (L. Bluestein, 1970).
+- ``bluestein``, any n: the chirp-z transform through power-of-two DFTs of length
+  M >= 2n - 1, every chirp but w^0 multiplied in general form: ``2 C(M) + 6 M + 12 (n - 1)``
+  (L. Bluestein, 1970).
 
 C(n) is the minimum over this family; powers of two are always split radix (the published
 count, unchanged). It is the best *known* count of these algorithms, not a proven minimum.
@@ -47,7 +48,7 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from functools import cache
 
-WINOGRAD: dict[int, int] = {3: 4 + 12, 5: 10 + 34, 7: 16 + 72}  # real multiplies + adds (see doc)
+WINOGRAD: dict[int, int] = {3: 4 + 12, 5: 10 + 34, 7: 16 + 72, 9: 20 + 84}  # multiplies + adds
 
 
 @dataclass(frozen=True)
@@ -164,14 +165,13 @@ def complex_plan(n: int) -> Plan:
             flops += ct_twiddle_flops(n1, n2)
         if best is None or flops < best.flops:
             best = Plan(kind, n, flops, (n1, n2))
+    m = _bluestein_length(n)
+    cands = [Plan("bluestein", n, 2 * split_radix_flops(m) + 6 * m + 12 * (n - 1), (m,))]
     if is_prime(n):
-        m = _bluestein_length(n)
-        for cand in (
-            Plan("rader", n, 2 * complex_plan(n - 1).flops + 6 * n - 10, (n - 1,)),
-            Plan("bluestein", n, 2 * split_radix_flops(m) + 6 * m + 12 * (n - 1), (m,)),
-        ):
-            if best is None or cand.flops < best.flops:
-                best = cand
+        cands.insert(0, Plan("rader", n, 2 * complex_plan(n - 1).flops + 6 * n - 10, (n - 1,)))
+    for cand in cands:
+        if best is None or cand.flops < best.flops:
+            best = cand
     assert best is not None  # n > 1 and not a power of two: odd, or a proper split exists
     return best
 
