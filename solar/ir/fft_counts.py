@@ -33,12 +33,12 @@ C(n) is the minimum over this family; powers of two are always split radix (the 
 count, unchanged). It is the best *known* count of these algorithms, not a proven minimum.
 
 Real data (r2c, and its transpose c2r): ``R(n) = C(n)/2 - 2 floor((n-1)/2)``. For n = 2^k this
-is the real-data split radix ``2 n log2 n - 4 n + 6`` (Sorensen et al., 1987); for the
-direct, Winograd, prime-factor and Cooley-Tukey algorithms it is the count of their real-data
-versions (only the Hermitian half of the outputs; docs/counting.md derives it). For plans that
-use Rader or Bluestein it is an estimate by the same relation, below any real-data algorithm
-whose doubling (two real transforms combined into one complex one, 4 adds per conjugate pair)
-is not below C(n).
+is the real-data split radix ``2 n log2 n - 4 n + 6`` (Sorensen et al., 1987); for plans of
+Winograd, direct, prime-factor and odd-length Cooley-Tukey nodes it is the count of their
+real-data versions (only the Hermitian half of the outputs; docs/counting.md derives it, the
+tests execute them). For plans with a Rader, Bluestein or even-length Cooley-Tukey node it is
+an estimate by the same relation, below any real-data algorithm whose doubling (two real
+transforms combined into one complex one, 4 adds per conjugate pair) is not below C(n).
 """
 
 from __future__ import annotations
@@ -143,37 +143,39 @@ def _bluestein_length(p: int) -> int:
     return 1 << (2 * p - 2).bit_length()  # the smallest power of two >= 2p - 1
 
 
+_TIE_ORDER = ("split_radix", "winograd", "direct", "prime_factor", "cooley_tukey", "rader")
+
+
 @cache
 def complex_plan(n: int) -> Plan:
-    """The cheapest plan of the family for a complex n-point DFT (ties: the first listed)."""
+    """The cheapest plan of the family for a complex n-point DFT (ties: the simpler kind, in
+    the order of the module doc)."""
     if n < 1:
         raise ValueError(f"FFT length {n}: must be >= 1 (a transform of no points has no count)")
     if n & (n - 1) == 0:
         return Plan("split_radix", n, split_radix_flops(n))
-    best = Plan("direct", n, 2 * (n * n - 1)) if n % 2 else None
-    if n in WINOGRAD and (best is None or WINOGRAD[n] <= best.flops):
-        best = Plan("winograd", n, WINOGRAD[n])
+    m = _bluestein_length(n)
+    cands = [Plan("bluestein", n, 2 * split_radix_flops(m) + 6 * m + 12 * (n - 1), (m,))]
+    if n % 2:
+        cands.append(Plan("direct", n, 2 * (n * n - 1)))
+    if n in WINOGRAD:
+        cands.append(Plan("winograd", n, WINOGRAD[n]))
+    if is_prime(n):
+        cands.append(Plan("rader", n, 2 * complex_plan(n - 1).flops + 6 * n - 10, (n - 1,)))
+    best = min(p.flops for p in cands)
     for n1 in _divisors(factorize(n)):
         if n1 == 1 or n1 * n1 > n:
             continue
         n2 = n // n1
         flops = n2 * complex_plan(n1).flops + n1 * complex_plan(n2).flops
-        if best is not None and flops >= best.flops:
+        if flops > best:
             continue  # the twiddles only add: cannot win
-        kind = "prime_factor" if math.gcd(n1, n2) == 1 else "cooley_tukey"
-        if kind == "cooley_tukey":
-            flops += ct_twiddle_flops(n1, n2)
-        if best is None or flops < best.flops:
-            best = Plan(kind, n, flops, (n1, n2))
-    m = _bluestein_length(n)
-    cands = [Plan("bluestein", n, 2 * split_radix_flops(m) + 6 * m + 12 * (n - 1), (m,))]
-    if is_prime(n):
-        cands.insert(0, Plan("rader", n, 2 * complex_plan(n - 1).flops + 6 * n - 10, (n - 1,)))
-    for cand in cands:
-        if best is None or cand.flops < best.flops:
-            best = cand
-    assert best is not None  # n > 1 and not a power of two: odd, or a proper split exists
-    return best
+        if math.gcd(n1, n2) == 1:
+            cands.append(Plan("prime_factor", n, flops, (n1, n2)))
+        else:
+            cands.append(Plan("cooley_tukey", n, flops + ct_twiddle_flops(n1, n2), (n1, n2)))
+        best = min(best, cands[-1].flops)
+    return min(cands, key=lambda p: (p.flops, (*_TIE_ORDER, "bluestein").index(p.kind)))
 
 
 def complex_dft_flops(n: int) -> int:
