@@ -633,17 +633,17 @@ def test_losing_plans_cost_what_the_dp_charged_them(plan):
     x = rows(plan.n, 7)
     got, flops = fft(x, plan)
     np.testing.assert_allclose(got, np.fft.fft(x), rtol=1e-9, atol=1e-9)
-    n, k, p = plan.n, plan.kind, plan.parts
-    want = {
-        "rader": 2 * fc.complex_dft_flops(n - 1) + 6 * n - 10,
-        "direct": 2 * (n * n - 1),
-        "bluestein": 2 * fc.split_radix_flops(16) + 6 * 16 + 12 * (n - 1),
-        "cooley_tukey": 0,
-    }[k]
+    n, k = plan.n, plan.kind
     if k == "cooley_tukey":
-        n1, n2 = p
+        n1, n2 = plan.parts
         want = n2 * fc.complex_dft_flops(n1) + n1 * fc.complex_dft_flops(n2)
         want += fc.ct_twiddle_flops(n1, n2)
+    else:
+        want = {
+            "rader": 2 * fc.complex_dft_flops(n - 1) + 6 * n - 10,
+            "direct": 2 * (n * n - 1),
+            "bluestein": 2 * fc.split_radix_flops(16) + 6 * 16 + 12 * (n - 1),
+        }[k]
     assert flops == want >= fc.complex_dft_flops(n)
 
 
@@ -764,6 +764,41 @@ def test_powers_of_two_stay_split_radix():
             n1, n2 = 2**k1, 2 ** (k - k1)
             split = n2 * fc.split_radix_flops(n1) + n1 * fc.split_radix_flops(n2)
             assert split + fc.ct_twiddle_flops(n1, n2) >= fc.split_radix_flops(n)
+
+
+def _twiddles_enumerated(n1: int, n2: int) -> int:
+    return sum(fc.twiddle_flops(j2 * k1, n1 * n2) for j2 in range(1, n2) for k1 in range(1, n1))
+
+
+def test_twiddle_count_matches_enumeration():
+    """The divisor counting of the cheap twiddles against enumerating every twiddle."""
+    pairs = [(a, b) for a in range(2, 41) for b in range(2, 41)]
+    rng = np.random.default_rng(0)
+    pairs += [tuple(int(v) for v in rng.choice([8, 12, 16, 24, 48, 64, 96, 120], 2))]
+    pairs += [(int(2 ** rng.integers(1, 8)) * int(rng.integers(1, 40)), 2**7) for _ in range(30)]
+    for n1, n2 in pairs:
+        assert fc.ct_twiddle_flops(n1, n2) == _twiddles_enumerated(n1, n2), (n1, n2)
+
+
+def test_dp_is_the_minimum_over_the_family():
+    """The pruned dynamic program against an unpruned recursion over every member."""
+    best: dict[int, int] = {1: 0}
+    for n in range(2, 1500):
+        if n & (n - 1) == 0:
+            best[n] = fc.split_radix_flops(n)
+            continue
+        m = 1 << (2 * n - 2).bit_length()
+        c = [2 * fc.split_radix_flops(m) + 6 * m + 12 * (n - 1)]
+        c += [2 * (n * n - 1)] if n % 2 else []
+        c += [fc.WINOGRAD[n]] if n in fc.WINOGRAD else []
+        c += [2 * best[n - 1] + 6 * n - 10] if fc.is_prime(n) else []
+        for n1 in range(2, n):
+            if n % n1 == 0:
+                n2 = n // n1
+                tw = 0 if math.gcd(n1, n2) == 1 else _twiddles_enumerated(n1, n2)
+                c.append(n2 * best[n1] + n1 * best[n2] + tw)
+        best[n] = min(c)
+        assert fc.complex_dft_flops(n) == best[n], n
 
 
 def test_bad_length():
