@@ -32,8 +32,9 @@ multiplications of the algorithm as written, an FMA being 2; constants are preco
 C(n) is the minimum over this family; powers of two are always split radix (the published
 count, unchanged). It is the best *known* count of these algorithms, not a proven minimum.
 
-Real data (r2c, and c2r, its transposed algorithm: the same multiplies, and adds differing
-by outputs - inputs = 0): ``R(n) = C(n)/2 - 2 floor((n-1)/2)``. For n = 2^k this
+Real data (r2c, and c2r, its transposed algorithm up to the diagonal scaling of the half
+spectrum, folded like 1/n: the same multiplies, and adds differing by outputs - inputs = 0):
+``R(n) = C(n)/2 - 2 floor((n-1)/2)``. For n = 2^k this
 is the real-data split radix ``2 n log2 n - 4 n + 6`` (Sorensen et al., 1987); for plans of
 Winograd, direct, prime-factor and odd-length Cooley-Tukey nodes it is the count of their
 real-data versions (only the Hermitian half of the outputs; docs/counting.md derives it, the
