@@ -6,11 +6,12 @@ multiplications of the algorithm as written, an FMA being 2; constants are preco
 
 - ``split_radix``, n = 2^k: ``4 n log2 n - 6 n + 8`` (Yavne 1968; Duhamel & Hollmann 1984).
 - ``winograd``, n = 3, 5, 7, 9: Winograd's small-DFT modules (S. Winograd, "On computing the
-  discrete Fourier transform", Math. Comp. 32(141), 1978; the modules as tabulated by Silverman,
-  IEEE Trans. ASSP 25(2), 1977, and Burrus & Parks, "DFT/FFT and Convolution Algorithms",
-  1985): real multiplies + real adds 4 + 12, 10 + 34, 16 + 72, 20 + 84, each executed with
-  exactly these operations by tests/test_fft_counts.py. The published 11-, 13- and 16-point
-  modules are not in the family (not verified here; 16 equals split radix).
+  discrete Fourier transform", Math. Comp. 32(141), 1978; the counts as tabulated by Silverman,
+  IEEE Trans. ASSP 25(2), 1977, and by Burrus & Selesnick, "Winograd's Short DFT
+  Algorithms", in C. S. Burrus, "Fast Fourier Transforms", Connexions, 2008): real multiplies
+  + real adds 4 + 12, 10 + 34, 16 + 72, 20 + 84, each executed with exactly these operations
+  by tests/test_fft_counts.py. The table's 11-, 13-, 17- and 19-point modules are not in the
+  family (not verified here); its 8 and 16 equal split radix.
 - ``direct``, odd n: the DFT by definition with the conjugate-pair symmetry
   (x_j +- x_{n-j} formed once, every output pair X_k, X_{n-k} from one real and one imaginary
   sum): ``2 (n^2 - 1)`` (n = 7: 60 adds + 36 multiplies, FFTW's ``n1_7`` codelet count).
