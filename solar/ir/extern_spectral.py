@@ -7,20 +7,21 @@ flattened. ``extern_attrs``: ``shape`` (the input sizes of the transformed axes)
 (the output's), ``forward`` (the sign of the exponent), ``scale`` (the factor torch applies to
 every output: 1, 1/n or 1/sqrt(n)) and ``dtype`` (the real dtype of the arithmetic).
 
-Cost model (the compute term): the fewest real operations of the best *known* algorithm for
-that length, not a proven minimum (no nontrivial lower bound on the operation count of the DFT
-is known). A complex transform of length n = 2^k costs the split-radix count
-``4 n log2 n - 6 n + 8`` real flops (Yavne 1968; Duhamel & Hollmann, Electronics Letters 20(1),
-1984; the count of Johnson & Frigo's tangent FFT, 34/9 n log2 n, is smaller asymptotically
-but only from n = 64 on, and we do not use it: see docs/counting.md); a real-input (or
-real-output) transform of length n = 2^k the real-data split-radix count
-``2 n log2 n - 4 n + 6`` (Sorensen, Jones, Heideman & Burrus, IEEE Trans. ASSP 35(6), 1987).
-For other lengths the same formulas are evaluated at the real-valued log2 n (rounded down): below
-the published prime-factor, Winograd and Bluestein counts for those lengths (for n = 3 the
-formula gives 9, Winograd's 3-point DFT needs 16), so still a lower bound of every algorithm
-cuFFT runs. An n-dimensional transform is counted row-column: the 1-D count of each axis times
-the number of 1-D transforms along it (with the real transform on the last axis for
-``rfftn``/``irfftn``). The scaling by 1/n (``norm``) folds into the last stage's twiddles: 0.
+Cost model (the compute term): the fewest real operations of the best *known* algorithm of
+a stated family for that length, not a proven minimum (no nontrivial lower bound on the
+operation count of the DFT is known): :mod:`solar.ir.fft_counts`. A complex transform of
+length n = 2^k costs the split-radix count ``4 n log2 n - 6 n + 8`` (Yavne 1968; Duhamel &
+Hollmann 1984; Johnson & Frigo's tangent FFT is smaller from n = 64 on and not used, see
+docs/counting.md); other lengths the minimum over Winograd's 3-, 5-, 7- and 9-point modules,
+the direct odd-length DFT with conjugate pairs, Cooley-Tukey mixed radix (twiddles counted
+exactly), Good-Thomas prime factor, Rader and Bluestein, by a dynamic program over the
+divisors of n. A real-input (or real-output) transform costs ``C(n)/2 - 2 floor((n-1)/2)``:
+the real-data split radix ``2 n log2 n - 4 n + 6`` (Sorensen, Jones, Heideman & Burrus 1987)
+for n = 2^k, the real-data versions of the other algorithms (an estimate where the plan uses
+Rader, Bluestein or an even-length Cooley-Tukey split). An n-dimensional transform is counted
+row-column: the 1-D count of each axis times the number of 1-D transforms along it (with the
+real transform on the last axis for ``rfftn``/``irfftn``). The scaling by 1/n (``norm``)
+folds into the last stage's twiddles: 0.
 The DRAM term is the statement's accesses: every input and output element once.
 """
 
@@ -29,6 +30,7 @@ from __future__ import annotations
 import math
 
 from solar.ir.extern_base import ExternOp
+from solar.ir.fft_counts import complex_dft_flops, real_dft_flops
 
 ASSUMPTIONS: dict[str, str] = {}  # merged into solar.ir.extern.ROUTINE_ASSUMPTIONS
 
@@ -36,21 +38,21 @@ _CLASS = {"float32": "cuda_fp32", "float64": "cuda_fp64"}
 
 
 def complex_fft_flops(n: int) -> int:
-    """Real flops of one complex n-point DFT: split-radix ``4 n log2 n - 6 n + 8`` (exact for
-    powers of two; evaluated at the real log2 n otherwise, see the module doc)."""
+    """Real flops of one complex n-point DFT: the cheapest plan of :mod:`solar.ir.fft_counts`
+    (split radix ``4 n log2 n - 6 n + 8`` for powers of two)."""
     if n <= 1:
         return 0
-    n = int(n)  # log2 of a symbolic length has no exact integer formula: specialized
-    return max(0, math.floor(4 * n * math.log2(n) - 6 * n + 8))
+    n = int(n)  # the plan of a symbolic length has no closed formula: specialized
+    return complex_dft_flops(n)
 
 
 def real_fft_flops(n: int) -> int:
-    """Real flops of one real-input n-point DFT (or its inverse, complex-to-real): the
-    real-data split-radix count ``2 n log2 n - 4 n + 6``."""
+    """Real flops of one real-input n-point DFT (or its inverse, complex-to-real):
+    ``C(n)/2 - 2 floor((n-1)/2)`` (``2 n log2 n - 4 n + 6`` for powers of two)."""
     if n <= 1:
         return 0
     n = int(n)  # see complex_fft_flops
-    return max(0, math.floor(2 * n * math.log2(n) - 4 * n + 6))
+    return real_dft_flops(n)
 
 
 def fftn_flops(kind: str, shape: tuple[int, ...], out_shape: tuple[int, ...]) -> int:
@@ -86,7 +88,10 @@ ROWS = [
 ]
 ASSUMPTIONS["fft."] = (
     "FFTs: one cuFFT kernel each, inputs and outputs once through DRAM; compute = the best "
-    "known algorithm's operation count (split-radix 4n log2 n - 6n + 8 real flops per complex "
-    "n-point transform, 2n log2 n - 4n + 6 per real one, row-column for n-d), not a proven "
-    "minimum"
+    "known algorithm's operation count, not a proven minimum: split radix 4n log2 n - 6n + 8 "
+    "real flops per complex n-point transform for n = 2^k, otherwise the cheapest of Winograd "
+    "modules (3, 5, 7, 9), the direct odd-length DFT, Cooley-Tukey mixed radix, Good-Thomas prime "
+    "factor, Rader and Bluestein; real-data transforms C(n)/2 - 2 floor((n-1)/2) (the "
+    "real-data split radix 2n log2 n - 4n + 6 for n = 2^k; an estimate for plans with Rader, "
+    "Bluestein or an even Cooley-Tukey split); row-column for n-d"
 )
