@@ -95,6 +95,23 @@ def test_the_smallest_size_each_operator_allows(fn, op, value):
     assert any(f"size of {op} at" in a and f": {value} (" in a for a in trace.assumptions)
 
 
+def test_a_top_k_of_no_elements_is_traced():
+    """Detection heads (torchvision's FCOS, RetinaNet, SSD) take the top-k of the scores above
+    a threshold: at the smallest size, 0 scores, the top-k has no elements and routes nothing."""
+
+    def top_scores(x):
+        scores = x[x > 0]
+        return scores.topk(min(2, scores.numel())).values.sum()
+
+    trace = trace_torch(top_scores, (X,))  # an empty top-k is no kernel
+    assert [k.op for k in trace.program.kernels] == [
+        "aten.gt.Scalar",
+        "aten.index.Tensor",
+        "aten.sum.default",
+    ]
+    assert any(": 0 (its smallest possible value" in a for a in trace.assumptions)
+
+
 def test_the_bound_lists_each_size_once_with_its_count():
     def fn(x):
         return sum(torch.nonzero(x > t).sum() for t in (0.0, 1.0, 2.0))

@@ -134,8 +134,8 @@ class KnownValues(TorchDispatchMode):
         """The indices of a top-k over the last dim (a router over experts)."""
         x, k = args[0], int(args[1])
         dim = args[2] if len(args) > 2 else -1
-        if x.ndim == 0 or dim not in (-1, x.ndim - 1) or x.numel() > MAX_KNOWN:
-            return
+        if x.ndim == 0 or dim not in (-1, x.ndim - 1) or not 0 < x.numel() <= MAX_KNOWN:
+            return  # an empty top-k (no detections at their minimum) routes nothing
         tokens, experts = x.numel() // x.shape[-1], x.shape[-1]
         with _disable_current_modes():
             idx = routed(tokens, k, experts, self.policy).reshape(*x.shape[:-1], k)
