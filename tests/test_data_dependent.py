@@ -112,6 +112,21 @@ def test_a_top_k_of_no_elements_is_traced():
     assert any(": 0 (its smallest possible value" in a for a in trace.assumptions)
 
 
+def test_iterating_over_no_rows_is_traced():
+    """Mask R-CNN pastes each detected mask with ``for m, b in zip(masks, boxes)``: at the
+    smallest size the ``unbind`` of 0 rows has no outputs (a view of nothing), and the
+    program's own empty branch follows."""
+
+    def paste(x):
+        rows = x[x > 0].reshape(-1, 1)
+        res = [r * 2 for r in rows]
+        return torch.stack(res) if res else rows.new_zeros(0, 1)
+
+    trace = trace_torch(paste, (X,))
+    assert [k.op for k in trace.program.kernels] == ["aten.gt.Scalar", "aten.index.Tensor"]
+    check(paste, X, observe=True)  # the observed rows execute as PyTorch
+
+
 def test_the_bound_lists_each_size_once_with_its_count():
     def fn(x):
         return sum(torch.nonzero(x > t).sum() for t in (0.0, 1.0, 2.0))

@@ -403,6 +403,9 @@ class Lowerer(lowering.Lowerer):
             if fn is None:  # missing too: listed, though its input stands in opaquely
                 raise UnsupportedOperatorError(target, ctx.source)
             return self.opaque(node)
+        val = node.meta.get("val")
+        if is_view(target) and isinstance(val, (tuple, list)) and not tensor_vals(val):
+            return ()  # a view with no outputs (unbind of an empty dim): nothing to declare
         if not mutated_args(target) and aliases_an_input(node) and (fn is None or is_view(target)):
             lower_view(ctx)
         else:
@@ -410,7 +413,7 @@ class Lowerer(lowering.Lowerer):
                 raise UnsupportedOperatorError(target, ctx.source)
             fn(ctx, *ctx.args)
         outs = ctx.outs()
-        return tuple(outs) if isinstance(node.meta.get("val"), (tuple, list)) else outs[0]
+        return tuple(outs) if isinstance(val, (tuple, list)) else outs[0]
 
 
 def tensor_vals(val: object) -> list[torch.Tensor]:
