@@ -84,6 +84,17 @@ def test_counts_by_hand():
     assert (io.read_bytes, io.write_bytes) == (32 * 4, 128 * 4)
 
 
+def test_deeplab_head_upsampling_executes_as_pytorch():
+    """DeepLabV3-MobileNet's head: bilinear from 33 x 33 (520 / 16, rounded up) to 520 x 520.
+    Each output dim falls in 33 runs over which the source taps are affine: 33 x 33 = 1,089
+    statements; the bytes are the input once and the output once (fp32)."""
+    t = check(lambda x: F.interpolate(x, size=(520, 520), mode="bilinear"), rand(1, 1, 33, 33))
+    (k,) = t.program.kernels
+    assert len(k.statements) == 33 * 33
+    io = kernel_io(t.program, k)
+    assert (io.read_bytes, io.write_bytes) == (33 * 33 * 4, 520 * 520 * 4)
+
+
 def test_nn_upsample_in_a_model_is_bounded():
     model = nn.Sequential(
         nn.Conv2d(3, 8, 3, padding=1), nn.Upsample(scale_factor=2, mode="bilinear")

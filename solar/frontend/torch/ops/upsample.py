@@ -45,8 +45,9 @@ from solar.symbolic.size import integer
 
 aten = torch.ops.aten
 
-#: Most statements (combinations of per-dim output classes) one upsampling may need.
-MAX_COMBINATIONS = 1024
+#: Most statements (combinations of per-dim output classes) one upsampling may need, more is
+#: refused: DeepLabV3-MobileNet's 33 -> 520 bilinear head needs 33 x 33 (about 5 s to analyse).
+MAX_COMBINATIONS = 4096
 
 SPATIAL = ("d", "h", "w")
 
