@@ -125,3 +125,16 @@ def test_cache_aware_reads_structure_not_text():
     imported |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
     assert "re" not in imported
     assert "einsum" not in (ROOT / "solar/backend/cache_aware.py").read_text().split('"""', 2)[2]
+
+
+def test_rank_names_never_run_out():
+    """A large training step (transformers' BEAM) needs more than 26,000 rank names."""
+    from itertools import islice
+
+    from solar.graph.ranks import _letters
+
+    names = list(islice(_letters(), 30_000))
+    assert (
+        names[:2] == ["a", "b"] and names[26] == "a1" and names[-1] == "v1153"
+    )  # 30,000 = 1,153 x 26 + 22
+    assert len(set(names)) == 30_000

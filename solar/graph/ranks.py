@@ -9,6 +9,7 @@ frontend called its loop variables.
 
 from __future__ import annotations
 
+import itertools
 import string
 
 from solar.ir.program import Dim, Program, Statement, with_loops
@@ -32,7 +33,8 @@ class _UnionFind:
 
 
 def _letters():
-    for n in range(1000):
+    """a..z, then a1..z1, a2..z2, ...: as many rank names as a program needs."""
+    for n in itertools.count():
         for ch in string.ascii_lowercase:
             yield ch if n == 0 else f"{ch}{n}"
 
