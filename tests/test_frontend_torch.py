@@ -22,6 +22,7 @@ from solar.frontend.torch import (
 )
 from solar.frontend.torch.ops.common import pointwise
 from solar.interp.torch.execute import execute
+from solar.ir.cost import kernel_io
 from solar.ir.scalar import call
 
 aten = torch.ops.aten
@@ -698,3 +699,26 @@ def test_nested_inputs_bind_by_path():
 def test_non_tensor_inputs_are_constants():
     trace = check(lambda x, k: x * k, X, 3)
     assert list(trace.bindings) == ["x"]
+
+
+class CopiedCache(nn.Module):
+    """transformers' looped models (Dory, Inkling-loop) deep-copy their cache layers."""
+
+    def forward(self, x):
+        import copy
+
+        buf = torch.zeros(2 * x.shape[0], x.shape[1])
+        buf[x.shape[0] :] = x * 2
+        cache = [buf[x.shape[0] :]]  # a CPU view at an offset: copied through its storage
+        cache += [copy.deepcopy(c) for c in cache * 2]
+        return cache[0] + cache[1] + cache[2]
+
+
+def test_a_deep_copy_of_a_traced_tensor_is_one_copy_kernel():
+    """Each deep copy is one clone: (4, 8) fp32 read and written once, 128 bytes each way."""
+    check(CopiedCache(), torch.randn(4, 8))
+    trace = trace_torch(CopiedCache(), (torch.empty(4, 8, device="meta"),))
+    ops = [k.op for k in trace.program.kernels]
+    assert ops[-4:] == ["aten.clone.default"] * 2 + ["aten.add.Tensor"] * 2
+    io = kernel_io(trace.program, trace.program.kernels[-4])
+    assert (io.read_bytes, io.write_bytes) == (128, 128)

@@ -23,6 +23,8 @@ rerouted call                               what eager CUDA launches (so what is
                                             ``_masked_softmax`` (a mask) or a softmax in
                                             place over the scores (none), ``bmm``, a 0213
                                             copy, ``addmm``
+``copy.deepcopy`` of a tensor               ONE copy kernel (``clone``): fake tensors have no
+(``Tensor.__deepcopy__``)                   storage for the CPU's storage copy
 ``torch._transformer_encoder_layer_fwd``    the eval fast path of ``nn.TransformerEncoder
                                             Layer``: the attention above, ``add_``,
                                             ``layer_norm``, ``_addmm_activation`` (GEMM with a
@@ -270,6 +272,25 @@ def _nested_from_mask(original: Callable, *args, **kwargs):
     )
 
 
+# ------------------------------------------------------------------------ deep copies
+
+
+def _deepcopy(original: Callable[..., object], tensor: torch.Tensor, memo: dict) -> object:
+    """``copy.deepcopy`` of a traced tensor (transformers' looped models copy their cache
+    layers): ONE copy kernel, as CUDA copies the storage device to device. A fake tensor has
+    no storage for ``Tensor.__deepcopy__`` to copy, so the copy is traced as ``clone``."""
+    from torch._subclasses.fake_tensor import is_fake
+
+    if not is_fake(tensor):
+        return original(tensor, memo)
+    if id(tensor) not in memo:
+        copy = tensor.clone()
+        if tensor.requires_grad and tensor.is_leaf:
+            copy = copy.detach().requires_grad_()
+        memo[id(tensor)] = copy
+    return memo[id(tensor)]
+
+
 # ------------------------------------------------------------------------ the table
 
 
@@ -315,6 +336,12 @@ REROUTED: list[Rerouted] = [
         ((torch, "_transformer_encoder_layer_fwd"),),
         _encoder_layer,
         "nn.TransformerEncoderLayer's eval fast path as CUDA runs it",
+    ),
+    Rerouted(
+        "__deepcopy__",
+        ((torch.Tensor, "__deepcopy__"),),
+        _deepcopy,
+        "a deep copy of a tensor is one copy kernel (fake tensors have no storage to copy)",
     ),
     Rerouted(
         "_nested_tensor_from_mask_left_aligned",
