@@ -55,6 +55,9 @@ operator's schema arguments, and emits statements with ``ctx.statement``.
 - ``pool_backward``: ``avg_pool{2,3}d_backward``, ``_adaptive_avg_pool{2,3}d_backward`` (the
   forward's windows, each tap adding its share into the input position it read)
 - ``cdist_backward``: ``_cdist_backward`` (every p, ATen's per-term formulas)
+- ``masked``: ``masked_scatter`` and ``masked_scatter_backward`` (the mask's prefix count)
+- ``pdist``: ``_pdist_forward``/``_pdist_backward`` (the pairs ``j > i`` in a guarded nest,
+  packed and unpacked through kernel-locals by index arithmetic)
 - ``pad_backward``: ``reflection_pad{1,2,3}d_backward``, ``replication_pad{1,2,3}d_backward``
   (the forward's boxes, each output gradient added into its source)
 - ``view_backward``: ``diagonal_backward`` (zeros off the diagonal, each element written
@@ -97,12 +100,14 @@ from solar.frontend.torch.ops import (  # noqa: F401  (registration side effects
     linalg,
     logical_reduction,
     loss,
+    masked,
     matmul,
     nll,
     normalization,
     norms,
     optim,
     pad_backward,
+    pdist,
     pool,
     pool_backward,
     random,

@@ -1,0 +1,75 @@
+"""Oracle cases for the last operators of issue 19's item 1: ``torch.pdist`` (forward and
+backward), ``masked_scatter`` (and the backward autograd launches for it), ``unique(dim=)``
+and ``nn.EmbeddingBag``'s backward, registered into :data:`oracle_cases_torch.CASES`
+(``oracle_cases_ops19`` imports this module)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from hypothesis import strategies as st
+from oracle_cases_torch import broadcast_partner, case, rand, shape, viewed
+
+aten = torch.ops.aten
+PS = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, float("inf")]
+
+
+def _rows(draw) -> torch.Tensor:
+    """``(n, m)`` rows, now and then two equal (a zero distance)."""
+    x = rand((draw(st.integers(1, 5)), draw(st.integers(1, 3))))
+    if x.shape[0] > 2 and draw(st.booleans()):
+        x[2] = x[0]
+    return x
+
+
+@case(aten._pdist_forward.default, examples=8)
+def _pdist(draw):
+    p = draw(st.sampled_from(PS))
+    return (lambda x: aten._pdist_forward(x, p)), (_rows(draw),)
+
+
+@case(aten._pdist_backward.default, examples=8)
+def _pdist_backward(draw):
+    p = draw(st.sampled_from(PS))
+    x = _rows(draw)
+    dist = aten._pdist_forward(x, p)
+    fn = lambda g, x, d: aten._pdist_backward(g, x, p, d)  # noqa: E731
+    return fn, (rand(tuple(dist.shape)), x, dist)
+
+
+def _mask(draw, shp: tuple[int, ...]) -> torch.Tensor:
+    kind = draw(st.sampled_from(["random", "none", "all"]))
+    if kind == "none":
+        return torch.zeros(shp, dtype=torch.bool)
+    if kind == "all":
+        return torch.ones(shp, dtype=torch.bool)
+    return rand(shp, torch.bool)
+
+
+def _masked_shapes(draw) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """``x``'s and the mask's shapes (broadcasting) and their broadcast shape."""
+    shp = shape(draw, 1, 3)
+    x = broadcast_partner(draw, shp) if draw(st.booleans()) else shp
+    m = broadcast_partner(draw, shp) if x == shp and draw(st.booleans()) else shp
+    return x, m, tuple(torch.broadcast_shapes(x, m))
+
+
+@case(aten.masked_scatter.default, examples=8)
+def _masked_scatter(draw):
+    xs, ms, out = _masked_shapes(draw)
+    n = math.prod(out)
+    src = rand((n + draw(st.integers(0, 2)),)) if draw(st.booleans()) else rand((n, 2))
+    store, view = viewed(draw, tuple(src.shape))
+    return (lambda x, m, s: aten.masked_scatter(x, m, view(s))), (
+        rand(xs),
+        _mask(draw, ms),
+        rand(store),
+    )
+
+
+@case(aten.masked_scatter_backward.default, examples=8)
+def _masked_scatter_backward(draw):
+    _, ms, out = _masked_shapes(draw)
+    sizes = draw(st.sampled_from([[math.prod(out)], [math.prod(out), 2], [2, math.prod(out) + 1]]))
+    return (lambda g, m: aten.masked_scatter_backward(g, m, sizes)), (rand(out), _mask(draw, ms))
