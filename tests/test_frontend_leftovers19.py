@@ -1,0 +1,128 @@
+"""The last operators of issue 19's item 1, executed as IR against PyTorch: ``torch.pdist``
+and its backward, ``masked_scatter`` and its backward, ``unique(dim=)``, ``nn.EmbeddingBag``'s
+backward; a few counts by hand. The counting oracle checks every count on drawn cases
+(``oracle_cases_leftovers19``)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from eager_oracle import check
+
+from solar.frontend.torch import trace_torch
+from solar.ir.cost import kernel_io, statement_ops
+
+aten = torch.ops.aten
+PS = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, float("inf")]
+
+
+def rand(*shape, seed=0):
+    return torch.randn(shape, generator=torch.Generator().manual_seed(seed))
+
+
+def grad_of(f, *wrt: int):
+    """``(inputs..., g) -> the gradients of f(inputs) · g`` with respect to inputs ``wrt``."""
+
+    def grad(*args):
+        *inputs, g = args
+        with torch.enable_grad():
+            inputs = [
+                x.detach().requires_grad_() if k in wrt else x for k, x in enumerate(inputs)
+            ]
+            return torch.autograd.grad(f(*inputs), [inputs[k] for k in wrt], g)
+
+    return grad
+
+
+def counts(fn, *inputs) -> tuple[list[dict], dict, dict]:
+    """Per-statement op counts of the one kernel, its reads and writes (elements, exact)."""
+    t = trace_torch(fn, inputs)
+    (k,) = t.program.kernels
+    ops = [dict(statement_ops(t.program, s, k)) for s in k.statements]
+    io = kernel_io(t.program, k)
+    reads = {n: (f.elements, f.exact) for n, f in io.reads.items()}
+    writes = {n: (f.elements, f.exact) for n, f in io.writes.items()}
+    return ops, reads, writes
+
+
+# ------------------------------------------------------------------------------------ pdist
+
+
+@pytest.mark.parametrize("p", PS)
+def test_pdist_and_its_backward_equal_pytorch(p):
+    x = rand(6, 4)
+    x[3] = x[1]  # a zero distance
+    t = check(lambda x: torch.pdist(x, p), x, kernels=["aten._pdist_forward.default"])
+    assert t.program.tensors[t.output_names[0]].shape == (15,)
+    grad = grad_of(lambda x: torch.pdist(x, p), 0)
+    check(grad, x, rand(15, seed=1))
+
+
+def test_pdist_counts_by_hand():
+    """n = 5 rows of m = 3 (fp32), p = 2: N = 10 pairs. Per pair and coordinate a subtract and
+    a square (|d| is free), per pair 2 adds: 10·3·2 + 10·2 = 80 flops; one sqrt per pair;
+    the packing copy none. x read once (15), the 10 distances written once."""
+    ops, reads, writes = counts(lambda x: aten._pdist_forward(x, 2.0), rand(5, 3))
+    assert ops == [{"cuda_fp32": 80}, {"sfu": 10}, {}]
+    assert reads == {"x": (15, True)} and writes == {"_pdist_forward": (10, True)}
+
+
+def test_pdist_backward_counts_by_hand():
+    """n = 5, m = 3, p = 2 (ATen's CUDA kernel): unpacking grad and pdist costs nothing; each
+    of the 10 pairs and 3 coordinates computes ``g·d/dist`` once (sub, mul, div, and the select
+    of ``dist == 0``: 4·30) plus the compare once per pair (10): 130; the negated copy for the
+    other row is free; each of the 15 gradients sums its n − 1 = 4 buffer entries: 3 adds each,
+    45. grad, pdist (10 each) and x (15) read once, the 15 gradients written once."""
+    x = rand(5, 3)
+    d = aten._pdist_forward(x, 2.0)
+    ops, reads, writes = counts(
+        lambda g, x, d: aten._pdist_backward(g, x, 2.0, d), rand(10, seed=1), x, d
+    )
+    assert ops == [{}, {}, {"cuda_fp32": 130}, {}, {"cuda_fp32": 45}]
+    assert reads == {"g": (10, True), "x": (15, True), "d": (10, True)}
+    assert writes == {"_pdist_backward": (15, True)}
+
+
+# ---------------------------------------------------------------------------- masked_scatter
+
+
+@pytest.mark.parametrize("kind", ["random", "none", "all"])
+@pytest.mark.parametrize("shapes", [((4, 3), (4, 3)), ((4, 3), (3,)), ((1, 3), (4, 1))])
+def test_masked_scatter_and_its_backward_equal_pytorch(kind, shapes):
+    xs, ms = shapes
+    mask = {
+        "random": torch.rand(ms, generator=torch.Generator().manual_seed(2)) > 0.5,
+        "none": torch.zeros(ms, dtype=torch.bool),
+        "all": torch.ones(ms, dtype=torch.bool),
+    }[kind]
+    x, src = rand(*xs), rand(3, 5, seed=1)
+    check(lambda x, m, s: x.masked_scatter(m, s), x, mask, src)
+    out = torch.broadcast_shapes(xs, ms)
+    grad = grad_of(lambda x, m, s: x.masked_scatter(m, s), 0, 2)
+    check(grad, x, mask, src, rand(*out, seed=3))
+
+
+def test_masked_scatter_counts_by_hand():
+    """x, mask (4, 3), source (3, 5): the mask's inclusive prefix count over 12 elements is 11
+    int adds, the select 12; x and the mask read once (12 each), the output written once (12);
+    source's reads depend on the mask: one element claimed (its provable minimum, inexact)."""
+    mask = torch.rand(4, 3, generator=torch.Generator().manual_seed(0)) > 0.5
+    ops, reads, writes = counts(
+        lambda x, m, s: aten.masked_scatter(x, m, s), rand(4, 3), mask, rand(3, 5)
+    )
+    assert ops == [{}, {"cuda_int32": 11}, {"cuda_fp32": 12}]
+    assert reads == {"x": (12, True), "m": (12, True), "s": (1, False)}
+    assert writes == {"masked_scatter": (12, True)}
+
+
+def test_masked_scatter_backward_counts_by_hand():
+    """grad, mask (4, 3), source sizes (3, 5): the prefix count (11 int adds), no flops
+    otherwise; the mask read once, the 15 gradients of source written once (the unselected
+    ones zero); grad's reads depend on the mask (one element claimed, inexact)."""
+    mask = torch.rand(4, 3, generator=torch.Generator().manual_seed(0)) > 0.5
+    ops, reads, writes = counts(
+        lambda g, m: aten.masked_scatter_backward(g, m, [3, 5]), rand(4, 3), mask
+    )
+    assert ops == [{}, {}, {"cuda_int32": 11}, {}, {}]
+    assert reads == {"m": (12, True), "g": (1, False)}
+    assert writes == {"masked_scatter_backward": (15, True)}
