@@ -73,3 +73,43 @@ def _masked_scatter_backward(draw):
     _, ms, out = _masked_shapes(draw)
     sizes = draw(st.sampled_from([[math.prod(out)], [math.prod(out), 2], [2, math.prod(out) + 1]]))
     return (lambda g, m: aten.masked_scatter_backward(g, m, sizes)), (rand(out), _mask(draw, ms))
+
+
+# ----------------------------------------------------------------------- embedding bag backward
+
+
+def _bags(draw):
+    """Regular bags: a table ``(v, d)``, ``bags`` bags of ``n`` ids each."""
+    v, d = draw(st.integers(1, 5)), draw(st.integers(1, 3))
+    bags, n = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    return v, d, bags, n, torch.randint(0, v, (bags * n,))
+
+
+@case(aten._embedding_bag_backward.default, examples=8)
+def _embedding_bag_backward(draw):
+    v, d, bags, n, ids = _bags(draw)
+    mode = draw(st.integers(0, 2))
+    psw = rand((bags * n,)) if mode == 0 and draw(st.booleans()) else None
+    w = rand((v, d))
+    offs = torch.arange(0, bags * n, n)
+    _, o2b, size, maxi = aten._embedding_bag(w, ids, offs, False, mode, False, psw)
+
+    def fn(g, i, o2b, size, maxi, p):
+        offsets = torch.arange(0, bags * n, n)
+        return aten._embedding_bag_backward(
+            g, i, offsets, o2b, size, maxi, v, False, mode, False, p
+        )
+
+    return fn, (rand((bags, d)), ids, o2b, size, maxi, psw)
+
+
+@case(aten._embedding_bag_per_sample_weights_backward.default, examples=6)
+def _embedding_bag_psw_backward(draw):
+    v, d, bags, n, ids = _bags(draw)
+    o2b = torch.arange(bags * n) // n
+
+    def fn(g, w, i, o2b):
+        offsets = torch.arange(0, bags * n, n)
+        return aten._embedding_bag_per_sample_weights_backward(g, w, i, offsets, o2b, 0)
+
+    return fn, (rand((bags, d)), rand((v, d)), ids, o2b)

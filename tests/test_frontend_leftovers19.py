@@ -26,18 +26,17 @@ def grad_of(f, *wrt: int):
     def grad(*args):
         *inputs, g = args
         with torch.enable_grad():
-            inputs = [
-                x.detach().requires_grad_() if k in wrt else x for k, x in enumerate(inputs)
-            ]
+            inputs = [x.detach().requires_grad_() if k in wrt else x for k, x in enumerate(inputs)]
             return torch.autograd.grad(f(*inputs), [inputs[k] for k in wrt], g)
 
     return grad
 
 
-def counts(fn, *inputs) -> tuple[list[dict], dict, dict]:
-    """Per-statement op counts of the one kernel, its reads and writes (elements, exact)."""
+def counts(fn, *inputs, op: str | None = None) -> tuple[list[dict], dict, dict]:
+    """Per-statement op counts of the one kernel (of ``op``), its reads and writes (elements,
+    exact)."""
     t = trace_torch(fn, inputs)
-    (k,) = t.program.kernels
+    (k,) = [k for k in t.program.kernels if op is None or k.op == op]
     ops = [dict(statement_ops(t.program, s, k)) for s in k.statements]
     io = kernel_io(t.program, k)
     reads = {n: (f.elements, f.exact) for n, f in io.reads.items()}
@@ -126,3 +125,63 @@ def test_masked_scatter_backward_counts_by_hand():
     assert ops == [{}, {}, {"cuda_int32": 11}, {}, {}]
     assert reads == {"m": (12, True), "g": (1, False)}
     assert writes == {"masked_scatter_backward": (15, True)}
+
+
+# ------------------------------------------------------------------- embedding bag backward
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_embedding_bag_backward_equals_autograd(mode):
+    """The forward and what autograd launches for it (``_embedding_bag_backward``), with ids
+    repeated across and within bags."""
+    import torch.nn.functional as F
+
+    w = rand(7, 4)
+    ids = torch.tensor([[1, 3, 1], [6, 0, 3], [3, 3, 2], [5, 1, 0]])
+    grad = grad_of(lambda w, i: F.embedding_bag(i, w, mode=mode), 0)
+    t = check(grad, w, ids, rand(4, 4, seed=1))
+    assert "aten._embedding_bag_backward.default" in [k.op for k in t.program.kernels]
+
+
+def test_embedding_bag_per_sample_weights_backward_equals_autograd():
+    import torch.nn.functional as F
+
+    w, ids, psw = rand(7, 4), torch.tensor([[1, 3], [6, 1], [3, 3]]), rand(3, 2, seed=2)
+    f = lambda w, i, p: F.embedding_bag(i, w, mode="sum", per_sample_weights=p)  # noqa: E731
+    t = check(grad_of(f, 0, 2), w, ids, psw, rand(3, 4, seed=1))
+    ops = [k.op for k in t.program.kernels]
+    assert "aten._embedding_bag_per_sample_weights_backward.default" in ops
+
+
+def test_embedding_bag_module_training_step_equals_autograd():
+    bag = torch.nn.EmbeddingBag(9, 5, mode="mean")
+    ids = torch.tensor([[0, 8, 2, 2], [4, 4, 4, 1]])
+
+    def step(ids, g):
+        with torch.enable_grad():
+            return torch.autograd.grad(bag(ids), bag.weight, g)
+
+    check(step, ids, rand(2, 5, seed=1))
+
+
+def test_embedding_bag_backward_counts_by_hand():
+    """Sum mode, 3 bags of 2 ids, table (10, 4), fp32: zeros (40 written, no flops), then
+    each id's bag gradient row added into the row it names. The rows hit are data, so the
+    scatter-add counts one add per distinct (output, term) pair at the fewest outputs (all
+    ids equal, :mod:`solar.ir.cost`): the two ids of a bag add the same term g[b, d], so
+    3 bags x 4 columns = 12 adds; grad (12) and ids (6) read once, the 40 gradients
+    written once."""
+    ids = torch.tensor([1, 3, 1, 6, 0, 3])
+
+    def fn(g, i):
+        offsets = torch.arange(0, 6, 2)
+        empty = torch.empty(0, dtype=torch.int64)
+        return aten._embedding_bag_backward(
+            g, i, offsets, empty, torch.full((3,), 2), torch.zeros(3, dtype=torch.int64),
+            10, False, 0, False, None,
+        )  # fmt: skip
+
+    ops, reads, writes = counts(fn, rand(3, 4), ids, op="aten._embedding_bag_backward.default")
+    assert ops == [{}, {"cuda_fp32": 12}]
+    assert reads == {"g": (12, True), "i": (6, True)}
+    assert writes == {"_embedding_bag_backward": (40, True)}

@@ -55,6 +55,8 @@ operator's schema arguments, and emits statements with ``ctx.statement``.
 - ``pool_backward``: ``avg_pool{2,3}d_backward``, ``_adaptive_avg_pool{2,3}d_backward`` (the
   forward's windows, each tap adding its share into the input position it read)
 - ``cdist_backward``: ``_cdist_backward`` (every p, ATen's per-term formulas)
+- ``embedding_bag_backward``: ``_embedding_bag_backward`` (sum, mean, max: scatter-adds into
+  zeros) and ``_embedding_bag_per_sample_weights_backward``, regular bags
 - ``masked``: ``masked_scatter`` and ``masked_scatter_backward`` (the mask's prefix count)
 - ``pdist``: ``_pdist_forward``/``_pdist_backward`` (the pairs ``j > i`` in a guarded nest,
   packed and unpacked through kernel-locals by index arithmetic)
@@ -90,6 +92,7 @@ from solar.frontend.torch.ops import (  # noqa: F401  (registration side effects
     detection,
     dynamic,
     elementwise,
+    embedding_bag_backward,
     fused_backward,
     grid_sample,
     grid_sample_backward,

@@ -218,10 +218,10 @@ def index(ctx: LoweringContext, x: T, indices: list) -> None:
 
 
 # ------------------------------------------------------------------------------- embedding bag
-def _regular_bags(ctx: LoweringContext, n: int) -> int:
-    """The bag length ``L`` when the offsets are ``arange(0, n, L)`` (what ``embedding_bag``
-    records for a 2-D input); otherwise the bags have data-dependent sizes."""
-    node = ctx.node.args[2] if len(ctx.node.args) > 2 else None
+def regular_bags(ctx: LoweringContext, n: int, at: int = 2) -> int:
+    """The bag length ``L`` when the offsets (argument ``at``) are ``arange(0, n, L)`` (what
+    ``embedding_bag`` records for a 2-D input); otherwise the bags have data-dependent sizes."""
+    node = ctx.node.args[at] if len(ctx.node.args) > at else None
     if isinstance(node, fx.Node) and node.target == aten.arange.start_step:
         start, end, step = (list(node.args) + [1])[:3]
         if start == 0 and end == n and isinstance(step, int) and step > 0 and n % step == 0:
@@ -254,7 +254,7 @@ def embedding_bag(
     if padding_idx is not None and padding_idx >= 0:
         ctx.fail("with padding_idx is not supported")
     n = ids.numel
-    L = _regular_bags(ctx, n)
+    L = regular_bags(ctx, n)
     out = ctx.out(0)
     B, D = out.shape
     bag = Affine.of("b") * L + Affine.of("j")

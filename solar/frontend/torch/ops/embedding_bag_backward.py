@@ -1,0 +1,118 @@
+"""What autograd launches for ``nn.EmbeddingBag`` / ``F.embedding_bag`` (dense weight
+gradient), for the regular bags the forward lowers (``L`` ids per bag, offsets
+``arange(0, n, L)``, :func:`..indexing.regular_bags`). ONE kernel each:
+
+- ``_embedding_bag_backward`` (its CPU and CUDA kernels call ``_embedding_bag_dense_backward``
+  inside, which a trace therefore never records): ``gW = 0``, then
+  - sum: ``gW[{ids[b·L + j]}, d] += g[b, d]`` (``· psw[b·L + j]`` with per-sample weights),
+  - mean: ``gW[{ids[b·L + j]}, d] += g[b, d] / L``,
+  - max: ``gW[{max_indices[b, d]}, d] += g[b, d]`` (the forward's output 3);
+  scatter-adds, counted as every scatter is (:mod:`solar.ir.cost`: the rows hit taken at their
+  provable minimum);
+- ``_embedding_bag_per_sample_weights_backward`` (mode sum):
+  ``gpsw[b·L + j] = Σ_d g[b, d] · W[{ids[b·L + j]}, d]``.
+
+``offset2bag``, ``bag_size`` and the offsets are not read: with regular bags they are
+``i // L``, ``L`` and ``b·L``. ``scale_grad_by_freq``, ``padding_idx``, ``sparse`` are refused
+(as the forward refuses ``padding_idx``).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from solar.frontend.torch.lower import LoweringContext, T
+from solar.frontend.torch.ops.common import acc_dtype
+from solar.frontend.torch.ops.indexing import index_load, regular_bags, write
+from solar.frontend.torch.registry import lowering
+from solar.ir.affine import Affine
+from solar.ir.scalar import Const, Expr, Indirect, call
+
+aten = torch.ops.aten
+SUM, MEAN, MAX = 0, 1, 2
+
+
+def _refuse(ctx: LoweringContext, scale_grad_by_freq: bool, padding_idx: int | None) -> None:
+    if scale_grad_by_freq:
+        ctx.fail("with scale_grad_by_freq=True is not supported")
+    if padding_idx is not None and padding_idx >= 0:
+        ctx.fail("with padding_idx is not supported")
+
+
+def dense_backward(
+    ctx: LoweringContext,
+    g: T,
+    ids: T,
+    max_indices: T | None,
+    mode: int,
+    psw: T | None,
+) -> None:
+    out = ctx.out()
+    nw, dim = out.shape
+    ctx.statement([("v", nw), ("d", dim)], out, ["v", "d"], Const(0.0))
+    n, bags = ids.numel, g.shape[0]
+    if n == 0 or bags == 0:
+        return
+    L = regular_bags(ctx, n)
+    acc = acc_dtype(out.dtype)
+    value: Expr = ctx.load(g, ["b", "d"], acc)
+    pos = Affine.of("b") * L + Affine.of("j")
+    if mode == MAX:
+        assert max_indices is not None
+        dims, target = [("b", bags), ("d", dim)], Indirect(index_load(max_indices, ["b", "d"]))
+    else:
+        dims, target = [("b", bags), ("j", L), ("d", dim)], Indirect(index_load(ids, [pos]))
+        if mode == MEAN:
+            value = call("div", value, Const(float(L)))
+        elif psw is not None:
+            value = call("mul", value, ctx.load(psw, [pos], acc))
+    write(ctx, dims, out, [target, "d"], value, reduce="sum", accumulate=True, dtype=acc)
+
+
+@lowering(aten._embedding_bag_backward.default)
+def embedding_bag_backward(
+    ctx: LoweringContext,
+    g: T,
+    ids: T,
+    offsets: T,
+    offset2bag: T,
+    bag_size: T,
+    max_indices: T,
+    num_weights: int,
+    scale_grad_by_freq: bool,
+    mode: int,
+    sparse: bool,
+    per_sample_weights: T | None,
+    padding_idx: int = -1,
+) -> None:
+    if sparse:
+        ctx.fail("with sparse=True (a sparse gradient) is not supported")
+    _refuse(ctx, scale_grad_by_freq, padding_idx)
+    dense_backward(ctx, g, ids, max_indices, int(mode), per_sample_weights)
+
+
+@lowering(aten._embedding_bag_per_sample_weights_backward.default)
+def per_sample_weights_backward(
+    ctx: LoweringContext,
+    g: T,
+    weight: T,
+    ids: T,
+    offsets: T,
+    offset2bag: T,
+    mode: int,
+    padding_idx: int = -1,
+) -> None:
+    _refuse(ctx, False, padding_idx)
+    if int(mode) != SUM:
+        ctx.fail("in a mode other than sum is not supported (PyTorch allows only sum)")
+    out = ctx.out()
+    n, bags, dim = ids.numel, g.shape[0], g.shape[1]
+    if n == 0:
+        return
+    L = regular_bags(ctx, n, at=3)
+    acc = acc_dtype(out.dtype)
+    pos = Affine.of("b") * L + Affine.of("j")
+    row = ctx.load(weight, [Indirect(index_load(ids, [pos])), "d"], acc)
+    term = call("mul", ctx.load(g, ["b", "d"], acc), row)
+    dims = [("b", bags), ("j", L), ("d", dim, True)]
+    ctx.statement(dims, out, [pos], term, reduce="sum", dtype=acc)
