@@ -113,3 +113,16 @@ def _embedding_bag_psw_backward(draw):
         return aten._embedding_bag_per_sample_weights_backward(g, w, i, offsets, o2b, 0)
 
     return fn, (rand((bags, d)), rand((v, d)), ids, o2b)
+
+
+# ------------------------------------------------------------------------ core out= variants
+
+
+@case(aten.atan2.out)
+def _atan2_out(draw):
+    """``out=`` a fresh tensor or the first operand itself (core ATen lists this overload)."""
+    shp = shape(draw)
+    other = broadcast_partner(draw, shp)
+    if draw(st.booleans()):
+        return (lambda x, y: aten.atan2.out(x, y, out=x)), (rand(shp), rand(other))
+    return (lambda x, y, z: aten.atan2.out(x, y, out=z)), (rand(shp), rand(other), rand(shp))
