@@ -126,3 +126,23 @@ def _atan2_out(draw):
     if draw(st.booleans()):
         return (lambda x, y: aten.atan2.out(x, y, out=x)), (rand(shp), rand(other))
     return (lambda x, y, z: aten.atan2.out(x, y, out=z)), (rand(shp), rand(other), rand(shp))
+
+
+# -------------------------------------------------------------------------------- unique_dim
+
+
+@case(aten.unique_dim.default, examples=8, observe=True)
+def _unique_dim(draw):
+    """Slices of few distinct values (repeats likely), along any dim; observed sizes."""
+    shp = shape(draw, 1, 3)
+    d = draw(st.integers(-len(shp), len(shp) - 1))
+    x = torch.randint(0, draw(st.integers(1, 3)), shp)
+    if draw(st.booleans()):
+        x = x.float()
+    inverse, counts = draw(st.booleans()), draw(st.booleans())
+
+    def fn(x):
+        values, inv, cnt = aten.unique_dim(x, d, True, inverse, counts)
+        return (values, *([inv] if inverse else []), *([cnt] if counts else []))
+
+    return fn, (x,)

@@ -185,3 +185,51 @@ def test_embedding_bag_backward_counts_by_hand():
     assert ops == [{}, {"cuda_fp32": 12}]
     assert reads == {"g": (12, True), "i": (6, True)}
     assert writes == {"_embedding_bag_backward": (40, True)}
+
+
+# -------------------------------------------------------------------------------- unique_dim
+
+ROWS = torch.tensor([[1, 2, 0], [0, 5, 1], [1, 2, 0], [0, 5, 0], [1, 2, 0]])
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_unique_dim_equals_pytorch(dim):
+    """Observed sizes: the distinct slices, sorted, with the inverse and counts, along each dim
+    of a 2-D and a 3-D tensor (float and int)."""
+    f = lambda x: torch.unique(x, dim=dim, return_inverse=True, return_counts=True)  # noqa: E731
+    check(f, ROWS, observe=True)
+    x3 = torch.randint(0, 2, (2, 4, 3), generator=torch.Generator().manual_seed(1)).float()
+    check(f, x3, observe=True)
+    check(lambda x: torch.unique(x, dim=dim), ROWS, observe=True)
+
+
+def test_unique_dim_size_is_stated():
+    """Unobserved, the number of distinct slices is taken at its least (1), and said; the
+    executed IR then refuses data with more."""
+    t = trace_torch(lambda x: torch.unique(x, dim=0), (ROWS,))
+    assert t.program.tensors[t.output_names[0]].shape == (1, 3)
+    assert any(
+        "data-dependent size of aten.unique_dim" in a and ": 1 (its smallest" in a
+        for a in t.assumptions
+    )
+    observed = trace_torch(lambda x: torch.unique(x, dim=0), (ROWS,), observe=True)
+    assert observed.program.tensors[observed.output_names[0]].shape == (3, 3)
+
+
+def test_unique_dim_counts_by_hand():
+    """5 rows of 3 (int64), 3 distinct (observed): 3 stable sorts and the adjacent-row test
+    cost nothing (routines, index arithmetic); the prefix count of the 5 start flags is 4
+    int adds, the inverse's ``group − 1`` 5, the counts' differences 3. x read once (15);
+    values (9), inverse (5), counts (3) written once."""
+    t = trace_torch(
+        lambda x: torch.unique(x, dim=0, return_inverse=True, return_counts=True),
+        (ROWS,),
+        observe=True,
+    )
+    (k,) = t.program.kernels
+    ops = [dict(statement_ops(t.program, s, k)) for s in k.statements]
+    assert [o for o in ops if o] == [{"cuda_int32": 4}, {"cuda_int32": 5}, {"cuda_int32": 3}]
+    io = kernel_io(t.program, k)
+    assert {n: (f.elements, f.exact) for n, f in io.reads.items()} == {"x": (15, True)}
+    writes = {n: (f.elements, f.exact) for n, f in io.writes.items()}
+    assert sorted(writes.values()) == [(3, True), (5, True), (9, True)]

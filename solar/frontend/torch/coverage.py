@@ -17,7 +17,6 @@ from solar.frontend.torch import ops  # noqa: F401  (registers the lowerings)
 from solar.frontend.torch.lower import is_view
 from solar.frontend.torch.registry import find_lowering
 
-DATA_DEPENDENT = "data-dependent output size (the number of elements depends on tensor values)"
 NO_DEFINITION = "no loop-nest definition yet"
 DECOMPOSED = (
     "decomposed by PyTorch itself before any trace records it (CompositeImplicitAutograd): "
@@ -27,7 +26,6 @@ DECOMPOSED = (
 #: Why an operator (by packet name) is refused, where there is more to say than
 #: :data:`NO_DEFINITION`.
 REASONS: dict[str, str] = {
-    "unique_dim": DATA_DEPENDENT,
     "resize_": "resizes storage in place (an allocator effect, not a loop nest)",
     "_assert_scalar": "a runtime check of a symbolic size, not a kernel",
     "sym_size": "a symbolic size query, not a kernel",

@@ -57,6 +57,8 @@ operator's schema arguments, and emits statements with ``ctx.statement``.
 - ``cdist_backward``: ``_cdist_backward`` (every p, ATen's per-term formulas)
 - ``embedding_bag_backward``: ``_embedding_bag_backward`` (sum, mean, max: scatter-adds into
   zeros) and ``_embedding_bag_per_sample_weights_backward``, regular bags
+- ``unique_dim``: ``unique(dim=)`` (stable sorts per slice element, least significant first;
+  a data-dependent count of distinct slices)
 - ``masked``: ``masked_scatter`` and ``masked_scatter_backward`` (the mask's prefix count)
 - ``pdist``: ``_pdist_forward``/``_pdist_backward`` (the pairs ``j > i`` in a guarded nest,
   packed and unpacked through kernel-locals by index arithmetic)
@@ -124,6 +126,7 @@ from solar.frontend.torch.ops import (  # noqa: F401  (registration side effects
     sort,
     spectral,
     transformer,
+    unique_dim,
     upsample,
     view_backward,
     view_copies,
