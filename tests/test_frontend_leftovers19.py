@@ -1,7 +1,7 @@
-"""The last operators of issue 19's item 1, executed as IR against PyTorch: ``torch.pdist``
-and its backward, ``masked_scatter`` and its backward, ``unique(dim=)``, ``nn.EmbeddingBag``'s
-backward; a few counts by hand. The counting oracle checks every count on drawn cases
-(``oracle_cases_leftovers19``)."""
+"""The last operators of issue 19's item 1, executed as IR against PyTorch (and lifted, so
+every statement is costed): ``torch.pdist`` and its backward, ``masked_scatter`` and its
+backward, ``unique(dim=)``, ``nn.EmbeddingBag``'s backward; a few counts by hand. The
+counting oracle checks every count on drawn cases (``oracle_cases_leftovers19``)."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ def test_pdist_and_its_backward_equal_pytorch(p):
     t = check(lambda x: torch.pdist(x, p), x, kernels=["aten._pdist_forward.default"])
     assert t.program.tensors[t.output_names[0]].shape == (15,)
     grad = grad_of(lambda x: torch.pdist(x, p), 0)
-    check(grad, x, rand(15, seed=1))
+    check(grad, x, rand(15, seed=1), lifted=True)
 
 
 def test_pdist_counts_by_hand():
@@ -98,7 +98,7 @@ def test_masked_scatter_and_its_backward_equal_pytorch(kind, shapes):
     check(lambda x, m, s: x.masked_scatter(m, s), x, mask, src)
     out = torch.broadcast_shapes(xs, ms)
     grad = grad_of(lambda x, m, s: x.masked_scatter(m, s), 0, 2)
-    check(grad, x, mask, src, rand(*out, seed=3))
+    check(grad, x, mask, src, rand(*out, seed=3), lifted=True)
 
 
 def test_masked_scatter_counts_by_hand():
@@ -139,7 +139,7 @@ def test_embedding_bag_backward_equals_autograd(mode):
     w = rand(7, 4)
     ids = torch.tensor([[1, 3, 1], [6, 0, 3], [3, 3, 2], [5, 1, 0]])
     grad = grad_of(lambda w, i: F.embedding_bag(i, w, mode=mode), 0)
-    t = check(grad, w, ids, rand(4, 4, seed=1))
+    t = check(grad, w, ids, rand(4, 4, seed=1), lifted=True)
     assert "aten._embedding_bag_backward.default" in [k.op for k in t.program.kernels]
 
 
@@ -197,7 +197,7 @@ def test_unique_dim_equals_pytorch(dim):
     """Observed sizes: the distinct slices, sorted, with the inverse and counts, along each dim
     of a 2-D and a 3-D tensor (float and int)."""
     f = lambda x: torch.unique(x, dim=dim, return_inverse=True, return_counts=True)  # noqa: E731
-    check(f, ROWS, observe=True)
+    check(f, ROWS, observe=True, lifted=True)
     x3 = torch.randint(0, 2, (2, 4, 3), generator=torch.Generator().manual_seed(1)).float()
     check(f, x3, observe=True)
     check(lambda x: torch.unique(x, dim=dim), ROWS, observe=True)
