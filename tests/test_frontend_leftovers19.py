@@ -233,3 +233,31 @@ def test_unique_dim_counts_by_hand():
     assert {n: (f.elements, f.exact) for n, f in io.reads.items()} == {"x": (15, True)}
     writes = {n: (f.elements, f.exact) for n, f in io.writes.items()}
     assert sorted(writes.values()) == [(3, True), (5, True), (9, True)]
+
+
+# ------------------------------------------------------------------------- FlopCounterMode
+
+
+def test_flop_counter_mode_agrees_none_is_a_contraction():
+    """FlopCounterMode counts matmul, convolution and attention flops only: none of these
+    operators (forward or what autograd launches) has one, and solar emits no contraction
+    for them either, so both contraction totals are 0 (their other counts: the oracle)."""
+    import torch.nn.functional as F
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from solar.ir.cost import statement_kind
+
+    x, mask = rand(6, 4), torch.rand(6, 4, generator=torch.Generator().manual_seed(0)) > 0.5
+    programs = [
+        (grad_of(lambda x: torch.pdist(x, 1.5), 0), (x, rand(15, seed=1))),
+        (grad_of(lambda x, m, s: x.masked_scatter(m, s), 0, 2), (x, mask, rand(30), x)),
+        (grad_of(lambda w, i: F.embedding_bag(i, w, mode="mean"), 0), (x, ROWS[:, :2], x[:5])),
+        (lambda x: torch.unique(x, dim=0, return_inverse=True), (ROWS,)),
+    ]
+    for fn, inputs in programs:
+        with FlopCounterMode(display=False) as counter:
+            fn(*inputs)
+        assert counter.get_total_flops() == 0
+        t = trace_torch(fn, inputs, observe=True)
+        kinds = {statement_kind(s) for k in t.program.kernels for s in k.statements}
+        assert "contraction" not in kinds, kinds
