@@ -85,6 +85,50 @@ def _bags(draw):
     return v, d, bags, n, torch.randint(0, v, (bags * n,))
 
 
+def _offsets(draw, bags: int, n: int) -> torch.Tensor:
+    """Explicit offsets: ``bags`` starts in ``[0, n]``, the first 0, sorted (empty bags
+    likely)."""
+    rest = sorted(draw(st.integers(0, n)) for _ in range(bags - 1))
+    return torch.tensor([0, *rest], dtype=torch.int64)
+
+
+@case(aten._embedding_bag.default, examples=8)
+def _embedding_bag_offsets(draw):
+    """Bags of data-dependent sizes (a 1-D input with offsets), sum or mean."""
+    v, d, bags, n, ids = _bags(draw)
+    mode = draw(st.integers(0, 1))
+    psw = rand((bags * n,)) if mode == 0 and draw(st.booleans()) else None
+    offs = _offsets(draw, bags, bags * n)
+    fn = lambda w, i, o, p: aten._embedding_bag(w, i, o, False, mode, False, p)[0]  # noqa: E731
+    return fn, (rand((v, d)), ids, offs, psw)
+
+
+@case(aten._embedding_bag_backward.default, examples=8)
+def _embedding_bag_backward_offsets(draw):
+    v, d, bags, n, ids = _bags(draw)
+    mode = draw(st.integers(0, 1))
+    psw = rand((bags * n,)) if mode == 0 and draw(st.booleans()) else None
+    offs = _offsets(draw, bags, bags * n)
+    _, o2b, size, maxi = aten._embedding_bag(rand((v, d)), ids, offs, False, mode, False, psw)
+
+    def fn(g, i, o, o2b, size, maxi, p):
+        return aten._embedding_bag_backward(g, i, o, o2b, size, maxi, v, False, mode, False, p)
+
+    return fn, (rand((bags, d)), ids, offs, o2b, size, maxi, psw)
+
+
+@case(aten._embedding_bag_per_sample_weights_backward.default, examples=6)
+def _embedding_bag_psw_backward_offsets(draw):
+    v, d, bags, n, ids = _bags(draw)
+    offs = _offsets(draw, bags, bags * n)
+    o2b = torch.zeros(bags * n, dtype=torch.int64)
+
+    def fn(g, w, i, o, o2b):
+        return aten._embedding_bag_per_sample_weights_backward(g, w, i, o, o2b, 0)
+
+    return fn, (rand((bags, d)), rand((v, d)), ids, offs, o2b)
+
+
 @case(aten._embedding_bag_backward.default, examples=8)
 def _embedding_bag_backward(draw):
     v, d, bags, n, ids = _bags(draw)

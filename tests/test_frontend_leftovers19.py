@@ -261,3 +261,59 @@ def test_flop_counter_mode_agrees_none_is_a_contraction():
         t = trace_torch(fn, inputs, observe=True)
         kinds = {statement_kind(s) for k in t.program.kernels for s in k.statements}
         assert "contraction" not in kinds, kinds
+
+
+# ------------------------------------------------- embedding bags with explicit offsets
+
+IDS, OFFSETS = torch.tensor([0, 8, 2, 2, 4, 4, 4, 1]), torch.tensor([0, 3, 3, 7])
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean"])
+def test_embedding_bag_module_with_offsets_equals_autograd(mode):
+    """nn.EmbeddingBag on a 1-D input with offsets (bags of 3, 0, 4 and 1 ids): forward and
+    what autograd launches, against PyTorch."""
+    bag = torch.nn.EmbeddingBag(9, 5, mode=mode)
+
+    def step(ids, offs, g):
+        with torch.enable_grad():
+            return bag(ids, offs), *torch.autograd.grad(bag(ids, offs), bag.weight, g)
+
+    t = check(step, IDS, OFFSETS, rand(4, 5, seed=1), lifted=True)
+    assert "aten._embedding_bag_backward.default" in [k.op for k in t.program.kernels]
+
+
+def test_embedding_bag_offsets_per_sample_weights_equal_autograd():
+    import torch.nn.functional as F
+
+    f = lambda w, i, o, p: F.embedding_bag(i, w, o, mode="sum", per_sample_weights=p)  # noqa: E731
+    check(grad_of(f, 0, 3), rand(9, 5), IDS, OFFSETS, rand(8, seed=2), rand(4, 5, seed=1))
+
+
+def test_embedding_bag_include_last_offset_is_refused():
+    import torch.nn.functional as F
+
+    from solar.frontend.torch import UnsupportedOperatorError
+
+    with pytest.raises(UnsupportedOperatorError, match="include_last_offset=True"):
+        trace_torch(
+            lambda w, i, o: F.embedding_bag(i, w, o, include_last_offset=True),
+            (rand(9, 5), IDS, torch.tensor([0, 3, 3, 7, 8])),
+        )
+
+
+def test_embedding_bag_offsets_counts_by_hand():
+    """Sum mode, 8 ids in 4 bags (offsets 0, 3, 3, 7), table (9, 5), fp32. The bag of each id
+    is the prefix count (7 int adds over the 8 ids) of ones scatter-added at offsets 1..3:
+    a scatter-add, its outputs data, counted at the provable minimum (all offsets equal: 1
+    add). The rows' scatter-add: 8 ids x 5 columns from the table, at the minimum (every id
+    in one bag and naming one row: 5 distinct terms, 5 adds). ids (8) and offsets 1..3 (3:
+    offsets[0] is 0) read once, the table at its minimum (one row, 5, inexact), the 20 outputs
+    (zeros, then the sums) written once."""
+    import torch.nn.functional as F
+
+    ops, reads, writes = counts(
+        lambda w, i, o: F.embedding_bag(i, w, o, mode="sum"), rand(9, 5), IDS, OFFSETS
+    )
+    assert ops == [{}, {}, {"cuda_int32": 1}, {"cuda_int32": 7}, {"cuda_fp32": 5}]
+    assert reads == {"o": (3, True), "w": (5, False), "i": (8, True)}
+    assert writes == {"_embedding_bag_forward_only_0": (20, True)}

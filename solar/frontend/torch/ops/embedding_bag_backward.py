@@ -1,6 +1,8 @@
 """What autograd launches for ``nn.EmbeddingBag`` / ``F.embedding_bag`` (dense weight
-gradient), for the regular bags the forward lowers (``L`` ids per bag, offsets
-``arange(0, n, L)``, :func:`..indexing.regular_bags`). ONE kernel each:
+gradient). ONE kernel each. Regular bags (``L`` ids per bag, offsets ``arange(0, n, L)``,
+:func:`.indexing.regular_bags`) in the nests below; explicit offsets (bags of data-dependent
+sizes, modes sum and mean) the same with ``b·L + j`` replaced by id ``i`` and ``b`` by its bag
+``{bag[i]}``, ``L`` by ``size[bag[i]]`` (recomputed from the offsets, :mod:`.bags`):
 
 - ``_embedding_bag_backward`` (its CPU and CUDA kernels call ``_embedding_bag_dense_backward``
   inside, which a trace therefore never records): ``gW = 0``, then
@@ -12,9 +14,10 @@ gradient), for the regular bags the forward lowers (``L`` ids per bag, offsets
 - ``_embedding_bag_per_sample_weights_backward`` (mode sum):
   ``gpsw[b·L + j] = Σ_d g[b, d] · W[{ids[b·L + j]}, d]``.
 
-``offset2bag``, ``bag_size`` and the offsets are not read: with regular bags they are
-``i // L``, ``L`` and ``b·L``. ``scale_grad_by_freq``, ``padding_idx``, ``sparse`` are refused
-(as the forward refuses ``padding_idx``).
+``offset2bag`` and ``bag_size`` (the forward's bookkeeping) are not read: with regular bags
+they are ``i // L`` and ``L``; with explicit offsets they are recomputed from the offsets.
+``scale_grad_by_freq``, ``padding_idx``, ``sparse`` are refused (as the forward refuses
+``padding_idx``).
 """
 
 from __future__ import annotations
@@ -22,8 +25,9 @@ from __future__ import annotations
 import torch
 
 from solar.frontend.torch.lower import LoweringContext, T
+from solar.frontend.torch.ops.bags import bag_rows, bag_sizes
 from solar.frontend.torch.ops.common import acc_dtype
-from solar.frontend.torch.ops.indexing import index_load, regular_bags, write
+from solar.frontend.torch.ops.indexing import LAST_OFFSET, index_load, regular_bags, write
 from solar.frontend.torch.registry import lowering
 from solar.ir.affine import Affine
 from solar.ir.scalar import Const, Expr, Indirect, call
@@ -43,29 +47,44 @@ def dense_backward(
     ctx: LoweringContext,
     g: T,
     ids: T,
+    offsets: T,
     max_indices: T | None,
     mode: int,
     psw: T | None,
 ) -> None:
     out = ctx.out()
     nw, dim = out.shape
-    ctx.statement([("v", nw), ("d", dim)], out, ["v", "d"], Const(0.0))
     n, bags = ids.numel, g.shape[0]
+    L = regular_bags(ctx, n)
+    ctx.statement([("v", nw), ("d", dim)], out, ["v", "d"], Const(0.0))
     if n == 0 or bags == 0:
         return
-    L = regular_bags(ctx, n)
     acc = acc_dtype(out.dtype)
-    value: Expr = ctx.load(g, ["b", "d"], acc)
-    pos = Affine.of("b") * L + Affine.of("j")
-    if mode == MAX:
+    if mode == MAX and L is not None:
         assert max_indices is not None
+        value: Expr = ctx.load(g, ["b", "d"], acc)
         dims, target = [("b", bags), ("d", dim)], Indirect(index_load(max_indices, ["b", "d"]))
-    else:
-        dims, target = [("b", bags), ("j", L), ("d", dim)], Indirect(index_load(ids, [pos]))
+    elif mode == MAX:
+        ctx.fail("in mode max with explicit offsets is not supported (nor is its forward)")
+    elif L is not None:
+        pos = Affine.of("b") * L + Affine.of("j")
+        value = ctx.load(g, ["b", "d"], acc)
         if mode == MEAN:
             value = call("div", value, Const(float(L)))
         elif psw is not None:
             value = call("mul", value, ctx.load(psw, [pos], acc))
+        dims, target = [("b", bags), ("j", L), ("d", dim)], Indirect(index_load(ids, [pos]))
+    elif offsets.numel > bags:  # include_last_offset
+        ctx.fail(LAST_OFFSET)
+    else:  # explicit offsets: each id's bag is data (bags.py)
+        bag = Indirect(ctx.load(bag_rows(ctx, offsets, n, bags), ["i"]))
+        value = ctx.load(g, [bag, "d"], acc)
+        if mode == MEAN:
+            size = bag_sizes(ctx, offsets, n, bags)
+            value = call("div", value, ctx.load(size, [bag], acc))
+        elif psw is not None:
+            value = call("mul", value, ctx.load(psw, ["i"], acc))
+        dims, target = [("i", n), ("d", dim)], Indirect(index_load(ids, ["i"]))
     write(ctx, dims, out, [target, "d"], value, reduce="sum", accumulate=True, dtype=acc)
 
 
@@ -88,7 +107,7 @@ def embedding_bag_backward(
     if sparse:
         ctx.fail("with sparse=True (a sparse gradient) is not supported")
     _refuse(ctx, scale_grad_by_freq, padding_idx)
-    dense_backward(ctx, g, ids, max_indices, int(mode), per_sample_weights)
+    dense_backward(ctx, g, ids, offsets, max_indices, int(mode), per_sample_weights)
 
 
 @lowering(aten._embedding_bag_per_sample_weights_backward.default)
@@ -111,8 +130,15 @@ def per_sample_weights_backward(
         return
     L = regular_bags(ctx, n, at=3)
     acc = acc_dtype(out.dtype)
-    pos = Affine.of("b") * L + Affine.of("j")
+    if L is not None:
+        pos: object = Affine.of("b") * L + Affine.of("j")
+        dims = [("b", bags), ("j", L), ("d", dim, True)]
+        bag: object = "b"
+    elif offsets.numel > bags:  # include_last_offset
+        ctx.fail(LAST_OFFSET)
+    else:  # explicit offsets: each id's bag is data (bags.py)
+        pos, dims = "i", [("i", n), ("d", dim, True)]
+        bag = Indirect(ctx.load(bag_rows(ctx, offsets, n, bags), ["i"]))
     row = ctx.load(weight, [Indirect(index_load(ids, [pos])), "d"], acc)
-    term = call("mul", ctx.load(g, ["b", "d"], acc), row)
-    dims = [("b", bags), ("j", L), ("d", dim, True)]
+    term = call("mul", ctx.load(g, [bag, "d"], acc), row)
     ctx.statement(dims, out, [pos], term, reduce="sum", dtype=acc)
