@@ -56,7 +56,8 @@ operator's schema arguments, and emits statements with ``ctx.statement``.
   forward's windows, each tap adding its share into the input position it read)
 - ``cdist_backward``: ``_cdist_backward`` (every p, ATen's per-term formulas)
 - ``embedding_bag_backward``: ``_embedding_bag_backward`` (sum, mean, max: scatter-adds into
-  zeros) and ``_embedding_bag_per_sample_weights_backward``, regular bags
+  zeros) and ``_embedding_bag_per_sample_weights_backward``; ``bags``: embedding bags with
+  explicit offsets (sum, mean), each id's bag recomputed from the offsets
 - ``unique_dim``: ``unique(dim=)`` (stable sorts per slice element, least significant first;
   a data-dependent count of distinct slices)
 - ``masked``: ``masked_scatter`` and ``masked_scatter_backward`` (the mask's prefix count)
