@@ -94,19 +94,24 @@ def _offsets(draw, bags: int, n: int) -> torch.Tensor:
 
 @case(aten._embedding_bag.default, examples=8)
 def _embedding_bag_offsets(draw):
-    """Bags of data-dependent sizes (a 1-D input with offsets), sum or mean."""
+    """Bags of data-dependent sizes (a 1-D input with offsets), sum, mean or max (then the
+    arg-max ids too)."""
     v, d, bags, n, ids = _bags(draw)
-    mode = draw(st.integers(0, 1))
+    mode = draw(st.integers(0, 2))
     psw = rand((bags * n,)) if mode == 0 and draw(st.booleans()) else None
     offs = _offsets(draw, bags, bags * n)
-    fn = lambda w, i, o, p: aten._embedding_bag(w, i, o, False, mode, False, p)[0]  # noqa: E731
+
+    def fn(w, i, o, p):
+        out = aten._embedding_bag(w, i, o, False, mode, False, p)
+        return (out[0], out[3]) if mode == 2 else out[0]
+
     return fn, (rand((v, d)), ids, offs, psw)
 
 
 @case(aten._embedding_bag_backward.default, examples=8)
 def _embedding_bag_backward_offsets(draw):
     v, d, bags, n, ids = _bags(draw)
-    mode = draw(st.integers(0, 1))
+    mode = draw(st.integers(0, 2))
     psw = rand((bags * n,)) if mode == 0 and draw(st.booleans()) else None
     offs = _offsets(draw, bags, bags * n)
     _, o2b, size, maxi = aten._embedding_bag(rand((v, d)), ids, offs, False, mode, False, psw)

@@ -268,7 +268,7 @@ def test_flop_counter_mode_agrees_none_is_a_contraction():
 IDS, OFFSETS = torch.tensor([0, 8, 2, 2, 4, 4, 4, 1]), torch.tensor([0, 3, 3, 7])
 
 
-@pytest.mark.parametrize("mode", ["sum", "mean"])
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
 def test_embedding_bag_module_with_offsets_equals_autograd(mode):
     """nn.EmbeddingBag on a 1-D input with offsets (bags of 3, 0, 4 and 1 ids): forward and
     what autograd launches, against PyTorch."""
@@ -317,3 +317,14 @@ def test_embedding_bag_offsets_counts_by_hand():
     assert ops == [{}, {}, {"cuda_int32": 1}, {"cuda_int32": 7}, {"cuda_fp32": 5}]
     assert reads == {"o": (3, True), "w": (5, False), "i": (8, True)}
     assert writes == {"_embedding_bag_forward_only_0": (20, True)}
+
+
+def test_embedding_bag_offsets_max_indices_equal_pytorch():
+    """Mode max with offsets: the maxima and output 3 (the arg-max ids the backward reads;
+    0 for the empty bag, as PyTorch's CPU kernel leaves it)."""
+
+    def fn(w, i, o):
+        out = aten._embedding_bag(w, i, o, False, 2, False, None)
+        return out[0], out[3]
+
+    check(fn, rand(9, 5), IDS, OFFSETS)

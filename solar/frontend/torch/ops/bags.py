@@ -1,5 +1,5 @@
 """Bags of data-dependent sizes: ``F.embedding_bag`` / ``nn.EmbeddingBag`` with explicit
-``offsets`` (a 1-D input), modes sum and mean, and what autograd
+``offsets`` (a 1-D input), modes sum, mean and max, and what autograd
 launches for them (:mod:`.embedding_bag_backward`). The regular bags of a 2-D input
 (:func:`.indexing.regular_bags`) keep their affine nests; here the bag of each id is data:
 
@@ -10,9 +10,10 @@ launches for them (:mod:`.embedding_bag_backward`). The regular bags of a 2-D in
   counted as every scatter (the rows hit at their provable minimum); mean then
   ``out[b, d] = size[b] > 0 ? sum[b, d] / size[b] : 0`` (empty bags give 0, as in PyTorch).
 
-Mode max with explicit offsets is refused (a scatter-max with its arg-max per empty or
-non-empty bag is not lowered yet), and so is ``include_last_offset`` (:data:`.indexing.
-LAST_OFFSET`).
+- mode max: a scatter-max and the arg-max ids (:func:`irregular_max`); its backward adds
+  ``g[b, d]`` into row ``max_indices[b, d]`` of the non-empty bags.
+
+``include_last_offset`` is refused (:data:`.indexing.LAST_OFFSET`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from solar.frontend.torch.lower import LoweringContext, T, cast
 from solar.frontend.torch.ops.common import acc_dtype
 from solar.frontend.torch.ops.indexing import index_load, write
 from solar.ir.affine import Affine
-from solar.ir.scalar import Const, Expr, Indirect, call
+from solar.ir.scalar import Const, Expr, Index, Indirect, call
 
 aten = torch.ops.aten
 SUM, MEAN, MAX = 0, 1, 2
@@ -60,10 +61,8 @@ def irregular_forward(
     """``_embedding_bag`` with explicit offsets, modes sum and mean (outputs 1-3, ATen's
     backward bookkeeping, are not computed: the backward recomputes what it needs)."""
     if mode == MAX:
-        ctx.fail(
-            "in mode max with explicit offsets (bags of data-dependent sizes) is not "
-            "supported; use a 2-D input (regular bags) or mode sum/mean"
-        )
+        irregular_max(ctx, weight, ids, offsets)
+        return
     out = ctx.out(0)
     bags, dim = out.shape
     n = ids.numel
@@ -89,3 +88,36 @@ def irregular_forward(
         ctx.statement(rows, out, ["b", "d"], cast(value, acc, out.dtype), dtype=acc)
     elif total is not out:
         ctx.statement(rows, out, ["b", "d"], cast(ctx.load(total, ["b", "d"]), acc, out.dtype))
+
+
+def irregular_max(ctx: LoweringContext, weight: T, ids: T, offsets: T) -> None:
+    """Mode max with explicit offsets: ``mx = −inf``, ``mx[{bag[i]}, d] max= W[{ids[i]}, d]``
+    (a scatter-max); ``out = size > 0 ? mx : 0``; output 3 (``max_indices``, what the
+    backward reads) the id of the first maximal row, ``first[{bag[i]}, d] min= (row is the
+    max ? i : n)``, 0 for an empty bag (as PyTorch's CPU kernel leaves it)."""
+    out, max_indices = ctx.out(0), ctx.out(3)
+    bags, dim = out.shape
+    n = ids.numel
+    acc = acc_dtype(out.dtype)
+    rows = [("b", bags), ("d", dim)]
+    if n == 0 or bags == 0:
+        ctx.statement(rows, out, ["b", "d"], Const(0.0))
+        ctx.statement(rows, max_indices, ["b", "d"], Const(0))
+        return
+    bag = Indirect(ctx.load(bag_rows(ctx, offsets, n, bags), ["i"]))
+    mx = ctx.local("max", out.shape, acc)
+    ctx.statement(rows, mx, ["b", "d"], Const(float("-inf")))
+    row: Expr = ctx.load(weight, [Indirect(index_load(ids, ["i"])), "d"], acc)
+    pairs = [("i", n), ("d", dim)]
+    ctx.statement(pairs, mx, [bag, "d"], row, reduce="max", accumulate=True)
+    filled = call("gt", ctx.load(bag_sizes(ctx, offsets, n, bags), ["b"]), Const(0))
+    value = call("where", filled, ctx.load(mx, ["b", "d"]), Const(0.0))
+    ctx.statement(rows, out, ["b", "d"], cast(value, acc, out.dtype), dtype=acc)
+    first = ctx.local("argmax", out.shape, "int64")
+    ctx.statement(rows, first, ["b", "d"], Const(n))
+    hit = call("eq", row, ctx.load(mx, [bag, "d"]))
+    pos = call("where", hit, Index(Affine.of("i")), Const(n))
+    ctx.statement(pairs, first, [bag, "d"], pos, reduce="min", accumulate=True)
+    at = Indirect(call("minimum", ctx.load(first, ["b", "d"]), Const(n - 1)))
+    chosen = call("where", filled, index_load(ids, [at]), Const(0))
+    ctx.statement(rows, max_indices, ["b", "d"], chosen)

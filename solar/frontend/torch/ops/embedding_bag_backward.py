@@ -1,8 +1,8 @@
 """What autograd launches for ``nn.EmbeddingBag`` / ``F.embedding_bag`` (dense weight
 gradient). ONE kernel each. Regular bags (``L`` ids per bag, offsets ``arange(0, n, L)``,
 :func:`.indexing.regular_bags`) in the nests below; explicit offsets (bags of data-dependent
-sizes, modes sum and mean) the same with ``b·L + j`` replaced by id ``i`` and ``b`` by its bag
-``{bag[i]}``, ``L`` by ``size[bag[i]]`` (recomputed from the offsets, :mod:`.bags`):
+sizes) the same with ``b·L + j`` replaced by id ``i`` and ``b`` by its bag ``{bag[i]}``, ``L``
+by ``size[bag[i]]`` (recomputed from the offsets, :mod:`.bags`), and max skipping empty bags:
 
 - ``_embedding_bag_backward`` (its CPU and CUDA kernels call ``_embedding_bag_dense_backward``
   inside, which a trace therefore never records): ``gW = 0``, then
@@ -56,16 +56,19 @@ def dense_backward(
     nw, dim = out.shape
     n, bags = ids.numel, g.shape[0]
     L = regular_bags(ctx, n)
+    acc = acc_dtype(out.dtype)
+    if L is None and offsets.numel > bags:  # include_last_offset
+        ctx.fail(LAST_OFFSET)
+    if mode == MAX and L is None and n > 0 and bags > 0:  # explicit offsets
+        irregular_max_backward(ctx, g, ids, offsets, max_indices, acc)
+        return
     ctx.statement([("v", nw), ("d", dim)], out, ["v", "d"], Const(0.0))
     if n == 0 or bags == 0:
         return
-    acc = acc_dtype(out.dtype)
-    if mode == MAX and L is not None:
+    if mode == MAX:  # regular bags
         assert max_indices is not None
         value: Expr = ctx.load(g, ["b", "d"], acc)
         dims, target = [("b", bags), ("d", dim)], Indirect(index_load(max_indices, ["b", "d"]))
-    elif mode == MAX:
-        ctx.fail("in mode max with explicit offsets is not supported (nor is its forward)")
     elif L is not None:
         pos = Affine.of("b") * L + Affine.of("j")
         value = ctx.load(g, ["b", "d"], acc)
@@ -74,8 +77,6 @@ def dense_backward(
         elif psw is not None:
             value = call("mul", value, ctx.load(psw, [pos], acc))
         dims, target = [("b", bags), ("j", L), ("d", dim)], Indirect(index_load(ids, [pos]))
-    elif offsets.numel > bags:  # include_last_offset
-        ctx.fail(LAST_OFFSET)
     else:  # explicit offsets: each id's bag is data (bags.py)
         bag = Indirect(ctx.load(bag_rows(ctx, offsets, n, bags), ["i"]))
         value = ctx.load(g, [bag, "d"], acc)
@@ -86,6 +87,24 @@ def dense_backward(
             value = call("mul", value, ctx.load(psw, ["i"], acc))
         dims, target = [("i", n), ("d", dim)], Indirect(index_load(ids, ["i"]))
     write(ctx, dims, out, [target, "d"], value, reduce="sum", accumulate=True, dtype=acc)
+
+
+def irregular_max_backward(
+    ctx: LoweringContext, g: T, ids: T, offsets: T, max_indices: T, acc: str
+) -> None:
+    """``gW[{max_indices[b, d]}, d] += g[b, d]`` for the non-empty bags: an empty bag's
+    gradient goes to a spare row of a kernel-local copy (index arithmetic), copied out."""
+    out = ctx.out()
+    nw, dim = out.shape
+    bags = g.shape[0]
+    grad_w = ctx.local("grad_weight", (nw + 1, dim), out.dtype)
+    ctx.statement([("v", nw + 1), ("d", dim)], grad_w, ["v", "d"], Const(0.0))
+    filled = call("gt", ctx.load(bag_sizes(ctx, offsets, ids.numel, bags), ["b"]), Const(0))
+    row = Indirect(call("where", filled, index_load(max_indices, ["b", "d"]), Const(nw)))
+    value = ctx.load(g, ["b", "d"], acc)
+    dims = [("b", bags), ("d", dim)]
+    ctx.statement(dims, grad_w, [row, "d"], value, reduce="sum", accumulate=True, dtype=acc)
+    ctx.statement([("v", nw), ("d", dim)], out, ["v", "d"], ctx.load(grad_w, ["v", "d"]))
 
 
 @lowering(aten._embedding_bag_backward.default)
