@@ -328,3 +328,19 @@ def test_embedding_bag_offsets_max_indices_equal_pytorch():
         return out[0], out[3]
 
     check(fn, rand(9, 5), IDS, OFFSETS)
+
+
+def test_unique_dim_size_follows_known_router_indices():
+    """Distinct expert pairs of a top-2 router over 4 experts (6 tokens): under routing 'any'
+    every token picks experts (0, 1): one pair; 'balanced' gives the tokens 12 slots spread
+    over the 4 experts, two distinct pairs. The size follows the routing and says so."""
+
+    def f(x):
+        return torch.unique(torch.topk(x, 2, dim=-1).indices, dim=0).float().sum()
+
+    for routing, pairs in (("any", 1), ("balanced", 2)):
+        t = trace_torch(f, (rand(6, 4),), routing=routing)
+        assert any(
+            f"data-dependent size of aten.unique_dim: {pairs} (follows from the routing" in a
+            for a in t.assumptions
+        ), t.assumptions
