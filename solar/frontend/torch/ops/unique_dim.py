@@ -90,7 +90,7 @@ def unique_dim(
     if k > MAX_SLICE:
         ctx.fail(
             f"with slices of {k} elements is not supported (at most {MAX_SLICE}: one sort "
-            "per element); flatten fewer dims into each slice"
+            "per element); pack each slice into fewer elements (an integer key) first"
         )
     other = [f"o{j}" for j in range(x.ndim - 1)]
     col = _column(other, (*lead, *rest))
