@@ -342,3 +342,10 @@ def test_unique_dim_size_follows_known_router_indices():
         t = trace_torch(f, (rand(6, 4),), routing=routing)
         (line,) = [a for a in t.assumptions if "data-dependent size of aten.unique_dim" in a]
         assert f": {pairs} (follows from the routing" in line, line
+
+
+def test_unique_dim_refuses_long_slices_with_a_way_out():
+    from solar.frontend.torch import UnsupportedOperatorError
+
+    with pytest.raises(UnsupportedOperatorError, match="slices of 300 elements.*integer key"):
+        trace_torch(lambda x: torch.unique(x, dim=0), (torch.zeros(2, 300, dtype=torch.int64),))
