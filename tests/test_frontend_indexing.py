@@ -209,8 +209,15 @@ def test_embedding_bag():
         check(m, ids)
     psw = rand(3, 4)
     check(lambda w, i, p: F.embedding_bag(i, w, mode="sum", per_sample_weights=p), W, ids, psw)
-    with pytest.raises(UnsupportedOperatorError, match="data-dependent sizes"):
-        trace_torch(lambda w, i: F.embedding_bag(i, w, torch.tensor([0, 2])), (W, ints(5, hi=10)))
+    # explicit offsets: bags of data-dependent sizes (bags.py), an empty one among them
+    for mode in ("sum", "mean", "max"):
+        f = lambda w, i, o, m=mode: F.embedding_bag(i, w, o, mode=m)  # noqa: E731
+        check(f, W, ints(5, hi=10), torch.tensor([0, 2, 2]))
+    with pytest.raises(UnsupportedOperatorError, match="include_last_offset"):
+        trace_torch(
+            lambda w, i: F.embedding_bag(i, w, torch.tensor([0, 2, 5]), include_last_offset=True),
+            (W, ints(5, hi=10)),
+        )
 
 
 SCANS = [

@@ -3,7 +3,8 @@ lowers, and why each other operator is refused: the one table of refusal reasons
 
 An overload counts as lowered when the registry has a loop-nest definition for it (its own,
 its packet's, or its functional form's) or when its schema makes it a view (an output aliases
-an input), which the frontend lowers without a kernel.
+an input and nothing is written: ``resize_`` and ``out=`` overloads alias what they mutate),
+which the frontend lowers without a kernel.
 """
 
 from __future__ import annotations
@@ -16,8 +17,6 @@ from solar.frontend.torch import ops  # noqa: F401  (registers the lowerings)
 from solar.frontend.torch.lower import is_view
 from solar.frontend.torch.registry import find_lowering
 
-DATA_DEPENDENT = "data-dependent output size (the number of elements depends on tensor values)"
-COMPLEX = "complex dtypes, which the IR does not express yet"
 NO_DEFINITION = "no loop-nest definition yet"
 DECOMPOSED = (
     "decomposed by PyTorch itself before any trace records it (CompositeImplicitAutograd): "
@@ -27,26 +26,13 @@ DECOMPOSED = (
 #: Why an operator (by packet name) is refused, where there is more to say than
 #: :data:`NO_DEFINITION`.
 REASONS: dict[str, str] = {
-    "nonzero": DATA_DEPENDENT,
-    "masked_select": DATA_DEPENDENT,
-    "unique": DATA_DEPENDENT,
-    "_unique2": DATA_DEPENDENT,
-    "unique_dim": DATA_DEPENDENT,
-    "unique_consecutive": DATA_DEPENDENT,
-    "_local_scalar_dense": "returns a Python number read from the device (data-dependent)",
-    "view_as_complex": COMPLEX,
-    "view_as_real": COMPLEX,
-    "polar": COMPLEX,
-    "complex": COMPLEX,
-    "_fft_c2c": COMPLEX,
-    "_fft_r2c": COMPLEX,
-    "_fft_c2r": COMPLEX,
     "resize_": "resizes storage in place (an allocator effect, not a loop nest)",
     "_assert_scalar": "a runtime check of a symbolic size, not a kernel",
     "sym_size": "a symbolic size query, not a kernel",
     "sym_numel": "a symbolic size query, not a kernel",
     "sym_stride": "a symbolic size query, not a kernel",
     "sym_storage_offset": "a symbolic size query, not a kernel",
+    "sym_is_contiguous": "a symbolic layout query, not a kernel",
 }
 
 
@@ -70,23 +56,27 @@ class Coverage:
 
 
 def core_overloads() -> list[torch._ops.OpOverload]:
-    """Every ``torch.ops.aten`` overload tagged ``torch.Tag.core``."""
+    """Every ``torch.ops.aten`` overload tagged ``torch.Tag.core``, from the dispatcher's list
+    of every registered operator (``dir(torch.ops.aten)`` lists only the packets loaded so far,
+    which depends on what ran before)."""
     found = []
-    for name in dir(torch.ops.aten):
-        packet = getattr(torch.ops.aten, name, None)
-        if not isinstance(packet, torch._ops.OpOverloadPacket):
+    for name in sorted(torch._C._dispatch_get_all_op_names()):
+        if not name.startswith("aten::"):
             continue
-        for overload in packet.overloads():
-            op = getattr(packet, overload)
-            if torch.Tag.core in op.tags:
-                found.append(op)
+        packet_name, _, overload = name[len("aten::") :].partition(".")
+        try:
+            op = getattr(getattr(torch.ops.aten, packet_name), overload or "default")
+        except (AttributeError, RuntimeError):
+            continue
+        if torch.Tag.core in op.tags:
+            found.append(op)
     return found
 
 
 def core_coverage() -> Coverage:
     lowered, refused = [], {}
     for op in core_overloads():
-        if find_lowering(op) is not None or is_view(op):
+        if find_lowering(op) is not None or (is_view(op) and not op._schema.is_mutable):
             lowered.append(str(op))
         elif op.overloadpacket.__name__ in REASONS:
             refused[str(op)] = REASONS[op.overloadpacket.__name__]

@@ -36,6 +36,7 @@ SIZED = {
     aten._unique2.default: lambda out, args: [int(out[0].shape[0])],
     aten._unique.default: lambda out, args: [int(out[0].shape[0])],
     aten.unique_consecutive.default: lambda out, args: [int(out[0].shape[0])],
+    aten.unique_dim.default: lambda out, args: [int(out[0].shape[args[1] % max(out[0].dim(), 1)])],
     aten.bincount.default: lambda out, args: [int(out.shape[0])],
     aten.index.Tensor: lambda out, args: [
         int(m.count_nonzero())

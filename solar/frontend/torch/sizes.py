@@ -9,8 +9,8 @@ one chosen value, so every operator after it sees concrete shapes and the whole 
 bounded consistently:
 
 - by default the **smallest value the operator allows** (0 rows of ``nonzero``; at least one
-  distinct value of a non-empty ``unique``; ``max(minlength, 1)`` bins of a non-empty
-  ``bincount``): the bound then holds for every input;
+  distinct value (slice, with ``dim``) of a non-empty ``unique``; ``max(minlength, 1)`` bins
+  of a non-empty ``bincount``): the bound then holds for every input;
 - with ``observe=True`` the sizes of one real run of the program on the given (real) inputs,
   replayed in call order per operator, with the Python scalars it read (``.item()``, a tensor in
   an ``if``): the bound of that input.
@@ -238,6 +238,21 @@ def _unique(policy: SizePolicy, consecutive: bool) -> Callable:
     return impl
 
 
+def _unique_dim(policy: SizePolicy) -> Callable:
+    """``unique(x, dim=d)``: the distinct slices along ``d`` (at least one of a non-empty
+    ``x``); the inverse and counts only when asked for (as CUDA's kernel writes them)."""
+
+    def impl(fake_mode, func, arg, dim, sorted=True, return_inverse=False, return_counts=False):  # noqa: A002
+        d = dim % max(arg.dim(), 1)
+        n = _rows(policy, "aten.unique_dim", arg, at_least_one=True)
+        shape = [*arg.shape[:d], n, *arg.shape[d + 1 :]]
+        inverse = arg.new_empty((arg.shape[d] if return_inverse else 0,), dtype=torch.int64)
+        counts = arg.new_empty((n if return_counts else 0,), dtype=torch.int64)
+        return arg.new_empty(shape), inverse, counts
+
+    return impl
+
+
 def _unique_legacy(policy: SizePolicy) -> Callable:
     def impl(fake_mode, func, arg, sorted=True, return_inverse=False):  # noqa: A002
         n = _rows(policy, "aten._unique", arg, at_least_one=True)
@@ -316,6 +331,7 @@ def sized_fake_ops(policy: SizePolicy) -> Iterator[None]:
         aten._unique2.default: _unique(policy, consecutive=False),
         aten.unique_consecutive.default: _unique(policy, consecutive=True),
         aten._unique.default: _unique_legacy(policy),
+        aten.unique_dim.default: _unique_dim(policy),
         aten.bincount.default: _bincount(policy),
         aten.repeat_interleave.Tensor: _repeat_interleave(
             policy, table.get(aten.repeat_interleave.Tensor)
@@ -361,6 +377,8 @@ def _observed_value(
     if func in (aten._unique2.default, aten.unique_consecutive.default, aten._unique.default):
         name = {aten._unique2.default: "aten._unique2", aten._unique.default: "aten._unique"}
         return name.get(func, "aten.unique_consecutive"), int(out[0].shape[0])
+    if func is aten.unique_dim.default:
+        return "aten.unique_dim", int(out[0].shape[args[1] % max(args[0].dim(), 1)])
     if func is aten.bincount.default:
         return "aten.bincount", int(out.shape[0])
     if func is aten.repeat_interleave.Tensor and kwargs.get("output_size") is None:

@@ -55,6 +55,14 @@ operator's schema arguments, and emits statements with ``ctx.statement``.
 - ``pool_backward``: ``avg_pool{2,3}d_backward``, ``_adaptive_avg_pool{2,3}d_backward`` (the
   forward's windows, each tap adding its share into the input position it read)
 - ``cdist_backward``: ``_cdist_backward`` (every p, ATen's per-term formulas)
+- ``embedding_bag_backward``: ``_embedding_bag_backward`` (sum, mean, max: scatter-adds into
+  zeros) and ``_embedding_bag_per_sample_weights_backward``; ``bags``: embedding bags with
+  explicit offsets (sum, mean), each id's bag recomputed from the offsets
+- ``unique_dim``: ``unique(dim=)`` (stable sorts per slice element, least significant first;
+  a data-dependent count of distinct slices)
+- ``masked``: ``masked_scatter`` and ``masked_scatter_backward`` (the mask's prefix count)
+- ``pdist``: ``_pdist_forward``/``_pdist_backward`` (the pairs ``j > i`` in a guarded nest,
+  packed and unpacked through kernel-locals by index arithmetic)
 - ``pad_backward``: ``reflection_pad{1,2,3}d_backward``, ``replication_pad{1,2,3}d_backward``
   (the forward's boxes, each output gradient added into its source)
 - ``view_backward``: ``diagonal_backward`` (zeros off the diagonal, each element written
@@ -87,6 +95,7 @@ from solar.frontend.torch.ops import (  # noqa: F401  (registration side effects
     detection,
     dynamic,
     elementwise,
+    embedding_bag_backward,
     fused_backward,
     grid_sample,
     grid_sample_backward,
@@ -97,12 +106,14 @@ from solar.frontend.torch.ops import (  # noqa: F401  (registration side effects
     linalg,
     logical_reduction,
     loss,
+    masked,
     matmul,
     nll,
     normalization,
     norms,
     optim,
     pad_backward,
+    pdist,
     pool,
     pool_backward,
     random,
@@ -116,6 +127,7 @@ from solar.frontend.torch.ops import (  # noqa: F401  (registration side effects
     sort,
     spectral,
     transformer,
+    unique_dim,
     upsample,
     view_backward,
     view_copies,

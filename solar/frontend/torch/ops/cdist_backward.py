@@ -27,7 +27,7 @@ aten = torch.ops.aten
 ZERO = Const(0.0)
 
 
-def _term(d: Expr, g: Expr, dist: Expr, p: float) -> Expr:
+def grad_term(d: Expr, g: Expr, dist: Expr, p: float) -> Expr:
     sign = call("sign", d)
     if p == 1:
         return call("mul", sign, g)
@@ -66,7 +66,7 @@ def cdist_backward(ctx: LoweringContext, g: T, x1: T, x2: T, p: float, dist: T) 
         return ctx.load(t, [*lead, *inner], acc)
 
     d = call("sub", load(x1, ["i", "k"]), load(x2, ["j", "k"]))
-    term = _term(d, load(g, ["i", "j"]), load(dist, ["i", "j"]), float(p))
+    term = grad_term(d, load(g, ["i", "j"]), load(dist, ["i", "j"]), float(p))
     dims = [*rows, ("j", x2.shape[-2], True)]
     target = out if acc == out.dtype else ctx.local("acc", out.shape, acc)
     ctx.statement(dims, target, [*b, "i", "k"], term, reduce="sum", dtype=acc)

@@ -185,7 +185,7 @@ ROWS = [
         fn("remainder"),
     ),
     Row([aten.fmod.Tensor, aten.fmod.Scalar], 2, fn("fmod")),
-    Row([aten.atan2.default], 2, fn("atan2")),
+    Row([aten.atan2.default, aten.atan2.out], 2, fn("atan2")),
     Row([aten.maximum.default], 2, fn("maximum")),
     Row([aten.minimum.default], 2, fn("minimum")),
     Row([aten.lerp.Scalar], 2, lerp),

@@ -218,18 +218,22 @@ def index(ctx: LoweringContext, x: T, indices: list) -> None:
 
 
 # ------------------------------------------------------------------------------- embedding bag
-def _regular_bags(ctx: LoweringContext, n: int) -> int:
-    """The bag length ``L`` when the offsets are ``arange(0, n, L)`` (what ``embedding_bag``
-    records for a 2-D input); otherwise the bags have data-dependent sizes."""
-    node = ctx.node.args[2] if len(ctx.node.args) > 2 else None
+LAST_OFFSET = (
+    "with include_last_offset=True is not supported (PyTorch's CPU forward ends the last bag "
+    "at the last offset, its backward at the last id); pass offsets without the end"
+)
+
+
+def regular_bags(ctx: LoweringContext, n: int, at: int = 2) -> int | None:
+    """The bag length ``L`` when the offsets (argument ``at``) are ``arange(0, n, L)`` (what
+    ``embedding_bag`` records for a 2-D input); None when the bags have data-dependent sizes
+    (:mod:`.bags`)."""
+    node = ctx.node.args[at] if len(ctx.node.args) > at else None
     if isinstance(node, fx.Node) and node.target == aten.arange.start_step:
         start, end, step = (list(node.args) + [1])[:3]
         if start == 0 and end == n and isinstance(step, int) and step > 0 and n % step == 0:
             return step
-    ctx.fail(
-        "with explicit offsets has bags of data-dependent sizes; only regular bags (a 2-D "
-        "input of shape (bags, L)) are supported"
-    )
+    return None
 
 
 @lowering(aten._embedding_bag_forward_only.default, aten._embedding_bag.default)
@@ -248,13 +252,19 @@ def embedding_bag(
     """Regular bags of ``L`` ids: ``out[b, d] = ⊕_j weight[{ids[b*L + j]}, d]`` (sum, mean,
     max; ``per_sample_weights`` scale the rows of a sum). Outputs 1-3 (``offset2bag``,
     ``bag_size``, ``max_indices``) are backward bookkeeping: only ``max_indices`` of mode max
-    is computed (the id of the first maximal row per bag and column)."""
+    is computed (the id of the first maximal row per bag and column). Explicit offsets (bags
+    of data-dependent sizes): :func:`.bags.irregular_forward`."""
     if include_last_offset:
-        ctx.fail("with include_last_offset=True is not supported")
+        ctx.fail(LAST_OFFSET)
     if padding_idx is not None and padding_idx >= 0:
         ctx.fail("with padding_idx is not supported")
     n = ids.numel
-    L = _regular_bags(ctx, n)
+    L = regular_bags(ctx, n)
+    if L is None:
+        from solar.frontend.torch.ops.bags import irregular_forward
+
+        irregular_forward(ctx, weight, ids, offsets, int(mode), per_sample_weights)
+        return
     out = ctx.out(0)
     B, D = out.shape
     bag = Affine.of("b") * L + Affine.of("j")

@@ -123,23 +123,33 @@ def cdist(ctx: LoweringContext, x1: T, x2: T, p: float, compute_mode) -> None:
 
     diff = call("abs", call("sub", side(x1, "i"), side(x2, "j")))
     index = [*b, "i", "j"]
-    if p == 0:
-        term, reduce, finish = call("cast", call("ne", diff, Const(0.0)), dtype=acc), "sum", None
-    elif p == math.inf:
-        term, reduce, finish = diff, "max", None
-    elif p == 1:
-        term, reduce, finish = diff, "sum", None
-    elif p == 2:
-        term, reduce, finish = call("square", diff), "sum", "sqrt"
-    else:
-        term, reduce, finish = call("pow", diff, Const(float(p))), "sum", "pow"
+    term, reduce, finish = distance_term(diff, float(p), acc)
     target = out if finish is None and acc == out.dtype else ctx.local("acc", out.shape, acc)
     ctx.statement(dims, target, index, term, reduce=reduce, dtype=acc)
     if target is out:
         return
-    total = ctx.load(target, index)
-    if finish == "sqrt":
-        total = call("sqrt", total)
-    elif finish == "pow":
-        total = call("pow", total, Const(1.0 / float(p)))
+    total = finish_distance(ctx.load(target, index), finish, float(p))
     ctx.statement([*rows, ("j", x2.shape[-2])], out, index, cast(total, acc, out.dtype), dtype=acc)
+
+
+def distance_term(diff: Expr, p: float, acc: str) -> tuple[Expr, str, str | None]:
+    """The per-coordinate term of a p-distance over ``diff = |a − b|``, its reduction and the
+    finishing step (None, ``"sqrt"`` or ``"pow"``): ``torch.cdist`` and ``torch.pdist``."""
+    if p == 0:
+        return call("cast", call("ne", diff, Const(0.0)), dtype=acc), "sum", None
+    if p == math.inf:
+        return diff, "max", None
+    if p == 1:
+        return diff, "sum", None
+    if p == 2:
+        return call("square", diff), "sum", "sqrt"
+    return call("pow", diff, Const(float(p))), "sum", "pow"
+
+
+def finish_distance(total: Expr, finish: str | None, p: float) -> Expr:
+    """The p-th root of a reduced distance term (nothing for p = 0, 1, ∞)."""
+    if finish == "sqrt":
+        return call("sqrt", total)
+    if finish == "pow":
+        return call("pow", total, Const(1.0 / p))
+    return total
