@@ -285,3 +285,20 @@ def test_symbolic_definition_past_its_time_limit_is_one_row_per_workload():
     db = bound_definition(CORPUS / "rmsnorm_h4096.json", sample=3, symbolic=True, timeout=1e-3)
     assert [w.status for w in db.workloads] == ["timeout"] * 3
     assert "time limit" in db.workloads[0].error
+
+
+def test_solar_bound_on_definitions_freezes_the_imports():
+    """``solar bound`` on definitions imports what every trace needs (torch._dynamo, through
+    FakeTensorMode) and freezes those objects, so that no full collection during a workload
+    walks them; the collector of this process is put back after."""
+    import gc
+    import sys
+
+    from solar.definition.commandline import freeze_imports
+
+    try:
+        freeze_imports()
+        assert "torch._dynamo" in sys.modules and "solar.frontend.torch" in sys.modules
+        assert gc.get_freeze_count() > 100_000  # the frameworks' objects
+    finally:
+        gc.unfreeze()
