@@ -81,6 +81,49 @@ def bound_one(path: Path, hws: list[str]) -> list[dict]:
     return rows
 
 
+def stages(path: str, uuid: str, hw: str, repeat: int = 3) -> dict[str, float]:
+    """CPU seconds (best of ``repeat``, caches warm) of one workload's stages through solar
+    (inputs, trace: make_fx + lowering, lift, bounds) and of PyTorch's bare ``make_fx`` of the
+    same reference on the same fake tensors (no solar mode, no lowering): the floor of its
+    trace."""
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from solar.api import bound_graph, lift, trace
+    from solar.definition.bound import charge_gathered_rows, traced_reference
+    from solar.definition.inputs import make_inputs
+
+    defn = load_definition(path)
+    module = reference_module(defn)
+    wl = next(w for w in load_workloads(default_workloads_path(Path(path)), defn) if w.uuid == uuid)
+    spec = load_spec(hw)
+    best: dict[str, float] = {}
+    for _ in range(repeat):
+        clock = [time.process_time()]
+        inputs = make_inputs(defn, wl, module=module)
+        clock.append(time.process_time())
+        fn, tensors = traced_reference(defn, inputs, module)
+        traced = trace(fn, tensors, name=defn.name)
+        clock.append(time.process_time())
+        g = lift(traced.program, verified=True)
+        charge_gathered_rows(g, fn, inputs)
+        clock.append(time.process_time())
+        bound_graph(traced.program, g, spec)
+        clock.append(time.process_time())
+        fn, tensors = traced_reference(defn, inputs, module)
+        with FakeTensorMode(allow_non_fake_inputs=True):
+            fakes = [torch.empty(t.shape, dtype=t.dtype) for t in tensors]
+        with torch.no_grad():
+            gm = make_fx(fn, tracing_mode="fake")(*fakes)
+        clock.append(time.process_time())
+        got = dict(zip(("inputs", "trace", "lift", "bound", "bare_make_fx"),
+                       (b - a for a, b in zip(clock, clock[1:]))))  # fmt: skip
+        got["fx_nodes"] = len(gm.graph.nodes)
+        best = {k: min(v, best.get(k, v)) for k, v in got.items()}
+    return best
+
+
 def _load(avg) -> str:
     return "(" + ", ".join(f"{x:.2f}" for x in avg) + ")"
 
@@ -122,6 +165,13 @@ def markdown(meta: dict, rows: list[dict], hws: list[str]) -> str:
         "operators per sequence (960 fx nodes at batch 32), and PyTorch's make_fx takes about "
         "three quarters of their time.",
         "",
+        f"The slowest workload, {meta['slowest']['definition']} {meta['slowest']['uuid'][:8]} "
+        f"on {meta['slowest']['hw']}, again with every cache warm (CPU s, best of 3): "
+        + ", ".join(f"{k} {v:.3f}" for k, v in meta["slowest_stages"].items() if k != "fx_nodes")
+        + f" ({meta['slowest_stages']['fx_nodes']} fx nodes); bare_make_fx is PyTorch's "
+        "make_fx of the same reference on the same fake tensors without solar (no mode of "
+        "solar's, no lowering): the floor of its trace.",
+        "",
         "| definition | GPU | workloads | bounded | largest kernels | median s | max s | "
         "max CPU s |",
         "|---|---|---|---|---|---|---|---|",
@@ -148,6 +198,11 @@ def main(argv=None) -> int:
         rows += bound_one(path, args.hw)
     total = time.perf_counter() - t0
     every = [w for r in rows for w in r["per_workload"]]
+    r_max, w_max = max(((r, w) for r in rows for w in r["per_workload"]),
+                       key=lambda rw: rw[1]["seconds"])  # fmt: skip
+    slowest = {"definition": r_max["definition"], "hw": r_max["hw"], "uuid": w_max["uuid"]}
+    path = next(p for p in discover_definitions([args.defs]) if p.stem == slowest["definition"])
+    split = stages(str(path), slowest["uuid"], slowest["hw"])
     failures = [(r["definition"], r["hw"], w["uuid"], w["error"])
                 for r in rows for w in r["per_workload"] if w["status"] != "ok"]  # fmt: skip
     meta = {"machine": info, "load_avg_end": os.getloadavg(), "startup_s": startup,
@@ -155,7 +210,7 @@ def main(argv=None) -> int:
             "max_s": max(w["seconds"] for w in every),
             "max_cpu_s": max(w["cpu_seconds"] for w in every),
             "median_s": statistics.median(w["seconds"] for w in every),
-            "failures": failures}  # fmt: skip
+            "failures": failures, "slowest": slowest, "slowest_stages": split}  # fmt: skip
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "definitions_speed.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
