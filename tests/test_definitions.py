@@ -246,3 +246,59 @@ def test_workload_past_its_time_limit_is_a_row():
     )
     assert [w.status for w in db.workloads] == ["timeout", "timeout"]
     assert "time limit" in db.workloads[0].error
+
+
+def test_symbolic_folder_on_worker_processes_equals_this_process(tmp_path):
+    """``symbolic=True`` with ``jobs=2``: one task per definition on a pool of worker
+    processes (its workloads share the formulas); every row (bounds, what binds them, kernels,
+    formula or trace and why) equals the row bounded in this process, and a definition that
+    does not load is one error row."""
+    from solar.definition import bound_definitions
+    from tests.symbolic_equal import fresh_caches
+
+    names = ["rmsnorm_h4096", "gemm_bf16_n4096_k4096"]
+    for n in names:
+        for suffix in (".json", ".workloads.jsonl"):
+            (tmp_path / f"{n}{suffix}").write_text((CORPUS / f"{n}{suffix}").read_text())
+    (tmp_path / "broken.json").write_text("{")
+    fresh_caches()
+    pooled = bound_definitions([tmp_path], "H100", sample=4, jobs=2, symbolic=True)
+    fresh_caches()
+    here = bound_definitions([tmp_path], "H100", sample=4, symbolic=True)
+    assert [r.name for r in pooled] == [r.name for r in here] == ["broken", *sorted(names)]
+    broken = pooled[0].workloads[0]
+    assert broken.status == "error" and "broken.json" in broken.error
+    keys = ("uuid", "status", "unfused", "fused", "cache_aware", "fused_bound_by")
+    keys += ("cache_aware_bound_by", "kernels", "method", "note", "axes")
+    for p, h in zip(pooled[1:], here[1:], strict=True):
+        assert [w.status for w in p.workloads] == ["ok"] * 4
+        assert any(w.method == "formula" for w in p.workloads)  # the formulas, on the workers
+        for a, b in zip(p.workloads, h.workloads, strict=True):
+            assert [getattr(a, k) for k in keys] == [getattr(b, k) for k in keys]
+            assert a.bound is None and b.bound is not None  # a Bound stays in its process
+        assert p.assumptions == h.assumptions
+
+
+def test_symbolic_definition_past_its_time_limit_is_one_row_per_workload():
+    """With ``timeout`` a symbolic definition is one task: past the limit, each of its
+    workloads is a timeout row."""
+    db = bound_definition(CORPUS / "rmsnorm_h4096.json", sample=3, symbolic=True, timeout=1e-3)
+    assert [w.status for w in db.workloads] == ["timeout"] * 3
+    assert "time limit" in db.workloads[0].error
+
+
+def test_solar_bound_on_definitions_freezes_the_imports():
+    """``solar bound`` on definitions imports what every trace needs (torch._dynamo, through
+    FakeTensorMode) and freezes those objects, so that no full collection during a workload
+    walks them; the collector of this process is put back after."""
+    import gc
+    import sys
+
+    from solar.definition.commandline import freeze_imports
+
+    try:
+        freeze_imports()
+        assert "torch._dynamo" in sys.modules and "solar.frontend.torch" in sys.modules
+        assert gc.get_freeze_count() > 100_000  # the frameworks' objects
+    finally:
+        gc.unfreeze()

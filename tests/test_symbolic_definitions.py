@@ -102,11 +102,6 @@ def _workload(defn, wl: dict):
     return w, make_inputs(defn, w, module=reference_module(defn))
 
 
-def test_symbolic_runs_in_this_process():
-    with pytest.raises(ValueError, match="symbolic=True bounds in this process"):
-        bound_definition(CORPUS / "rmsnorm_h4096.json", symbolic=True, jobs=2)
-
-
 def test_json_rows_carry_the_method():
     formula, _ = both(CORPUS / "rmsnorm_h4096.json")
     rows = json.loads(formula.to_json())["workloads"]

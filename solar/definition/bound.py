@@ -290,26 +290,33 @@ def bound_definition(
     ``bound`` (the full :class:`~solar.backend.result.Bound`) is kept only in this process.
     ``symbolic=True``: trace the reference once with the ``var`` axes as symbols and bound
     each workload from that formula where it holds (each row's ``method`` says which;
-    :mod:`solar.definition.symbolic`), in this process."""
+    :mod:`solar.definition.symbolic`); with ``jobs``/``ray``/``timeout`` the definition is one
+    task (its workloads share the formulas; ``timeout`` is the whole definition's limit)."""
     defn = definition if isinstance(definition, Definition) else load_definition(definition)
     wls = _workloads(defn, workloads, sample)
     spec = load_spec(hw)
-    if symbolic:
-        if jobs != 1 or ray is not None or timeout is not None:
-            raise ValueError("symbolic=True bounds in this process: drop jobs=, ray=, timeout=")
+    here = jobs == 1 and ray is None and timeout is None
+    if not here and defn.path is None:
+        raise DefinitionError(f"{defn.where}: a batch of workloads needs a definition file")
+    if symbolic and here:
         from solar.definition.symbolic import bound_with_formulas
 
         rows = bound_with_formulas(defn, wls, spec, reference_module(defn))
         first = next((r.bound for r in rows if r.bound is not None), None)
         assumptions = list(first.assumptions) if first is not None else list(NOTES)
-    elif jobs == 1 and ray is None and timeout is None:
+    elif symbolic:
+        from solar.definition.symbolic import DefinitionTask, definition_task
+
+        task = DefinitionTask(str(defn.path), tuple(wls), hw)
+        [(rows, assumptions)] = map_tasks(
+            definition_task, [(task,)], jobs=jobs, ray=ray, timeout=timeout
+        )
+    elif here:
         module = reference_module(defn)
         rows = [bound_workload(defn, wl, spec, module) for wl in wls]
         first = next((r.bound for r in rows if r.bound is not None), None)
         assumptions = list(first.assumptions) if first is not None else list(NOTES)
     else:
-        if defn.path is None:
-            raise DefinitionError(f"{defn.where}: a batch of workloads needs a definition file")
         tasks = [WorkloadTask(str(defn.path), wl, hw) for wl in wls]
         done = map_tasks(workload_task, [(t,) for t in tasks], jobs=jobs, ray=ray, timeout=timeout)
         rows, assumptions = _rows_and_assumptions(done)
@@ -343,11 +350,10 @@ def bound_definitions(
     """:func:`bound_definition` of every definition under ``paths`` (a bad file: one error
     row). ``jobs``/``ray``/``timeout``: the workloads of all definitions are one batch of
     tasks on worker processes or a Ray cluster (default: one after another here).
-    ``symbolic=True``: each definition's workloads from one formula where it holds (in this
-    process)."""
+    ``symbolic=True``: each definition's workloads from one formula where it holds (with
+    ``jobs``/``ray``/``timeout``: one task per definition, its workloads sharing the
+    formulas)."""
     found = discover_definitions(paths)
-    if symbolic and (jobs != 1 or ray is not None or timeout is not None):
-        raise ValueError("symbolic=True bounds in this process: drop jobs=, ray=, timeout=")
     if jobs == 1 and ray is None and timeout is None:
         return [_definition_or_error(p, hw, sample, symbolic) for p in found]
     spec = load_spec(hw)
@@ -358,6 +364,8 @@ def bound_definitions(
             plans.append((p, defn, _workloads(defn, None, sample), None))
         except DefinitionError as e:
             plans.append((p, None, [], str(e)))
+    if symbolic:
+        return _symbolic_batch(plans, hw, spec.name, jobs, ray, timeout)
     tasks = [(WorkloadTask(str(p), wl, hw),) for p, _, wls, _ in plans for wl in wls]
     done = iter(map_tasks(workload_task, tasks, jobs=jobs, ray=ray, timeout=timeout))
     out = []
@@ -368,6 +376,22 @@ def bound_definitions(
         results = [next(done) for _ in wls]
         rows, assumptions = _rows_and_assumptions(results)
         out.append(DefinitionBound(defn.name, str(p), spec.name, rows, assumptions))
+    return out
+
+
+def _symbolic_batch(plans, hw, gpu: str, jobs, ray, timeout) -> list[DefinitionBound]:
+    """:func:`bound_definitions` with ``symbolic=True`` on workers: one task per definition."""
+    from solar.definition.symbolic import DefinitionTask, definition_task
+
+    tasks = [(DefinitionTask(str(p), tuple(wls), hw),) for p, d, wls, _ in plans if d is not None]
+    done = iter(map_tasks(definition_task, tasks, jobs=jobs, ray=ray, timeout=timeout))
+    out = []
+    for p, defn, _, error in plans:
+        if defn is None:
+            out.append(_error_row(p, gpu, error or ""))
+            continue
+        rows, assumptions = next(done)
+        out.append(DefinitionBound(defn.name, str(p), gpu, rows, assumptions))
     return out
 
 

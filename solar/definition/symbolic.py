@@ -142,6 +142,52 @@ def trace_formula(defn: Definition, cand: Candidate, spec, module) -> SymbolicBo
     return SymbolicBound.of(g, spec, Region.of([symbol(a) for a in var], rec.guards), sizes)
 
 
+@dataclasses.dataclass(frozen=True)
+class DefinitionTask:
+    """One definition of a batch bounded from formulas, as a worker receives it: the
+    definition file, its parsed workloads and the GPU (a name, path or spec). A task is a
+    whole definition, not a workload: its workloads share the formulas of its traces."""
+
+    definition: str
+    workloads: tuple[Workload, ...]
+    hw: object
+
+
+def definition_task(task: DefinitionTask) -> tuple[list, list[str]]:
+    """``(rows, assumptions)`` of one definition's workloads bounded from formulas, in any
+    process (the batch executors' task function): the rows carry no Bound, so that they
+    pickle small. Never raises."""
+    from solar.definition.bound import NOTES
+    from solar.definition.inputs import reference_module
+    from solar.definition.schema import load_definition
+    from solar.hw import load_spec
+
+    try:
+        defn = load_definition(task.definition)
+        spec = load_spec(task.hw)
+        module = reference_module(defn)
+    except Exception as e:  # a definition or GPU that no longer loads: every workload's row
+        return _definition_failed(task, f"{type(e).__name__}: {_first_line(e)}")
+    rows = bound_with_formulas(defn, list(task.workloads), spec, module)
+    first = next((r.bound for r in rows if r.bound is not None), None)
+    assumptions = list(first.assumptions) if first is not None else list(NOTES)
+    for r in rows:
+        r.bound = None
+    return rows, assumptions
+
+
+def _definition_failed(task: DefinitionTask, reason: str, status: str = "error"):
+    """The result of a definition task that failed outside its analysis (its worker died, it
+    passed the time limit): one row per workload."""
+    from solar.definition.bound import NOTES, WorkloadBound
+
+    rows = [WorkloadBound(wl.uuid, {}, status, error=reason) for wl in task.workloads]
+    return rows, list(NOTES)
+
+
+definition_task.crash_result = _definition_failed  # type: ignore[attr-defined]
+
+
 def bound_with_formulas(defn: Definition, wls: Sequence[Workload], spec, module) -> list:
     """One row per workload (see the module docstring); never raises for one workload."""
     from solar.definition.bound import bound_workload, failed_row
