@@ -198,6 +198,22 @@ def test_bidirectional_lstm():
     assert "critical path: 399 dependent steps" in str(b)
 
 
+def test_last_writers_match_a_scan_of_the_kernels():
+    """The producer lookup of the critical path: the last kernel before ``i`` writing a
+    tensor, found by search, equals the running scan it replaces (which kept one dict per
+    kernel: kernels x tensors memory, gigabytes for RWKV or Zamba)."""
+    from solar.backend.latency import _LastWriters
+
+    model = torch.nn.GRU(8, 16, num_layers=2)
+    _, g = solar.trace_and_lift(model, [torch.randn(5, 2, 8)])
+    kernels = graph_info(g).kernels
+    writers, seen = _LastWriters(g), {}
+    tensors = {t for k in kernels for t in k.writes} | {"not_a_tensor"}
+    for i, k in enumerate(kernels):
+        assert {t: writers.before(i, t) for t in tensors} == {t: seen.get(t) for t in tensors}
+        seen.update((t, i) for t in k.writes)
+
+
 def test_jax_scan_recurrence():
     """``h = tanh(h @ W + x @ U + b)`` with ``jax.lax.scan``, 1000 steps, batch 4, hidden 256
     (examples/jax_scan_rnn.py; one looped kernel). Per step and batch row: h @ W is

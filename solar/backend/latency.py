@@ -27,6 +27,7 @@ The bound at every level is ``max(throughput bound, latency bound)``.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -171,22 +172,28 @@ class _Node:
     tail: Tail | None = None  # with a symbolic step count: P, N, M as affine tails
 
 
-def _last_writers(g) -> list[dict[str, int]]:
-    """For each kernel index, the last earlier kernel writing each tensor."""
-    seen: dict[str, int] = {}
-    out = []
-    for i, k in enumerate(graph_info(g).kernels):
-        out.append(dict(seen))
-        for t in k.writes:
-            seen[t] = i
-    return out
+class _LastWriters:
+    """The last kernel before a given one that writes a tensor: each tensor's writers in
+    order, searched (a copy of the writers so far per kernel would take kernels x tensors
+    memory: gigabytes for a recurrent model of 40,000 kernels)."""
+
+    def __init__(self, g) -> None:
+        self.by_tensor: dict[str, list[int]] = {}
+        for i, k in enumerate(graph_info(g).kernels):
+            for t in k.writes:
+                self.by_tensor.setdefault(t, []).append(i)
+
+    def before(self, kernel: int, tensor: str) -> int | None:
+        writers = self.by_tensor.get(tensor, [])
+        j = bisect_left(writers, kernel)
+        return writers[j - 1] if j else None
 
 
-def _producers(node: _Node, nodes: list[_Node], writers: dict[str, int]):
+def _producers(node: _Node, nodes: list[_Node], writers: _LastWriters):
     """(producer node, its output record, the input record) for each input of ``node`` that an
     earlier chain wrote last, with the same lanes."""
     for inp in node.chain.inputs:
-        k = writers.get(inp.tensor)
+        k = writers.before(node.kernel, inp.tensor)
         if k is None:
             continue
         lanes_in = sorted(p for p, _ in inp.lanes)
@@ -226,7 +233,7 @@ def critical_path(g, spec) -> tuple[list[ChainFloor], list[float], tuple[float, 
     floors: list[ChainFloor] = []
     kernels = graph_info(g).kernels
     kernel_cp = [0.0] * len(kernels)
-    writers = _last_writers(g)
+    writers = _LastWriters(g)
     for ki, k in enumerate(kernels):
         for c in k.chains:
             phi, one, spread = step_floor(_per_lane(c.ops, c.lanes), spec)
@@ -235,7 +242,7 @@ def critical_path(g, spec) -> tuple[list[ChainFloor], list[float], tuple[float, 
             kernel_cp[ki] = max(kernel_cp[ki], alone)
             node = _Node(ki, c, phi)
             sources = []
-            for src, out, inp in _producers(node, nodes, writers[ki]):
+            for src, out, inp in _producers(node, nodes, writers):
                 frac = min(1.0, out.elements / max(out.slice_elements, 1))
                 ops = _per_lane(inp.mixing_ops, c.lanes, frac)
                 for cls, v in _per_lane(inp.mixed_ops, c.lanes).items():
