@@ -20,7 +20,7 @@ analysis computed with, and every point is checked against the guards it rests o
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import networkx as nx
@@ -212,10 +212,42 @@ class SymbolicBound(Bound):
             return self.at(**sizes)
         return self.numeric_at(**sizes)
 
+    def cover(
+        self, size: str, xs: np.ndarray, todo: np.ndarray, **fixed: int
+    ) -> Iterator[tuple[Piece, np.ndarray]]:
+        """The pieces holding the points ``xs`` of ``size`` marked in ``todo`` (the other sizes
+        at ``fixed`` or their traced values; every marked point inside the count region),
+        each yielded once with the mask of the marked points it takes: the pieces met so far
+        first, each checked at all the points at once, then, while a point is left, a new
+        piece analysed at the first one (its mask holds that point). ``todo`` is updated in
+        place when the caller asks for the next piece: a caller that stops early leaves the
+        last piece's points marked."""
+        base = self._point(fixed)
+        s = symbol(size)
+        if s not in base:
+            raise ValueError(
+                f"unknown size {size!r}; this bound's sizes are {', '.join(self.sizes)}"
+            )
+        pts = {k: (xs if k == s else np.full(xs.shape, v)) for k, v in base.items()}
+        for piece in self.pieces:  # the pieces met so far, each checked once
+            if not todo.any():
+                return
+            mine = todo & piece.region.holds_many(pts)
+            if mine.any():
+                yield piece, mine
+                todo &= ~mine
+        while todo.any():  # the first point left lies in no piece met so far: a new one
+            first = int(np.flatnonzero(todo)[0])
+            piece = self.new_piece(**{**fixed, size: int(xs[first])})
+            mine = todo & piece.region.holds_many(pts)
+            mine[first] = True
+            yield piece, mine
+            todo &= ~mine
+
     def values(self, quantity: str, size: str, values: Sequence[int], **fixed: int) -> np.ndarray:
         """``quantity`` at each value of ``size`` (the other sizes at ``fixed`` or their traced
-        values): pieces are found once each, then their formulas are evaluated at all the
-        points they hold at once."""
+        values): pieces are found once each (:meth:`cover`), then their formulas are
+        evaluated at all the points they hold at once."""
         xs = np.asarray(values, dtype=np.int64)
         out = np.full(xs.shape, np.nan)
         todo = np.ones(xs.shape, dtype=bool)
@@ -225,34 +257,19 @@ class SymbolicBound(Bound):
             raise ValueError(
                 f"unknown size {size!r}; this bound's sizes are {', '.join(self.sizes)}"
             )
-        pts = {k: (xs if k == s else np.full(xs.shape, v)) for k, v in base.items()}
         if self.counts_region is not None:
+            pts = {k: (xs if k == s else np.full(xs.shape, v)) for k, v in base.items()}
             for i in np.flatnonzero(~self.counts_region.holds_many(pts)):
                 numeric = self.at(**{**fixed, size: int(xs[i])})  # a new trace, or raises
                 out[i] = float(QUANTITIES[quantity](numeric))
                 todo[i] = False
-
-        def fill(piece: Piece, mine: np.ndarray) -> None:
-            if not mine.any():
-                return
-            expr = _expr(QUANTITIES[quantity](piece.bound)).xreplace(
-                {k: sympy.Integer(v) for k, v in base.items() if k != s}
-            )
+        rest = {k: sympy.Integer(v) for k, v in base.items() if k != s}
+        for piece, mine in self.cover(size, xs, todo, **fixed):
+            expr = _expr(QUANTITIES[quantity](piece.bound)).xreplace(rest)
             f = sympy.lambdify([s], expr, modules=[{"floor": np.floor, "Mod": np.mod}, "numpy"])
             out[mine] = np.broadcast_to(
                 np.asarray(f(xs[mine].astype(float)), dtype=float), (int(mine.sum()),)
             )
-            todo[mine] = False
-
-        for piece in self.pieces:  # the pieces met so far, each checked once
-            if todo.any():
-                fill(piece, todo & piece.region.holds_many(pts))
-        while todo.any():  # the first point left lies in no piece met so far: a new one
-            first = int(np.flatnonzero(todo)[0])
-            piece = self.new_piece(**{**fixed, size: int(xs[first])})
-            mine = todo & piece.region.holds_many(pts)
-            mine[first] = True
-            fill(piece, mine)
         return out
 
     def terms(self, level: str = "fused") -> dict[str, sympy.Expr]:
