@@ -17,12 +17,15 @@ import sympy
 from solar.symbolic.size import Real, Size, make, real
 
 Point = Mapping[sympy.Symbol, int]
+_LEAVES = frozenset({str, int, float, bool, bytes, type(None)})  # exact types: not Size, Real
 
 
 def map_values(obj: object, fn: Callable[[object], object], memo: dict | None = None) -> object:
     """``obj`` with every Size and Real ``v`` replaced by ``fn(v)``: through dataclasses,
     tuples, lists, dicts, sets and networkx graphs (new objects; ``obj`` is left as it is).
     Objects without a size inside are returned as they are (shared, not copied)."""
+    if type(obj) in _LEAVES:  # the most common objects: nothing inside, nothing to remember
+        return obj
     memo = {} if memo is None else memo
     key = id(obj)
     if key in memo:
@@ -91,11 +94,26 @@ def _number(e: sympy.Expr, point: Point) -> sympy.Expr:
     return v
 
 
+def _numbers(point: Point) -> Callable[[sympy.Expr], sympy.Expr]:
+    """:func:`_number` at ``point``, each expression evaluated once (a graph holds many
+    sizes of few distinct expressions)."""
+    done: dict[sympy.Expr, sympy.Expr] = {}
+
+    def number(e: sympy.Expr) -> sympy.Expr:
+        x = done.get(e)
+        if x is None:
+            x = done[e] = _number(e, point)
+        return x
+
+    return number
+
+
 def evaluate(obj: object, point: Point) -> object:
     """``obj`` with every size and time evaluated at ``point`` (plain ints and floats)."""
+    number = _numbers(point)
 
     def fn(v: object) -> object:
-        x = _number(v.expr, point)  # type: ignore[attr-defined]
+        x = number(v.expr)  # type: ignore[attr-defined]
         return int(x) if isinstance(v, Size) else float(x)
 
     return map_values(obj, fn)
@@ -103,10 +121,11 @@ def evaluate(obj: object, point: Point) -> object:
 
 def rehint(obj: object, point: Point) -> object:
     """``obj`` with every size and time taking its value at ``point`` (expressions kept)."""
+    number = _numbers(point)
 
     def fn(v: object) -> object:
         e = v.expr  # type: ignore[attr-defined]
-        x = _number(e, point)
+        x = number(e)
         return make(int(x), e) if isinstance(v, Size) else real(float(x), e)
 
     return map_values(obj, fn)
