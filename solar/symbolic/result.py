@@ -30,6 +30,7 @@ import sympy
 from solar.backend.result import Bound
 from solar.symbolic.region import Region
 from solar.symbolic.size import Real, Size, expr_of, recording, symbol
+from solar.symbolic.template import Template
 from solar.symbolic.walk import evaluate, rehint
 
 #: the quantities :meth:`SymbolicBound.formula` names, and how each is read off a Bound
@@ -82,6 +83,7 @@ class SymbolicBound(Bound):
     _graph: nx.MultiDiGraph | None = field(default=None, repr=False, compare=False)
     _spec: object = field(default=None, repr=False, compare=False)
     _pieces: list[Piece] = field(default_factory=list, repr=False, compare=False)
+    _template: Template | None = field(default=None, repr=False, compare=False)
 
     @staticmethod
     def of(
@@ -169,10 +171,17 @@ class SymbolicBound(Bound):
         """The analysis at these sizes, recorded as a new piece, without looking for a piece
         met so far that holds there (sweeps check those at all their points at once)."""
         point = self._point(sizes)
-        graph = rehint(self._graph, point)
+        graph = rehint(self._graph, point, self._graph_template())
         piece = _analyse(graph, self._spec, self.counts_region.symbols, None)
         self._pieces.append(piece)
         return piece
+
+    def _graph_template(self) -> Template:
+        """The graph's :class:`Template`, made at the first rebuild (after the traced
+        point's analysis, the last to change the graph itself)."""
+        if self._template is None:
+            self._template = Template(self._graph)
+        return self._template
 
     def inside(self, **sizes: int) -> bool:
         """Whether the traced program's counts hold at these sizes (the count region)."""
@@ -200,7 +209,7 @@ class SymbolicBound(Bound):
 
         point = self._point(sizes)
         self._inside(point)
-        g = evaluate(self._graph, point)
+        g = evaluate(self._graph, point, self._graph_template())
         return analyze(g, self._spec, notes=list(graph_info(g).trace_notes) or None)
 
     def quick_at(self, **sizes: int) -> Bound:
