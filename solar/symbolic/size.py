@@ -274,6 +274,13 @@ def _size_relation(rel, a: sympy.Expr, b: sympy.Expr, value: bool) -> sympy.Basi
     return relation if value else sympy.Not(relation)
 
 
+@functools.lru_cache(maxsize=_CACHE)
+def _truth_relation(e: sympy.Expr, value: bool) -> sympy.Basic:
+    """``e != 0`` where ``e`` is true (``value``), else ``e == 0`` (cached as
+    :func:`_combined`)."""
+    return sympy.Ne(e, 0) if value else sympy.Eq(e, 0)
+
+
 def _decision(op: str, rel):
     def method(self: _Decisions, other: object) -> Any:
         return self._decide(other, op, rel)
@@ -327,7 +334,8 @@ class _Decisions:
 
     def __bool__(self) -> bool:
         value = self._plain.__bool__(self)
-        _record(sympy.Ne(self.expr, 0) if value else sympy.Eq(self.expr, 0))
+        if _RECORDING.get() is not None:
+            _record(_truth_relation(self.expr, value))
         return value
 
     def _specialize(self) -> Any:
