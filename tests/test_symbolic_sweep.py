@@ -206,3 +206,41 @@ def test_a_walk_memo_never_answers_for_a_freed_object():
     n = symbol("n")
     out = [map_values({"i": i, "s": Size(i + 1, n)}, lambda v: 10, memo) for i in range(20)]
     assert [o["i"] for o in out] == list(range(20))
+
+
+def test_cover_gives_each_point_one_piece_that_holds_it_and_values_and_along_share_it():
+    """SymbolicBound.cover, the one loop of ``values`` and ``along``: the pieces met so far
+    first, then a new piece at the first point left; masks disjoint, covering every point,
+    each piece holding at each of its points; a second pass analyses nothing new; a caller
+    that stops early leaves that piece's points marked."""
+    from solar.questions.along import along
+
+    b = bound_symbolic(*problem_at(ATTENTION, "S", 300), "H100", {"S": QKV})
+    xs = np.arange(2, 1001)  # S=1 is outside the count region (S > 1)
+    todo = np.ones(xs.shape, dtype=bool)
+    got = list(b.cover("S", xs, todo))
+    assert got[0][0] is b.pieces[0]  # the traced piece, met first
+    assert len(got) == len(b.pieces) >= 3  # latency, dram, tensor bind along S
+    masks = np.array([m for _, m in got])
+    assert (masks.sum(axis=0) == 1).all() and not todo.any()
+    for piece, mask in got:
+        for x in xs[mask][:: max(1, int(mask.sum()) // 7)]:
+            assert piece.region.holds({symbol("S"): int(x)})
+    again = np.ones(xs.shape, dtype=bool)
+    assert [p for p, _ in b.cover("S", xs, again)] == [p for p, _ in got]  # nothing new
+    rows = along(b, "S", xs)
+    assert rows.pieces == len(got)
+    assert b.values("fused", "S", xs) == pytest.approx(rows.columns["fused"], rel=1e-12)
+    assert [rows.bound_by["fused"][i] for i in (23, 24, 636, 637)] == [
+        "latency",  # S=25
+        "dram",  # S=26
+        "dram",  # S=638
+        "tensor",  # S=639
+    ]
+    fresh = bound_symbolic(*problem_at(ATTENTION, "S", 300), "H100", {"S": QKV})
+    left = np.ones(xs.shape, dtype=bool)
+    for piece, mask in fresh.cover("S", xs, left):
+        if piece is not fresh.pieces[0]:  # stop at the first new piece: its points stay
+            assert left[mask].all()
+            break
+    assert len(fresh.pieces) == 2 and left.any()

@@ -17,6 +17,7 @@ from solar.backend.units import compute_time
 from solar.graph.types import graph_info, op_nodes
 from solar.ir.dtypes import is_complex
 from solar.ir.extern import routine_assumptions
+from solar.symbolic.total import sum_times
 
 
 def _level(compute, nbytes: float, spec) -> tuple[float, str]:
@@ -39,11 +40,12 @@ def analyze(g: nx.MultiDiGraph, spec, *, notes: list[str] | None = None) -> Boun
     model = CacheAwareModel(g)
     ca = model.at(spec.on_chip_capacity)
     cache_aware, cache_by = _level(compute, ca.bytes, spec)
-    unfused = sum(k.time_s for k in kernels)
+    unfused = sum_times(k.time_s for k in kernels)
     unfused_bytes = sum(k.bytes_read + k.bytes_written for k in kernels)
-    by_level = {}
+    per_unit: dict[str, list[float]] = {}  # per unit: 0.0, then its kernels' times, in order
     for k in kernels:
-        by_level[k.bound_by] = by_level.get(k.bound_by, 0.0) + k.time_s
+        per_unit.setdefault(k.bound_by, [0.0]).append(k.time_s)
+    by_level = {by: sum_times(ts, in_order=True) for by, ts in per_unit.items()}
     unfused_by = max(by_level, key=by_level.__getitem__) if by_level else "none"
     throughput = {"unfused": unfused, "fused": fused, "cache_aware": cache_aware}
     lat = latency_bound(g, spec, kernels, throughput)

@@ -38,6 +38,7 @@ from solar.fmt import fmt_time
 from solar.graph.types import graph_info
 from solar.ir.recurrence import Chain
 from solar.symbolic.size import Size, integer, to_real
+from solar.symbolic.total import sum_times
 
 LEVELS = ("unfused", "fused", "cache_aware")
 
@@ -286,7 +287,7 @@ def latency_bound(g, spec, kernels, throughput: dict[str, float]) -> Latency:
         "fused": max(one, cp),
         "cache_aware": max(one, cp),
     }
-    unfused = max(sum(max(k.time_s, s) for k, s in zip(kernels, kernel_s, strict=True)), cp)
+    unfused = max(sum_times(max(k.time_s, s) for k, s in zip(kernels, kernel_s, strict=True)), cp)
     final = {
         "unfused": max(unfused, throughput["unfused"]),
         "fused": max(throughput["fused"], bounds["fused"]),
@@ -310,12 +311,13 @@ def latency_bound(g, spec, kernels, throughput: dict[str, float]) -> Latency:
 
 def unfused_bound_by(kernels, kernel_s: list[float], cp: float) -> str:
     """What binds the unfused sum: the unit (or ``dram``/``latency``) holding most of it."""
-    total: dict[str, float] = {}
+    terms: dict[str, list[float]] = {}  # per label: 0.0, then its kernels' terms, in order
     for k, s in zip(kernels, kernel_s, strict=True):
         by = "latency" if s > k.time_s else k.bound_by
-        total[by] = total.get(by, 0.0) + max(k.time_s, s)
-    if not total:
+        terms.setdefault(by, [0.0]).append(max(k.time_s, s))
+    if not terms:
         return "latency" if cp > 0 else "none"
-    if cp > sum(total.values()):
+    sums = {by: sum_times(ts, in_order=True) for by, ts in terms.items()}
+    if cp > sum_times(sums.values()):
         return "latency"
-    return max(total, key=total.__getitem__)
+    return max(sums, key=sums.__getitem__)

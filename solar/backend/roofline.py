@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from functools import cached_property
 
 import networkx as nx
 
@@ -30,11 +31,12 @@ class KernelTime:
     memory_s: float
     exact: bool
 
-    @property
+    # decided once per kernel (a symbolic analysis records the same guard at every reading)
+    @cached_property
     def time_s(self) -> float:
         return max(self.compute.seconds, self.memory_s)
 
-    @property
+    @cached_property
     def bound_by(self) -> str:
         return "dram" if self.memory_s >= self.compute.seconds else self.compute.bound_by
 

@@ -82,17 +82,10 @@ def along(b: SymbolicBound, size: str, values: Sequence[int], **fixed: int) -> A
     bound_by = {lv: np.full(xs.shape, None, dtype=object) for lv in LEVELS}
     todo = inside.copy()
     numeric = np.zeros(xs.shape, dtype=bool)
-    specialized = ""
     seen: set[int] = set()
 
-    def take(piece, first: int | None = None) -> None:
-        """The points left that ``piece`` holds (and ``first``, where it was analysed)."""
-        nonlocal todo
-        mine = todo & piece.region.holds_many(arrays)
-        if first is not None:
-            mine[first] = True
-        if not mine.any():
-            return
+    def take(piece, mine: np.ndarray) -> None:
+        """The points of ``mine`` from ``piece``'s formulas."""
         seen.add(id(piece))
         args = [arrays[k][mine] for k in symbols]
         times = compile_exprs(symbols, [_expr(QUANTITIES[q](piece.bound)) for q in TIMES])
@@ -104,29 +97,20 @@ def along(b: SymbolicBound, size: str, values: Sequence[int], **fixed: int) -> A
             columns[q][mine] = np.broadcast_to(np.asarray(v, dtype=object), (n,))
         for lv in LEVELS:
             bound_by[lv][mine] = getattr(piece.bound, f"{lv}_bound_by")
-        todo &= ~mine
-
-    def numeric_rest() -> None:
-        """Each point left analysed as numbers (the analysis specializes ``size``)."""
-        nonlocal todo, numeric
-        for i in np.flatnonzero(todo):
-            _put(columns, bound_by, i, b.numeric_at(**{**fixed, size: int(xs[i])}))
-        numeric, todo = todo.copy(), np.zeros(xs.shape, dtype=bool)
 
     pieces = b.pieces
     specialized = next((w for p in pieces if (w := p.region.specializations.get(size))), "")
-    for piece in () if specialized else pieces:  # the pieces met so far, checked at once
-        if todo.any():
-            take(piece)
-    while todo.any() and not specialized:  # the first point left lies in no piece met so far
-        first = int(np.flatnonzero(todo)[0])
-        piece = b.new_piece(**{**fixed, size: int(xs[first])})
-        specialized = piece.region.specializations.get(size, "")
-        if not specialized:
-            take(piece, first)
-    if specialized:  # a piece per point: analyse each point as numbers instead
+    if not specialized:  # the pieces met so far at all the points at once, then new ones
+        for piece, mine in b.cover(size, xs, todo, **fixed):
+            specialized = piece.region.specializations.get(size, "")
+            if specialized:  # a piece per point: analyse each point as numbers instead
+                break
+            take(piece, mine)
+    if specialized:
         seen.update(id(p) for p in pieces[:1])
-        numeric_rest()
+        for i in np.flatnonzero(todo):
+            _put(columns, bound_by, i, b.numeric_at(**{**fixed, size: int(xs[i])}))
+        numeric, todo = todo.copy(), np.zeros(xs.shape, dtype=bool)
     return Along(size, xs, inside, columns, bound_by, len(seen), numeric, specialized)
 
 

@@ -20,7 +20,7 @@ analysis computed with, and every point is checked against the guards it rests o
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import networkx as nx
@@ -30,6 +30,7 @@ import sympy
 from solar.backend.result import Bound
 from solar.symbolic.region import Region
 from solar.symbolic.size import Real, Size, expr_of, recording, symbol
+from solar.symbolic.template import Template
 from solar.symbolic.walk import evaluate, rehint
 
 #: the quantities :meth:`SymbolicBound.formula` names, and how each is read off a Bound
@@ -82,6 +83,7 @@ class SymbolicBound(Bound):
     _graph: nx.MultiDiGraph | None = field(default=None, repr=False, compare=False)
     _spec: object = field(default=None, repr=False, compare=False)
     _pieces: list[Piece] = field(default_factory=list, repr=False, compare=False)
+    _template: Template | None = field(default=None, repr=False, compare=False)
 
     @staticmethod
     def of(
@@ -169,10 +171,17 @@ class SymbolicBound(Bound):
         """The analysis at these sizes, recorded as a new piece, without looking for a piece
         met so far that holds there (sweeps check those at all their points at once)."""
         point = self._point(sizes)
-        graph = rehint(self._graph, point)
+        graph = rehint(self._graph, point, self._graph_template())
         piece = _analyse(graph, self._spec, self.counts_region.symbols, None)
         self._pieces.append(piece)
         return piece
+
+    def _graph_template(self) -> Template:
+        """The graph's :class:`Template`, made at the first rebuild (after the traced
+        point's analysis, the last to change the graph itself)."""
+        if self._template is None:
+            self._template = Template(self._graph)
+        return self._template
 
     def inside(self, **sizes: int) -> bool:
         """Whether the traced program's counts hold at these sizes (the count region)."""
@@ -200,7 +209,7 @@ class SymbolicBound(Bound):
 
         point = self._point(sizes)
         self._inside(point)
-        g = evaluate(self._graph, point)
+        g = evaluate(self._graph, point, self._graph_template())
         return analyze(g, self._spec, notes=list(graph_info(g).trace_notes) or None)
 
     def quick_at(self, **sizes: int) -> Bound:
@@ -212,10 +221,42 @@ class SymbolicBound(Bound):
             return self.at(**sizes)
         return self.numeric_at(**sizes)
 
+    def cover(
+        self, size: str, xs: np.ndarray, todo: np.ndarray, **fixed: int
+    ) -> Iterator[tuple[Piece, np.ndarray]]:
+        """The pieces holding the points ``xs`` of ``size`` marked in ``todo`` (the other sizes
+        at ``fixed`` or their traced values; every marked point inside the count region),
+        each yielded once with the mask of the marked points it takes: the pieces met so far
+        first, each checked at all the points at once, then, while a point is left, a new
+        piece analysed at the first one (its mask holds that point). ``todo`` is updated in
+        place when the caller asks for the next piece: a caller that stops early leaves the
+        last piece's points marked."""
+        base = self._point(fixed)
+        s = symbol(size)
+        if s not in base:
+            raise ValueError(
+                f"unknown size {size!r}; this bound's sizes are {', '.join(self.sizes)}"
+            )
+        pts = {k: (xs if k == s else np.full(xs.shape, v)) for k, v in base.items()}
+        for piece in self.pieces:  # the pieces met so far, each checked once
+            if not todo.any():
+                return
+            mine = todo & piece.region.holds_many(pts)
+            if mine.any():
+                yield piece, mine
+                todo &= ~mine
+        while todo.any():  # the first point left lies in no piece met so far: a new one
+            first = int(np.flatnonzero(todo)[0])
+            piece = self.new_piece(**{**fixed, size: int(xs[first])})
+            mine = todo & piece.region.holds_many(pts)
+            mine[first] = True
+            yield piece, mine
+            todo &= ~mine
+
     def values(self, quantity: str, size: str, values: Sequence[int], **fixed: int) -> np.ndarray:
         """``quantity`` at each value of ``size`` (the other sizes at ``fixed`` or their traced
-        values): pieces are found once each, then their formulas are evaluated at all the
-        points they hold at once."""
+        values): pieces are found once each (:meth:`cover`), then their formulas are
+        evaluated at all the points they hold at once."""
         xs = np.asarray(values, dtype=np.int64)
         out = np.full(xs.shape, np.nan)
         todo = np.ones(xs.shape, dtype=bool)
@@ -225,34 +266,19 @@ class SymbolicBound(Bound):
             raise ValueError(
                 f"unknown size {size!r}; this bound's sizes are {', '.join(self.sizes)}"
             )
-        pts = {k: (xs if k == s else np.full(xs.shape, v)) for k, v in base.items()}
         if self.counts_region is not None:
+            pts = {k: (xs if k == s else np.full(xs.shape, v)) for k, v in base.items()}
             for i in np.flatnonzero(~self.counts_region.holds_many(pts)):
                 numeric = self.at(**{**fixed, size: int(xs[i])})  # a new trace, or raises
                 out[i] = float(QUANTITIES[quantity](numeric))
                 todo[i] = False
-
-        def fill(piece: Piece, mine: np.ndarray) -> None:
-            if not mine.any():
-                return
-            expr = _expr(QUANTITIES[quantity](piece.bound)).xreplace(
-                {k: sympy.Integer(v) for k, v in base.items() if k != s}
-            )
+        rest = {k: sympy.Integer(v) for k, v in base.items() if k != s}
+        for piece, mine in self.cover(size, xs, todo, **fixed):
+            expr = _expr(QUANTITIES[quantity](piece.bound)).xreplace(rest)
             f = sympy.lambdify([s], expr, modules=[{"floor": np.floor, "Mod": np.mod}, "numpy"])
             out[mine] = np.broadcast_to(
                 np.asarray(f(xs[mine].astype(float)), dtype=float), (int(mine.sum()),)
             )
-            todo[mine] = False
-
-        for piece in self.pieces:  # the pieces met so far, each checked once
-            if todo.any():
-                fill(piece, todo & piece.region.holds_many(pts))
-        while todo.any():  # the first point left lies in no piece met so far: a new one
-            first = int(np.flatnonzero(todo)[0])
-            piece = self.new_piece(**{**fixed, size: int(xs[first])})
-            mine = todo & piece.region.holds_many(pts)
-            mine[first] = True
-            fill(piece, mine)
         return out
 
     def terms(self, level: str = "fused") -> dict[str, sympy.Expr]:

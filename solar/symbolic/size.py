@@ -172,6 +172,23 @@ def _foreign(x: object) -> object | None:
     return None
 
 
+#: expressions built per operation, shared by every analysis of one graph: the pieces of a
+#: symbolic bound repeat the same arithmetic on the same expressions (only the hints differ),
+#: and sympy's own cache (1,000 entries) is too small to keep one analysis' worth
+_CACHE = 1 << 16
+
+
+@functools.lru_cache(maxsize=_CACHE)
+def _combined(fn: Callable[[sympy.Expr, sympy.Expr], sympy.Expr], a: sympy.Expr, b: sympy.Expr):
+    """``fn(a, b)``, cached (a pure function of two expressions)."""
+    return fn(a, b)
+
+
+@functools.lru_cache(maxsize=_CACHE)
+def _float_expr(x: float) -> sympy.Expr:
+    return sympy.Float(x)
+
+
 def _int_operand(x: object) -> tuple[object, sympy.Expr | None]:
     """``(value for int's own method, expression)`` of an operand of a :class:`Size`; the
     expression is ``None`` where the operand is no integer (int's method decides then)."""
@@ -196,7 +213,7 @@ def _real_operand(x: object) -> tuple[object, sympy.Expr | None]:
     if isinstance(x, int):
         return x, sympy.Integer(x)
     if isinstance(x, float):
-        return x, sympy.Float(x)
+        return x, _float_expr(x)
     y = _foreign(x)
     if y is not None:
         return _real_operand(y)
@@ -211,7 +228,7 @@ def _binary(op: str, fn):
         value = getattr(int, op)(self, plain)
         if o is None or value is NotImplemented or not isinstance(value, int):
             return value
-        return make(value, fn(self.expr, o))
+        return make(value, _combined(fn, self.expr, o))
 
     method.__name__ = op
     return method
@@ -223,7 +240,7 @@ def _real_binary(op: str, fn):
         value = getattr(float, op)(self, plain)
         if o is None or value is NotImplemented:
             return value
-        return real(value, fn(self.expr, o))
+        return real(value, _combined(fn, self.expr, o))
 
     method.__name__ = op
     return method
@@ -238,6 +255,30 @@ _NEGATED = {
     sympy.Eq: sympy.Ne,
     sympy.Ne: sympy.Eq,
 }
+
+
+@functools.lru_cache(maxsize=_CACHE)
+def _time_relation(rel, a: sympy.Expr, b: sympy.Expr) -> sympy.Basic | None:
+    """``rel(a, b)`` unevaluated, or None where ``a - b`` is a number (cached as
+    :func:`_combined`)."""
+    if (a - b).is_number:
+        return None
+    return rel(a, b, evaluate=False)
+
+
+@functools.lru_cache(maxsize=_CACHE)
+def _size_relation(rel, a: sympy.Expr, b: sympy.Expr, value: bool) -> sympy.Basic:
+    """``rel(a, b)`` where it holds (``value``), else its negation (cached as
+    :func:`_combined`)."""
+    relation = rel(a, b)
+    return relation if value else sympy.Not(relation)
+
+
+@functools.lru_cache(maxsize=_CACHE)
+def _truth_relation(e: sympy.Expr, value: bool) -> sympy.Basic:
+    """``e != 0`` where ``e`` is true (``value``), else ``e == 0`` (cached as
+    :func:`_combined`)."""
+    return sympy.Ne(e, 0) if value else sympy.Eq(e, 0)
 
 
 def _decision(op: str, rel):
@@ -271,13 +312,14 @@ class _Decisions:
         value = getattr(self._plain, op)(self, plain)
         if o is None or value is NotImplemented:
             return value
-        if self._plain is float:  # times: sympy's own evaluation of the relation is slow
-            if (self.expr - o).is_number:
-                return value  # decided at every size; the hints differ by rounding alone
-            _record((rel if value else _NEGATED[rel])(self.expr, o, evaluate=False))
+        if _RECORDING.get() is None:  # a numeric analysis: nothing to record
             return value
-        relation = rel(self.expr, o)
-        _record(relation if value else sympy.Not(relation))
+        if self._plain is float:  # times: sympy's own evaluation of the relation is slow
+            relation = _time_relation(rel if value else _NEGATED[rel], self.expr, o)
+            if relation is not None:  # None: decided at every size (hints differ by rounding)
+                _record(relation)
+            return value
+        _record(_size_relation(rel, self.expr, o, bool(value)))
         return value
 
     __lt__ = _decision("__lt__", sympy.Lt)
@@ -292,7 +334,8 @@ class _Decisions:
 
     def __bool__(self) -> bool:
         value = self._plain.__bool__(self)
-        _record(sympy.Ne(self.expr, 0) if value else sympy.Eq(self.expr, 0))
+        if _RECORDING.get() is not None:
+            _record(_truth_relation(self.expr, value))
         return value
 
     def _specialize(self) -> Any:

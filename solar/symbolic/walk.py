@@ -8,21 +8,28 @@ value at another point, so the analysis can run there and record that point's pi
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import functools
 from collections.abc import Callable, Mapping
 
 import networkx as nx
 import sympy
 
+from solar.symbolic.numeric import compile_exprs
 from solar.symbolic.size import Real, Size, make, real
+from solar.symbolic.template import Template
 
 Point = Mapping[sympy.Symbol, int]
+_LEAVES = frozenset({str, int, float, bool, bytes, type(None)})  # exact types: not Size, Real
 
 
 def map_values(obj: object, fn: Callable[[object], object], memo: dict | None = None) -> object:
     """``obj`` with every Size and Real ``v`` replaced by ``fn(v)``: through dataclasses,
     tuples, lists, dicts, sets and networkx graphs (new objects; ``obj`` is left as it is).
     Objects without a size inside are returned as they are (shared, not copied)."""
+    if type(obj) in _LEAVES:  # the most common objects: nothing inside, nothing to remember
+        return obj
     memo = {} if memo is None else memo
     key = id(obj)
     if key in memo:
@@ -91,22 +98,50 @@ def _number(e: sympy.Expr, point: Point) -> sympy.Expr:
     return v
 
 
-def evaluate(obj: object, point: Point) -> object:
-    """``obj`` with every size and time evaluated at ``point`` (plain ints and floats)."""
-
-    def fn(v: object) -> object:
-        x = _number(v.expr, point)  # type: ignore[attr-defined]
-        return int(x) if isinstance(v, Size) else float(x)
-
-    return map_values(obj, fn)
+@functools.lru_cache(maxsize=1 << 14)
+def _compiled(symbols: tuple[sympy.Symbol, ...], e: sympy.Expr) -> Callable[..., list]:
+    return compile_exprs(symbols, [e], exact=True)
 
 
-def rehint(obj: object, point: Point) -> object:
-    """``obj`` with every size and time taking its value at ``point`` (expressions kept)."""
+def _int_at(e: sympy.Expr, point: Point) -> int:
+    """A size's value at ``point``: its expression compiled once and evaluated in exact
+    integers (sympy's own substitution where that gives no int: :func:`_number`)."""
+    with contextlib.suppress(Exception):
+        (x,) = _compiled(tuple(point), e)(*(int(v) for v in point.values()))
+        if type(x) is int:
+            return x
+    return int(_number(e, point))
+
+
+def _values(point: Point) -> Callable[[object], object]:
+    """The value at ``point`` of a Size (an int) or a Real (a float), each distinct
+    expression evaluated once (a graph holds many sizes of few distinct expressions)."""
+    done: dict[tuple[sympy.Expr, bool], object] = {}
+
+    def value(v: object) -> object:
+        key = (v.expr, isinstance(v, Size))  # type: ignore[attr-defined]
+        x = done.get(key, done)
+        if x is done:
+            x = done[key] = _int_at(key[0], point) if key[1] else float(_number(key[0], point))
+        return x
+
+    return value
+
+
+def evaluate(obj: object, point: Point, template: Template | None = None) -> object:
+    """``obj`` with every size and time evaluated at ``point`` (plain ints and floats);
+    ``template``: ``obj``'s :class:`Template`, to rebuild it without walking it."""
+    fn = _values(point)
+    return template.build(fn) if template is not None else map_values(obj, fn)
+
+
+def rehint(obj: object, point: Point, template: Template | None = None) -> object:
+    """``obj`` with every size and time taking its value at ``point`` (expressions kept);
+    ``template`` as in :func:`evaluate`."""
+    value = _values(point)
 
     def fn(v: object) -> object:
         e = v.expr  # type: ignore[attr-defined]
-        x = _number(e, point)
-        return make(int(x), e) if isinstance(v, Size) else real(float(x), e)
+        return make(value(v), e) if isinstance(v, Size) else real(value(v), e)  # type: ignore[arg-type]
 
-    return map_values(obj, fn)
+    return template.build(fn) if template is not None else map_values(obj, fn)
