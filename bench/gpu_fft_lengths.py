@@ -21,14 +21,14 @@ OUT_DIR/fft_lengths.json and OUT_DIR/fft_lengths.md, and prints the table.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-import traceback
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+from gpu_batch import device_name, finish, fmt_t, report_row, run_cases  # noqa: E402
 
 ELEMENTS = 1 << 24  # elements per case at full size
 #: (name, torch.fft function, the transformed length(s), real input)
@@ -96,29 +96,15 @@ def run_one(name: str, fn: str, lengths: tuple[int, ...], real: bool, args) -> d
     subject = make_subject(call, (x,), name=label)
     rep = measure_subject(subject, hw, validate=True, profile=False, budget_s=args.budget_s)
     (Path(args.outdir) / f"{label.replace(' ', '_')}.json").write_text(rep.to_json())
-    measured = rep.measured.median_s if rep.measured else None
     kernels = rep.bound.to_dict()["kernels"] if rep.bound is not None else []
-    return {
-        "name": label,
+    return report_row(label, rep) | {
         "rows": int(x.shape[0]),
         "plans": [complex_plan(n).kind for n in lengths],
-        "validation": rep.validation.status if rep.validation else "not run",
-        "measured": measured,
-        "bounds": dict(rep.bounds),
         "kernels": [k["op"] for k in kernels],
         "compute_s": sum(k["compute_s"] for k in kernels) if kernels else None,
         "dram_s": sum(k["memory_s"] for k in kernels) if kernels else None,
-        "violations": len(rep.violations),
-        "faster_than_a_bound": measured is not None
-        and any(b is not None and measured < b for b in rep.bounds.values()),
         "fused": rep.bounds.get("fused"),
     }
-
-
-def fmt_t(s) -> str:
-    if s is None:
-        return "-"
-    return f"{s * 1e6:.3g} us" if s < 1e-3 else f"{s * 1e3:.3g} ms"
 
 
 def table(rows: list[dict], device: str) -> str:
@@ -147,25 +133,9 @@ def main(argv=None) -> int:
     out = Path(args.outdir)
     out.mkdir(parents=True, exist_ok=True)
     only = {c.strip() for c in args.only.split(",") if c.strip()}
-    rows = []
-    for case in CASES:
-        if only and label_of(case[0], case[2]) not in only:
-            continue
-        try:
-            rows.append(run_one(*case, args))
-        except Exception as e:  # one failing case does not stop the others
-            traceback.print_exc()
-            rows.append({"name": label_of(case[0], case[2]), "error": str(e).splitlines()[0]})
-        print(rows[-1], flush=True)
-    import torch
-
-    device = "cpu (--small)" if args.small else torch.cuda.get_device_name()
-    text = table(rows, device)
-    (out / "fft_lengths.md").write_text(text)
-    (out / "fft_lengths.json").write_text(json.dumps(rows, indent=1))
-    print(text)
-    ok = all("error" not in r and not r["faster_than_a_bound"] for r in rows)
-    return 0 if ok else 1
+    cases = [c for c in CASES if not only or label_of(c[0], c[2]) in only]
+    rows = run_cases((label_of(c[0], c[2]), lambda c=c: run_one(*c, args)) for c in cases)
+    return finish(out, "fft_lengths", rows, table(rows, device_name(args.small)))
 
 
 if __name__ == "__main__":

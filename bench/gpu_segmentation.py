@@ -19,9 +19,7 @@ smoke test of this script). Writes OUT_DIR/<model>.json and OUT_DIR/segmentation
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-import traceback
 from pathlib import Path
 
 import torch
@@ -30,7 +28,9 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-import solar  # noqa: E402,F401  (first: it makes torchvision importable beside a CPU torch)
+from gpu_batch import device_name, finish, fmt_t, report_row, run_cases  # noqa: E402
+
+import solar  # noqa: E402,F401  (before torchvision: it makes it importable beside a CPU torch)
 
 MODELS = ["deeplabv3_mobilenet_v3_large", "lraspp_mobilenet_v3_large", "fcn_resnet50"]
 
@@ -74,24 +74,10 @@ def run_one(name: str, args) -> dict:
         subject, hw, validate=True, profile=not args.small, budget_s=args.budget_s
     )
     (Path(args.outdir) / f"{name}.json").write_text(rep.to_json())
-    measured = rep.measured.median_s if rep.measured else None
-    return {
-        "name": name,
-        "validation": rep.validation.status if rep.validation else "not run",
-        "measured": measured,
-        "bounds": dict(rep.bounds),
+    return report_row(name, rep) | {
         "kernels": len(rep.bound.kernels) if rep.bound is not None else None,
-        "violations": len(rep.violations),
-        "faster_than_a_bound": measured is not None
-        and any(b is not None and measured < b for b in rep.bounds.values()),
         "errors": dict(rep.errors),
     }
-
-
-def fmt_t(s) -> str:
-    if s is None:
-        return "-"
-    return f"{s * 1e6:.3g} us" if s < 1e-3 else f"{s * 1e3:.3g} ms"
 
 
 def table(rows: list[dict], device: str) -> str:
@@ -123,21 +109,8 @@ def main(argv=None) -> int:
     names = [s for s in args.models.split(",") if s] or (
         ["lraspp_mobilenet_v3_large"] if args.small else MODELS
     )
-    rows = []
-    for name in names:
-        try:
-            rows.append(run_one(name, args))
-        except Exception as e:  # one failing model does not stop the others
-            traceback.print_exc()
-            rows.append({"name": name, "error": str(e).splitlines()[0]})
-        print(rows[-1], flush=True)
-    device = "cpu (--small)" if args.small else torch.cuda.get_device_name()
-    text = table(rows, device)
-    (out / "segmentation.md").write_text(text)
-    (out / "segmentation.json").write_text(json.dumps(rows, indent=1))
-    print(text)
-    ok = all("error" not in r and not r["faster_than_a_bound"] for r in rows)
-    return 0 if ok else 1
+    rows = run_cases((name, lambda name=name: run_one(name, args)) for name in names)
+    return finish(out, "segmentation", rows, table(rows, device_name(args.small)))
 
 
 if __name__ == "__main__":

@@ -20,10 +20,8 @@ classify every measurement below a bound (there must be none).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
-import traceback
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,6 +35,8 @@ CASES = {
     "jax_linear_solve_train.py": {"BATCH": 64, "FEATURES": 16, "HIDDEN": 24},
     "jax_diffusion_sampler.py": {"BATCH": 8, "DIM": 8, "WIDTH": 16, "STEPS": 4},
 }
+from gpu_batch import device_name, finish, fmt_t, report_row, run_cases  # noqa: E402
+
 from solar.backend.result import LEVELS  # noqa: E402  (after the path setup)
 
 
@@ -47,15 +47,6 @@ def parse(argv):
     p.add_argument("--hw", default="auto", help="spec: auto (the visible GPU), name or YAML")
     p.add_argument("--budget-s", type=float, default=2.0, help="timing budget per program")
     return p.parse_args(argv)
-
-
-def fmt_t(s) -> str:
-    if s is None:
-        return "-"
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
-        if s >= scale:
-            return f"{s / scale:.3g} {unit}"
-    return f"{s / 1e-9:.3g} ns"
 
 
 def run_one(path: Path, args) -> dict:
@@ -72,16 +63,9 @@ def run_one(path: Path, args) -> dict:
         budget_s=args.budget_s,
     )  # fmt: skip
     (Path(args.outdir) / f"{path.stem}.json").write_text(rep.to_json())
-    measured = rep.measured.median_s if rep.measured else None
-    return {
-        "name": path.stem,
-        "validation": rep.validation.status if rep.validation else "not run",
-        "measured": measured,
-        "bounds": {lv: rep.bounds.get(lv) for lv in LEVELS},
-        "violations": len(rep.violations),
-        "faster_than_a_bound": measured is not None
-        and any(b is not None and measured < b for b in rep.bounds.values()),
-    }
+    row = report_row(path.stem, rep)
+    row["bounds"] = {lv: rep.bounds.get(lv) for lv in LEVELS}
+    return row
 
 
 def table(rows: list[dict], device: str) -> str:
@@ -109,24 +93,9 @@ def main(argv=None) -> int:
     args = parse(argv if argv is not None else sys.argv[1:])
     out = Path(args.outdir)
     out.mkdir(parents=True, exist_ok=True)
-    rows = []
-    for name in CASES:  # PyTorch first; JAX keeps the GPU memory it takes
-        path = ROOT / "examples" / name
-        try:
-            rows.append(run_one(path, args))
-        except Exception as e:  # one failing program does not stop the others
-            traceback.print_exc()
-            rows.append({"name": path.stem, "error": f"{type(e).__name__}: {e}".splitlines()[0]})
-        print(rows[-1], flush=True)
-    import torch
-
-    device = "cpu (--small)" if args.small else torch.cuda.get_device_name()
-    text = table(rows, device)
-    (out / "spectral.md").write_text(text)
-    (out / "spectral.json").write_text(json.dumps(rows, indent=1))
-    print(text)
-    ok = all("error" not in r and not r["faster_than_a_bound"] for r in rows)
-    return 0 if ok else 1
+    paths = [ROOT / "examples" / name for name in CASES]  # PyTorch first: JAX keeps its memory
+    rows = run_cases((p.stem, lambda p=p: run_one(p, args)) for p in paths)
+    return finish(out, "spectral", rows, table(rows, device_name(args.small)))
 
 
 if __name__ == "__main__":
