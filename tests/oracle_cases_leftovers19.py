@@ -9,6 +9,7 @@ import math
 
 import torch
 from hypothesis import strategies as st
+from oracle_cases_dynamic import _mask
 from oracle_cases_torch import broadcast_partner, case, rand, shape, viewed
 
 aten = torch.ops.aten
@@ -36,15 +37,6 @@ def _pdist_backward(draw):
     dist = aten._pdist_forward(x, p)
     fn = lambda g, x, d: aten._pdist_backward(g, x, p, d)  # noqa: E731
     return fn, (rand(tuple(dist.shape)), x, dist)
-
-
-def _mask(draw, shp: tuple[int, ...]) -> torch.Tensor:
-    kind = draw(st.sampled_from(["random", "none", "all"]))
-    if kind == "none":
-        return torch.zeros(shp, dtype=torch.bool)
-    if kind == "all":
-        return torch.ones(shp, dtype=torch.bool)
-    return rand(shp, torch.bool)
 
 
 def _masked_shapes(draw) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
