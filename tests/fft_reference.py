@@ -1,7 +1,8 @@
 """An instrumented numpy FFT, the second oracle of solar/ir/fft_counts.py: it runs the very
 plan the dynamic program chose for n (split radix, Winograd 3/5/7/9, direct, Cooley-Tukey,
 Good-Thomas, Rader, Bluestein), recursively, and counts every real add and multiply it
-performs. tests/test_fft_counts.py holds its outputs to numpy.fft and its counts to the
+performs; a tabulated Winograd module (11, 13, 17, 19) computes the DFT and adds the table's
+count. tests/test_fft_counts.py holds its outputs to numpy.fft and its counts to the
 module's."""
 
 from __future__ import annotations
@@ -86,6 +87,7 @@ def fft(x: np.ndarray, plan: fc.Plan | None = None) -> tuple[np.ndarray, int]:
     run = {
         "split_radix": _split_radix,
         "winograd": _winograd,
+        "winograd_table": _winograd_table,
         "direct": _direct,
         "cooley_tukey": _cooley_tukey,
         "prime_factor": _prime_factor,
@@ -270,6 +272,14 @@ def winograd79(x, real: bool):
     for k, r, i in zip(w["outs"], re, im):
         out[:, k : k + 1], out[:, n - k : n - k + 1] = do(plus(r, i)), do(minus(r, i))
     return out, flops
+
+
+def _winograd_table(x):
+    """A tabulated module (11, 13, 17, 19 points): its count is the published table's, not
+    one executed here (its constants are not rebuilt); the transform itself is the DFT."""
+    n = x.shape[1]
+    k = np.arange(n)
+    return x @ np.exp(-2j * np.pi * np.outer(k, k) / n), fc.WINOGRAD_TABLE[n]
 
 
 def _direct(x):

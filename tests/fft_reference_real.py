@@ -49,7 +49,7 @@ def rfft(x: np.ndarray, plan: fc.Plan | None = None) -> tuple[np.ndarray, int]:
         return _real_split_radix(x)
     if kind == "winograd":
         return _real_winograd(x)
-    if kind == "direct":
+    if kind in ("direct", "winograd_table"):  # a tabulated module: its real data run direct
         return _real_direct(x)
     if kind in ("prime_factor", "cooley_tukey"):
         return _real_two_factor(x, *plan.parts, pfa=kind == "prime_factor")
@@ -199,9 +199,11 @@ def _real_two_factor(x, n1, n2, pfa: bool):
 
 
 def real_exact(n: int) -> bool:
-    """The plans whose real-data version costs exactly R(n) (module doc): no Rader or
-    Bluestein node, no Cooley-Tukey node of even length."""
+    """The plans whose real-data version costs exactly R(n) (module doc): no tabulated
+    Winograd, Rader or Bluestein node, no Cooley-Tukey node of even length."""
     p = fc.complex_plan(n)
-    if p.kind in ("rader", "bluestein") or (p.kind == "cooley_tukey" and n % 2 == 0):
+    if p.kind in ("winograd_table", "rader", "bluestein") or (
+        p.kind == "cooley_tukey" and n % 2 == 0
+    ):
         return False
     return p.kind not in ("prime_factor", "cooley_tukey") or all(real_exact(m) for m in p.parts)

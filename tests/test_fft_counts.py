@@ -43,6 +43,7 @@ def test_sample_covers_every_kind():
     assert kinds == {
         "split_radix",
         "winograd",
+        "winograd_table",
         "direct",
         "cooley_tukey",
         "prime_factor",
@@ -101,10 +102,13 @@ def test_hand_derived_counts():
     # Rader: 2 C(6) + 6 x 7 - 10 = 120
     assert fc.complex_dft_flops(7) == 88
     assert fc.real_dft_flops(7) == 88 // 2 - 6  # real: 30 adds + 8 multiplies
-    # n = 11, direct: h = 5, 8h^2 + 8h = 240 (Rader 2 C(10) + 56 = 2 x 108 + 56 = 272)
-    assert fc.complex_dft_flops(11) == 240
-    # n = 13, Rader: 2 C(12) + 6 x 13 - 10 = 224 + 68 = 292 (direct 2 (169 - 1) = 336)
-    assert fc.complex_dft_flops(13) == 292
+    # n = 11, the tabulated Winograd module: 40 multiplies + 168 adds = 208 (direct: h = 5,
+    # 8h^2 + 8h = 240; Rader 2 C(10) + 56 = 2 x 108 + 56 = 272)
+    assert fc.complex_dft_flops(11) == 208
+    # n = 13, the tabulated module: 40 + 188 = 228 (Rader: 2 C(12) + 6 x 13 - 10 = 292;
+    # direct 2 (169 - 1) = 336); n = 17: 70 + 314 = 384; n = 19: 76 + 372 = 448
+    assert fc.complex_dft_flops(13) == 228
+    assert (fc.complex_dft_flops(17), fc.complex_dft_flops(19)) == (384, 448)
     # n = 32, split radix 4 x 32 x 5 - 6 x 32 + 8 = 456
     assert fc.complex_dft_flops(32) == 456
     # n = 9, Winograd (winograd79): complex adds t_j, d_j (j = 1..4) 8; S = t1 + t2 + t4 2;
@@ -222,6 +226,7 @@ def test_dp_is_the_minimum_over_the_family():
         c = [2 * fc.split_radix_flops(m) + 6 * m + 12 * (n - 1)]
         c += [2 * (n * n - 1)] if n % 2 else []
         c += [fc.WINOGRAD[n]] if n in fc.WINOGRAD else []
+        c += [fc.WINOGRAD_TABLE[n]] if n in fc.WINOGRAD_TABLE else []
         c += [2 * best[n - 1] + 6 * n - 10] if fc.is_prime(n) else []
         for n1 in range(2, n):
             if n % n1 == 0:

@@ -12,12 +12,13 @@ a stated family for that length, not a proven minimum (no nontrivial lower bound
 operation count of the DFT is known): :mod:`solar.ir.fft_counts`. A complex transform of
 length n = 2^k costs the split-radix count ``4 n log2 n - 6 n + 8`` (Yavne 1968; Duhamel &
 Hollmann 1984; Johnson & Frigo's tangent FFT is smaller from n = 64 on and not used, see
-docs/counting.md); other lengths the minimum over Winograd's 3-, 5-, 7- and 9-point modules,
-the direct odd-length DFT with conjugate pairs, Cooley-Tukey mixed radix (twiddles counted
-exactly), Good-Thomas prime factor, Rader and Bluestein, by a dynamic program over the
-divisors of n. A real-input (or real-output) transform costs ``C(n)/2 - 2 floor((n-1)/2)``:
-the real-data split radix ``2 n log2 n - 4 n + 6`` (Sorensen, Jones, Heideman & Burrus 1987)
-for n = 2^k, the real-data versions of the other algorithms (an estimate where the plan uses
+docs/counting.md); other lengths the minimum over Winograd's 3-, 5-, 7- and 9-point modules
+(and the tabulated 11-, 13-, 17- and 19-point ones), the direct odd-length DFT with conjugate
+pairs, Cooley-Tukey mixed radix (twiddles counted exactly), Good-Thomas prime factor, Rader and
+Bluestein, by a dynamic program over the divisors of n. A real-input (or real-output)
+transform costs ``C(n)/2 - 2 floor((n-1)/2)``: the real-data split radix
+``2 n log2 n - 4 n + 6`` (Sorensen, Jones, Heideman & Burrus 1987) for n = 2^k, the real-data
+versions of the other algorithms (an estimate where the plan uses a tabulated Winograd module,
 Rader, Bluestein or an even-length Cooley-Tukey split). An n-dimensional transform is counted
 row-column: the 1-D count of each axis times the number of 1-D transforms along it (with the
 real transform on the last axis for ``rfftn``/``irfftn``). The scaling by 1/n (``norm``)
@@ -90,8 +91,9 @@ ASSUMPTIONS["fft."] = (
     "FFTs: one cuFFT kernel each, inputs and outputs once through DRAM; compute = the best "
     "known algorithm's operation count, not a proven minimum: split radix 4n log2 n - 6n + 8 "
     "real flops per complex n-point transform for n = 2^k, otherwise the cheapest of Winograd "
-    "modules (3, 5, 7, 9), the direct odd-length DFT, Cooley-Tukey mixed radix, Good-Thomas prime "
-    "factor, Rader and Bluestein; real-data transforms C(n)/2 - 2 floor((n-1)/2) (the "
-    "real-data split radix 2n log2 n - 4n + 6 for n = 2^k; an estimate for plans with Rader, "
-    "Bluestein or an even Cooley-Tukey split); row-column for n-d"
+    "modules (3, 5, 7, 9; 11, 13, 17, 19 as tabulated), the direct odd-length DFT, Cooley-Tukey "
+    "mixed radix, Good-Thomas prime factor, Rader and Bluestein; real-data transforms "
+    "C(n)/2 - 2 floor((n-1)/2) (the real-data split radix 2n log2 n - 4n + 6 for n = 2^k; an "
+    "estimate for plans with a tabulated module, Rader, Bluestein or an even Cooley-Tukey "
+    "split); row-column for n-d"
 )

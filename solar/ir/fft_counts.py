@@ -10,8 +10,12 @@ multiplications of the algorithm as written, an FMA being 2; constants are preco
   IEEE Trans. ASSP 25(2), 1977, and by Burrus & Selesnick, "Winograd's Short DFT
   Algorithms", in C. S. Burrus, "Fast Fourier Transforms", Connexions, 2008): real multiplies
   + real adds 4 + 12, 10 + 34, 16 + 72, 20 + 84, each executed with exactly these operations
-  by tests/test_fft_counts.py. The table's 11-, 13-, 17- and 19-point modules are not in the
-  family (not verified here); its 8 and 16 equal split radix.
+  by tests/test_fft_counts.py; its 8 and 16 equal split radix.
+- ``winograd_table``, n = 11, 13, 17, 19: the same table's larger modules (H. Johnson and
+  C. S. Burrus, "Large DFT modules: 11, 13, 17, 19, and 25", Rice University report 8105,
+  1981): 40 + 168, 40 + 188, 70 + 314, 76 + 372. Not executed here (their constants are not
+  rebuilt): they are in the family because they are the smallest published counts for those
+  lengths, and leaving them out could put the count above an algorithm a library runs.
 - ``direct``, odd n: the DFT by definition with the conjugate-pair symmetry
   (x_j +- x_{n-j} formed once, every output pair X_k, X_{n-k} from one real and one imaginary
   sum): ``2 (n^2 - 1)`` (n = 7: 60 adds + 36 multiplies, FFTW's ``n1_7`` codelet count).
@@ -39,7 +43,8 @@ spectrum, folded like 1/n: the same multiplies, and adds differing by outputs - 
 is the real-data split radix ``2 n log2 n - 4 n + 6`` (Sorensen et al., 1987); for plans of
 Winograd, direct, prime-factor and odd-length Cooley-Tukey nodes it is the count of their
 real-data versions (only the Hermitian half of the outputs; docs/counting.md derives it, the
-tests execute them). For plans with a Rader, Bluestein or even-length Cooley-Tukey node it is
+tests execute them). For plans with a tabulated Winograd, Rader, Bluestein or even-length
+Cooley-Tukey node it is
 an estimate by the same relation, below any real-data algorithm whose doubling (two real
 transforms combined into one complex one, 4 adds per conjugate pair) is not below C(n).
 """
@@ -52,6 +57,7 @@ from dataclasses import dataclass
 from functools import cache
 
 WINOGRAD: dict[int, int] = {3: 4 + 12, 5: 10 + 34, 7: 16 + 72, 9: 20 + 84}  # multiplies + adds
+WINOGRAD_TABLE: dict[int, int] = {11: 40 + 168, 13: 40 + 188, 17: 70 + 314, 19: 76 + 372}
 
 
 @dataclass(frozen=True)
@@ -146,7 +152,15 @@ def _bluestein_length(p: int) -> int:
     return 1 << (2 * p - 2).bit_length()  # the smallest power of two >= 2p - 1
 
 
-_TIE_ORDER = ("split_radix", "winograd", "direct", "prime_factor", "cooley_tukey", "rader")
+_TIE_ORDER = (
+    "split_radix",
+    "winograd",
+    "winograd_table",
+    "direct",
+    "prime_factor",
+    "cooley_tukey",
+    "rader",
+)
 
 
 @cache
@@ -163,6 +177,8 @@ def complex_plan(n: int) -> Plan:
         cands.append(Plan("direct", n, 2 * (n * n - 1)))
     if n in WINOGRAD:
         cands.append(Plan("winograd", n, WINOGRAD[n]))
+    if n in WINOGRAD_TABLE:
+        cands.append(Plan("winograd_table", n, WINOGRAD_TABLE[n]))
     if is_prime(n):
         cands.append(Plan("rader", n, 2 * complex_plan(n - 1).flops + 6 * n - 10, (n - 1,)))
     best = min(p.flops for p in cands)
