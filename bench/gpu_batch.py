@@ -46,8 +46,8 @@ def run_cases(cases: Iterable[tuple[str, Callable[[], dict]]]) -> list[dict]:
 
 
 def finish(out: Path, stem: str, rows: list[dict], text: str) -> int:
-    """Write ``stem.md`` (the table) and ``stem.json`` (the rows), print the table; 0 when
-    every case ran and none is faster than a bound."""
+    """Write the table (``<stem>`` with the .md suffix) and the rows (.json) into ``out``,
+    print the table; 0 when every case ran and none is faster than a bound."""
     (out / f"{stem}.md").write_text(text)
     (out / f"{stem}.json").write_text(json.dumps(rows, indent=1))
     print(text)

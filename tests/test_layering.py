@@ -18,11 +18,14 @@ PACKAGE = ROOT / "solar"
 LAYERS: list[tuple[str, ...]] = [
     # formatting helpers, the results' bridge to their views; symbolic sizes (ints and floats
     # that carry their formula), the regions where formulas hold, walks that evaluate them,
-    # expressions compiled for evaluation at many points
+    # expressions compiled for evaluation at many points, sums of symbolic times in one pass,
+    # a graph's sizes located once and rebuilt at other points
     (
         "solar.fmt",
         "solar.viewable",
         "solar.symbolic.size",
+        "solar.symbolic.total",
+        "solar.symbolic.template",
         "solar.symbolic.prove",
         "solar.symbolic.memo",
         "solar.symbolic.region",

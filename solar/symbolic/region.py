@@ -33,6 +33,23 @@ class Guard:
         return str(self.relation)
 
 
+def _holds(part: tuple[str, sympy.Expr, sympy.Expr, bool], value: tuple) -> object:
+    """Whether one guard (its :func:`_part`) holds at its evaluated ``(difference, scale)``:
+    a bool, or an array of them for vectors."""
+    op, _, _, floats = part
+    d, sc = value
+    tol = _TOL * sc if floats else 0
+    if op == "bool":
+        return d
+    if op in ("<", "<="):
+        return d <= tol if floats or op == "<=" else d < 0
+    if op in (">", ">="):
+        return d >= -tol if floats or op == ">=" else d > 0
+    if op == "==":
+        return abs(d) <= tol
+    return abs(d) > tol if not floats else True
+
+
 @functools.lru_cache(maxsize=1 << 14)
 def _part(r: sympy.Basic) -> tuple[str, sympy.Expr, sympy.Expr, bool]:
     """A guard's operator, difference, rounding scale and whether it holds floats."""
@@ -86,33 +103,29 @@ class Region:
         ]
 
     def _ok(self, values: list[tuple[object, object]]) -> list[object]:
-        out = []
-        for (op, _, _, floats), (d, sc) in zip(self._parts, values, strict=True):
-            tol = _TOL * sc if floats else 0
-            if op == "bool":
-                out.append(d)
-            elif op in ("<", "<="):
-                out.append(d <= tol if floats or op == "<=" else d < 0)
-            elif op in (">", ">="):
-                out.append(d >= -tol if floats or op == ">=" else d > 0)
-            elif op == "==":
-                out.append(abs(d) <= tol)
-            else:
-                out.append(abs(d) > tol if not floats else True)
-        return out
+        return [_holds(part, v) for part, v in zip(self._parts, values, strict=True)]
 
-    def failing(self, point: Mapping[sympy.Symbol, int]) -> Guard | None:
-        """The first guard false at ``point``, or None when the point is inside."""
+    def failing(self, point: Mapping[sympy.Symbol, int], memo: dict | None = None) -> Guard | None:
+        """The first guard false at ``point``, or None when the point is inside (the guards
+        after it are not evaluated: a point of another piece usually fails an early one).
+        ``memo``: guard results at this point, shared by the regions checked there (the
+        pieces of one analysis hold most of their guards in common)."""
         if not self.guards:
             return None
-        values = self._values([int(point[s]) for s in self.symbols], False)
-        for g, ok in zip(self.guards, self._ok(values), strict=True):
-            if not bool(ok):
+        args = [int(point[s]) for s in self.symbols]
+        memo = {} if memo is None else memo
+        for g, part in zip(self.guards, self._parts, strict=True):
+            ok = memo.get(part)
+            if ok is None:
+                _, d, sc, _ = part
+                value = tuple(_compiled(self.symbols, d, sc, True)(*args))
+                ok = memo[part] = bool(_holds(part, value))
+            if not ok:
                 return g
         return None
 
-    def holds(self, point: Mapping[sympy.Symbol, int]) -> bool:
-        return self.failing(point) is None
+    def holds(self, point: Mapping[sympy.Symbol, int], memo: dict | None = None) -> bool:
+        return self.failing(point, memo) is None
 
     def holds_many(self, points: Mapping[sympy.Symbol, np.ndarray]) -> np.ndarray:
         """Per point of the arrays (one per symbol, broadcast together), whether it is inside."""

@@ -84,6 +84,7 @@ class SymbolicBound(Bound):
     _spec: object = field(default=None, repr=False, compare=False)
     _pieces: list[Piece] = field(default_factory=list, repr=False, compare=False)
     _template: Template | None = field(default=None, repr=False, compare=False)
+    _walks: dict = field(default_factory=dict, repr=False, compare=False)
 
     @staticmethod
     def of(
@@ -157,8 +158,9 @@ class SymbolicBound(Bound):
         """The piece holding the point (analysed now if no piece recorded so far does)."""
         point = self._point(sizes)
         self._inside(point)
+        memo: dict = {}  # guard results at this point, shared by the pieces' regions
         for p in self._pieces:
-            if p.region.holds(point):
+            if p.region.holds(point, memo):
                 return p
         return self.new_piece(**sizes)
 
@@ -320,22 +322,32 @@ class SymbolicBound(Bound):
         """Where ``level``'s bound-by changes along ``size`` in ``[lo, hi]``: ``(first size
         of the new term, term below, term from there)``; exact integers (bisection on the
         pieces' guards)."""
+        walk = self._walk(size, *self._span(size, lo, hi, fixed), fixed)
         out: list[tuple[int, str, str]] = []
-        lo, hi = self._span(size, lo, hi, fixed)
-        x = lo
-        while x <= hi:
-            piece = self.piece_at(**{**fixed, size: x})
-            point = self._point({**fixed, size: x})
-            _, top = piece.region.interval(symbol(size), point, hi=hi)
+        for (_, piece), (x, nxt) in zip(walk, walk[1:]):
             by = getattr(piece.bound, f"{level}_bound_by")
-            if top >= hi:
-                break
-            nxt = self.piece_at(**{**fixed, size: top + 1})
             by_next = getattr(nxt.bound, f"{level}_bound_by")
             if by_next != by:
-                out.append((top + 1, by, by_next))
-            x = top + 1
+                out.append((x, by, by_next))
         return out
+
+    def _walk(
+        self, size: str, lo: int, hi: int, fixed: Mapping[str, int]
+    ) -> list[tuple[int, Piece]]:
+        """The pieces along ``size`` from ``lo`` to ``hi``: ``(first size, piece)`` per run
+        (the same for every level: pieces are shared; made once per span and kept)."""
+        key = (size, lo, hi, tuple(sorted(fixed.items())))
+        if key not in self._walks:
+            x, walk = lo, [(lo, self.piece_at(**{**fixed, size: lo}))] if lo <= hi else []
+            while walk and x <= hi:
+                point = self._point({**fixed, size: x})
+                _, top = walk[-1][1].region.interval(symbol(size), point, hi=hi)
+                if top >= hi:
+                    break
+                x = top + 1
+                walk.append((x, self.piece_at(**{**fixed, size: x})))
+            self._walks[key] = walk
+        return self._walks[key]
 
     def _span(self, size: str, lo: int, hi: int, fixed: Mapping[str, int]) -> tuple[int, int]:
         """``[lo, hi]`` cut to the count region along ``size`` (through the traced value)."""

@@ -29,7 +29,7 @@ operator's schema arguments, and emits statements with ``ctx.statement``.
 - ``im2col``: ``im2col`` (``F.unfold``) and ``col2im`` (``F.fold``)
 - ``attention``: ``solar.sdpa`` (intercepted ``scaled_dot_product_attention``, one kernel)
 - ``recurrent``: ``solar.lstm``/``gru``/``rnn_tanh``/``rnn_relu`` (intercepted cuDNN RNNs)
-- ``indexing``: gathers and scatters (embedding, embedding_bag, index_select, gather, take,
+- ``indexing``: gathers and scatters (embedding, index_select, gather, take,
   index.Tensor, scatter*, index_add/copy/fill, index_put)
 - ``nll``: nll_loss_forward, nll_loss2d_forward
 - ``scan``: cumsum, cumprod, cummax, cummin, logcumsumexp
@@ -56,8 +56,9 @@ operator's schema arguments, and emits statements with ``ctx.statement``.
   forward's windows, each tap adding its share into the input position it read)
 - ``cdist_backward``: ``_cdist_backward`` (every p, ATen's per-term formulas)
 - ``embedding_bag_backward``: ``_embedding_bag_backward`` (sum, mean, max: scatter-adds into
-  zeros) and ``_embedding_bag_per_sample_weights_backward``; ``bags``: embedding bags with
-  explicit offsets (sum, mean), each id's bag recomputed from the offsets
+  zeros) and ``_embedding_bag_per_sample_weights_backward``; ``bags``: embedding bags
+  (sum, mean, max), regular ones as affine nests, with explicit offsets each id's bag
+  recomputed from the offsets
 - ``unique_dim``: ``unique(dim=)`` (stable sorts per slice element, least significant first;
   a data-dependent count of distinct slices)
 - ``masked``: ``masked_scatter`` and ``masked_scatter_backward`` (the mask's prefix count)
@@ -86,6 +87,7 @@ from solar.frontend.torch.ops import (  # noqa: F401  (registration side effects
     activation_backward,
     attention,
     backward,
+    bags,
     bits,
     cdist_backward,
     cells,

@@ -1,6 +1,6 @@
 """What autograd launches for ``nn.EmbeddingBag`` / ``F.embedding_bag`` (dense weight
 gradient). ONE kernel each. Regular bags (``L`` ids per bag, offsets ``arange(0, n, L)``,
-:func:`.indexing.regular_bags`) in the nests below; explicit offsets (bags of data-dependent
+:func:`.bags.regular_bags`) in the nests below; explicit offsets (bags of data-dependent
 sizes) the same with ``b·L + j`` replaced by id ``i`` and ``b`` by its bag ``{bag[i]}``, ``L``
 by ``size[bag[i]]`` (recomputed from the offsets, :mod:`.bags`), and max skipping empty bags:
 
@@ -25,9 +25,9 @@ from __future__ import annotations
 import torch
 
 from solar.frontend.torch.lower import LoweringContext, T
-from solar.frontend.torch.ops.bags import bag_rows, bag_sizes
+from solar.frontend.torch.ops.bags import LAST_OFFSET, bag_rows, bag_sizes, regular_bags
 from solar.frontend.torch.ops.common import acc_dtype
-from solar.frontend.torch.ops.indexing import LAST_OFFSET, index_load, regular_bags, write
+from solar.frontend.torch.ops.indexing import index_load, write
 from solar.frontend.torch.registry import lowering
 from solar.ir.affine import Affine
 from solar.ir.scalar import Const, Expr, Indirect, call

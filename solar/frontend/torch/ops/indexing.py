@@ -31,7 +31,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import torch
-import torch.fx as fx
 
 from solar.frontend.torch import fused  # noqa: F401  (defines torch.ops.solar.one_hot)
 from solar.frontend.torch.lower import LoweringContext, T, storage_index
@@ -215,83 +214,6 @@ def index(ctx: LoweringContext, x: T, indices: list) -> None:
     out = ctx.out()
     assert tuple(shape) == out.shape, (shape, out.shape)
     ctx.statement(nest(names, shape), out, names, ctx.load(x, src))
-
-
-# ------------------------------------------------------------------------------- embedding bag
-LAST_OFFSET = (
-    "with include_last_offset=True is not supported (PyTorch's CPU forward ends the last bag "
-    "at the last offset, its backward at the last id); pass offsets without the end"
-)
-
-
-def regular_bags(ctx: LoweringContext, n: int, at: int = 2) -> int | None:
-    """The bag length ``L`` when the offsets (argument ``at``) are ``arange(0, n, L)`` (what
-    ``embedding_bag`` records for a 2-D input); None when the bags have data-dependent sizes
-    (:mod:`.bags`)."""
-    node = ctx.node.args[at] if len(ctx.node.args) > at else None
-    if isinstance(node, fx.Node) and node.target == aten.arange.start_step:
-        start, end, step = (list(node.args) + [1])[:3]
-        if start == 0 and end == n and isinstance(step, int) and step > 0 and n % step == 0:
-            return step
-    return None
-
-
-@lowering(aten._embedding_bag_forward_only.default, aten._embedding_bag.default)
-def embedding_bag(
-    ctx: LoweringContext,
-    weight: T,
-    ids: T,
-    offsets: T,
-    scale_grad_by_freq: bool,
-    mode: int,
-    sparse: bool,
-    per_sample_weights: T | None,
-    include_last_offset: bool,
-    padding_idx: int = -1,
-) -> None:
-    """Regular bags of ``L`` ids: ``out[b, d] = ⊕_j weight[{ids[b*L + j]}, d]`` (sum, mean,
-    max; ``per_sample_weights`` scale the rows of a sum). Outputs 1-3 (``offset2bag``,
-    ``bag_size``, ``max_indices``) are backward bookkeeping: only ``max_indices`` of mode max
-    is computed (the id of the first maximal row per bag and column). Explicit offsets (bags
-    of data-dependent sizes): :func:`.bags.irregular_forward`."""
-    if include_last_offset:
-        ctx.fail(LAST_OFFSET)
-    if padding_idx is not None and padding_idx >= 0:
-        ctx.fail("with padding_idx is not supported")
-    n = ids.numel
-    L = regular_bags(ctx, n)
-    if L is None:
-        from solar.frontend.torch.ops.bags import irregular_forward
-
-        irregular_forward(ctx, weight, ids, offsets, int(mode), per_sample_weights)
-        return
-    out = ctx.out(0)
-    B, D = out.shape
-    bag = Affine.of("b") * L + Affine.of("j")
-    dims = [("b", B), ("d", D), ("j", L, True)]
-    row = ctx.load(weight, [Indirect(index_load(ids, [bag])), "d"], acc_dtype(out.dtype))
-    if mode == 0:
-        expr = row
-        if per_sample_weights is not None:
-            expr = call("mul", row, ctx.load(per_sample_weights, [bag], acc_dtype(out.dtype)))
-        ctx.statement(dims, out, ["b", "d"], expr, reduce="sum", dtype=acc_dtype(out.dtype))
-    elif mode == 1:
-        acc = ctx.local("sum", out.shape, acc_dtype(out.dtype))
-        ctx.statement(dims, acc, ["b", "d"], row, reduce="sum")
-        mean = call("div", ctx.load(acc, ["b", "d"]), Const(L))
-        ctx.statement([("b", B), ("d", D)], out, ["b", "d"], mean, dtype=acc.dtype)
-    elif mode == 2:
-        ctx.statement(dims, out, ["b", "d"], row, reduce="max", dtype=acc_dtype(out.dtype))
-        first = ctx.local("argmax", out.shape, "int64")
-        hit = call("eq", row, ctx.load(out, ["b", "d"], acc_dtype(out.dtype)))
-        pos = call("where", hit, Index(Affine.of("j")), Const(L))
-        ctx.statement(dims, first, ["b", "d"], pos, reduce="min")
-        chosen = index_load(
-            ids, [Indirect(call("add", Index(Affine.of("b") * L), ctx.load(first, ["b", "d"])))]
-        )
-        ctx.statement([("b", B), ("d", D)], ctx.out(3), ["b", "d"], chosen)
-    else:
-        ctx.fail(f"with mode {mode} is not supported")
 
 
 # --------------------------------------------------------------------------------- scatters
