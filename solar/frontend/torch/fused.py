@@ -78,6 +78,7 @@ import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
 from solar.frontend.torch.provenance import caller_source
+from solar.frontend.torch.ranges import host_read
 from solar.frontend.torch.registry import UnsupportedOperatorError
 from solar.frontend.torch.reroute import patched, reroute_items, rerouted
 
@@ -313,6 +314,9 @@ class _Intercept(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         _refuse_host_scalars(func, args, kwargs)
+        value = host_read(func, args) if not kwargs else None
+        if value is not None:
+            return value
         row = fused_op(func)
         if row is not None:
             return row.call(args, kwargs)

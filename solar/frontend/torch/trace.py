@@ -30,6 +30,7 @@ from solar.frontend.torch.lower import Lowerer, ir_dtype
 from solar.frontend.torch.modes import mode_notes
 from solar.frontend.torch.precision import torch_policy
 from solar.frontend.torch.provenance import is_user_file, record_provenance
+from solar.frontend.torch.ranges import ranged_items
 from solar.frontend.torch.registry import DataDependentOperatorError, UnsupportedOperatorError
 from solar.frontend.torch.sizes import Routing, SizePolicy, sized_fake_ops
 from solar.frontend.torch.sizes import observe as observe_sizes
@@ -136,7 +137,12 @@ def trace_torch(
     def traced(*flat: torch.Tensor) -> list[torch.Tensor]:
         fakes_of = {id(t): f for (_, t), f in zip(tensor_inputs, flat[n_named:], strict=True)}
         call_args, call_kw = structure.rebuild((args, kw), lambda t: fakes_of[id(t)], device)  # type: ignore[misc]
-        with intercept_fused(), _autocast_on(device.type, remapped), known_values(sizes) as k:
+        with (
+            intercept_fused(),
+            _autocast_on(device.type, remapped),
+            known_values(sizes) as k,
+            ranged_items(k.values, sizes.chosen) if sizes.observed is None else nullcontext(),
+        ):
             routers.append(k)
             if module is None:
                 result = fn(*call_args, **call_kw)
