@@ -53,6 +53,19 @@ def test_entry_point_bounds_models_and_writes_the_table(tmp_path):
     for name in ("squeezenet1_1", "resnet18"):
         assert f"| {name} | {records[f'torchvision/{name}']['forward']['kernels']} |" in table
     assert "2 of 2 bounded" in proc.stdout
+    from importlib.metadata import version
+
+    env = f"torch {version('torch')}, torchvision {version('torchvision')}"
+    assert all(rec["environment"].startswith(env) for rec in records.values())
+    assert f"- {records['torchvision/resnet18']['environment']}: 2 models" in table
+
+
+def test_slowest_models_run_first():
+    from solar.bench.zoo import longest_first
+
+    doc = {"models": {"a/x": {"seconds": 3.0}, "a/y": {"seconds": 40.0}, "a/z": {}}}
+    todo = [("a", 0, "x"), ("a", 1, "y"), ("a", 2, "new"), ("a", 3, "z")]
+    assert [n for *_, n in longest_first(todo, doc)] == ["new", "y", "x", "z"]
 
 
 def test_a_model_over_its_time_limit_is_a_row_saying_so(tmp_path):

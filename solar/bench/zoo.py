@@ -111,6 +111,17 @@ def record(path: Path, rec: dict | None = None, totals: dict | None = None) -> d
     return doc
 
 
+def longest_first(todo: list[tuple[str, int, str]], doc: dict) -> list[tuple[str, int, str]]:
+    """The models in order of their last recorded time, longest first (models never run
+    before lead): with ``--jobs N`` the slow ones do not start last and hold the run up."""
+
+    def last(item: tuple[str, int, str]) -> float:
+        rec = doc["models"].get(f"{item[0]}/{item[2]}")
+        return float("inf") if rec is None else float(rec.get("seconds", 0.0))
+
+    return sorted(todo, key=last, reverse=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="python -m solar.bench.zoo", description=__doc__.split("\n")[0]
@@ -148,6 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     if only and not todo:
         p.error(f"no model named {', '.join(only)} in {', '.join(libraries)}")
     out.mkdir(parents=True, exist_ok=True)
+    todo = longest_first(todo, load(out / "zoo.json"))
 
     def one(item: tuple[str, int, str]) -> dict:
         lib, i, name = item

@@ -13,6 +13,7 @@ solar) or ``error`` (anything else: to be triaged).
 from __future__ import annotations
 
 import operator
+import os
 import time
 import traceback
 from collections import Counter
@@ -24,7 +25,7 @@ from solar.bench.zoo_models import Case, build
 
 def run_one(library: str, name: str, train: bool, hw: str = "H100") -> dict:
     """The zoo's record of one model (JSON-ready)."""
-    rec: dict = {"library": library, "name": name}
+    rec: dict = {"library": library, "name": name, "environment": environment()}
     t0 = time.perf_counter()
     try:
         case = build(library, name)
@@ -41,6 +42,19 @@ def run_one(library: str, name: str, train: bool, hw: str = "H100") -> dict:
         rec["train"] = _bounded(lambda: _train(case, name, hw))
     rec["seconds"] = round(time.perf_counter() - t0, 1)
     return rec
+
+
+def environment() -> str:
+    """Where a record was made: the versions of PyTorch and the model libraries, the CPUs."""
+    import importlib.metadata as md
+
+    parts = []
+    for dist in ("torch", "torchvision", "transformers", "diffusers", "timm"):
+        try:
+            parts.append(f"{dist} {md.version(dist)}")
+        except md.PackageNotFoundError:
+            continue
+    return ", ".join(parts) + f"; {os.cpu_count()} CPUs"
 
 
 def _forward(case: Case, name: str, hw: str):

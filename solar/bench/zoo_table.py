@@ -54,10 +54,6 @@ TRIAGE = {
         "limit: its constructor fails on meta (a KeyError in the library's code) and needs "
         "more than the memory guard on the CPU: not settled"
     ),
-    "transformers/xlm": (
-        "(b) an assert reads the input's lengths (lengths.max().item(), modeling_xlm.py:793): "
-        "bounded with observe=True on real ids on the CPU (0.40 ms fused on the H100)"
-    ),
     "transformers/xlstm": (
         "(c) library: its training step fails the same way eagerly on the CPU without solar "
         "(2 layers, hidden 256: autograd finds a tensor it saved modified in place)"
@@ -92,6 +88,10 @@ def markdown(doc: dict) -> str:
         "",
         *[f"- {lib}: {SIZES[lib]}" for lib in LIBRARIES if lib in by_lib],
         "",
+        "Where the records were made:",
+        "",
+        *_environments(recs),
+        "",
         "## Per library",
         "",
         "| library | models run | forward bounded | training steps bounded | failures (forward) |",
@@ -111,6 +111,11 @@ def markdown(doc: dict) -> str:
     lines += _failures_section(by_lib)
     lines += _bounded_section(by_lib)
     return "\n".join(lines) + "\n"
+
+
+def _environments(recs: list[dict]) -> list[str]:
+    counts = Counter(r.get("environment", "not recorded (older runs)") for r in recs)
+    return [f"- {env}: {n} models" for env, n in counts.most_common()]
 
 
 def triage_class(rec: dict, part: dict) -> str:
