@@ -9,8 +9,10 @@ frontend and torch's FakeTensorMode (whose first instance imports ``torch._dynam
 imports ``torch.distributed``). After it the import-time objects are frozen (``gc.freeze``),
 as ``solar bound`` on definitions does, so that a full collection of Python's cyclic garbage
 collector during a workload walks the analysis's objects only, not the ~300,000 objects of
-the imported frameworks (0.2-0.6 s per full collection on the project's machine);
-``--no-freeze`` leaves the collector as a library call does.
+the imported frameworks (0.2-0.6 s per full collection on the project's machine); and each
+definition's workloads run with full collections deferred, as ``bound_definition`` runs them
+(:mod:`solar.definition.collector`). ``--no-freeze`` leaves the imports to the collector, as
+a library call does.
 
 Writes ``definitions_speed.md`` (per definition: workloads, median and largest seconds per
 workload, per GPU) and ``definitions_speed.json`` (every workload). The target: under a
@@ -34,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 from solar.bench.__main__ import machine  # noqa: E402
 from solar.definition import discover_definitions, load_definition  # noqa: E402
 from solar.definition.bound import bound_workload  # noqa: E402
+from solar.definition.collector import full_collections_deferred  # noqa: E402
 from solar.definition.commandline import freeze_imports  # noqa: E402
 from solar.definition.inputs import reference_module  # noqa: E402
 from solar.definition.schema import default_workloads_path, load_workloads  # noqa: E402
@@ -58,27 +61,33 @@ def bound_one(path: Path, hws: list[str]) -> list[dict]:
     module = reference_module(defn)
     wls = load_workloads(default_workloads_path(path), defn)
     rows = []
-    for hw in hws:
-        spec = load_spec(hw)
-        per = []
-        for wl in wls:
-            c0 = time.process_time()
-            row = bound_workload(defn, wl, spec, module)
-            d = row.to_dict()
-            d["cpu_seconds"] = time.process_time() - c0
-            per.append(d)
-        secs = [w["seconds"] for w in per]
-        rows.append({
-            "definition": defn.name, "hw": hw, "workloads": len(per),
-            "ok": sum(w["status"] == "ok" for w in per),
-            "median_s": statistics.median(secs), "max_s": max(secs),
-            "max_cpu_s": max(w["cpu_seconds"] for w in per),
-            "kernels_max": max(w["kernels"] for w in per), "per_workload": per,
-        })  # fmt: skip
-        r = rows[-1]
-        print(f"{defn.name:<48} {hw:<5} {r['ok']}/{len(secs)} ok  median {r['median_s']:.3f} s"
-              f"  max {r['max_s']:.3f} s (CPU {r['max_cpu_s']:.3f} s)", flush=True)  # fmt: skip
+    with full_collections_deferred():  # as bound_definition runs a definition's workloads
+        for hw in hws:
+            rows.append(_bound_on(defn, module, wls, hw))
     return rows
+
+
+def _bound_on(defn, module, wls, hw: str) -> dict:
+    """The row of one GPU: each workload bounded and timed (wall and CPU)."""
+    spec = load_spec(hw)
+    per = []
+    for wl in wls:
+        c0 = time.process_time()
+        row = bound_workload(defn, wl, spec, module)
+        d = row.to_dict()
+        d["cpu_seconds"] = time.process_time() - c0
+        per.append(d)
+    secs = [w["seconds"] for w in per]
+    r = {
+        "definition": defn.name, "hw": hw, "workloads": len(per),
+        "ok": sum(w["status"] == "ok" for w in per),
+        "median_s": statistics.median(secs), "max_s": max(secs),
+        "max_cpu_s": max(w["cpu_seconds"] for w in per),
+        "kernels_max": max(w["kernels"] for w in per), "per_workload": per,
+    }  # fmt: skip
+    print(f"{defn.name:<48} {hw:<5} {r['ok']}/{len(secs)} ok  median {r['median_s']:.3f} s"
+          f"  max {r['max_s']:.3f} s (CPU {r['max_cpu_s']:.3f} s)", flush=True)  # fmt: skip
+    return r
 
 
 def stages(path: str, uuid: str, hw: str, repeat: int = 3) -> dict[str, float]:
