@@ -163,7 +163,9 @@ def markdown(meta: dict, rows: list[dict], hws: list[str]) -> str:
         f"Process start-up, {meta['startup_s']:.2f} s, is in no row: importing solar's torch "
         "frontend and PyTorch's FakeTensorMode (its first instance imports torch._dynamo, "
         "which imports torch.distributed), once per process before the first trace. The "
-        f"objects those imports made are {freeze}.",
+        f"objects those imports made are {freeze}. Each definition's workloads run with the "
+        "collector's full collections deferred, as `bound_definition` runs them "
+        "(`solar/definition/collector.py`).",
         "",
         "A workload's time is its trace (PyTorch's make_fx on fake tensors, with the index "
         "tensors' real values shadowing them, and the lowering to the IR), lift and bounds, "
