@@ -90,11 +90,26 @@ def _bound_on(defn, module, wls, hw: str) -> dict:
     return r
 
 
-def stages(path: str, uuid: str, hw: str, repeat: int = 3) -> dict[str, float]:
-    """CPU seconds (best of ``repeat``, caches warm) of one workload's stages through solar
-    (inputs, trace: make_fx + lowering, lift, bounds) and of PyTorch's bare ``make_fx`` of the
-    same reference on the same fake tensors (no solar mode, no lowering): the floor of its
-    trace."""
+def clear_caches() -> None:
+    """Forget what PyTorch's fake-tensor dispatch cache and solar's structure and footprint
+    caches hold: the state the first GPU of a definition meets for a workload's new shapes."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from solar.graph.cache import CACHE
+    from solar.ir.footprint import domain, forms
+
+    FakeTensorMode.cache_clear()
+    CACHE.clear()
+    domain.domain.cache_clear()
+    forms._form_set.cache_clear()
+
+
+def stages(path: str, uuid: str, hw: str, repeat: int = 3, cold: bool = False) -> dict[str, float]:
+    """CPU seconds (best of ``repeat``, caches warm; ``cold``: the caches cleared before the
+    trace and before the bare trace, :func:`clear_caches`) of one workload's stages through
+    solar (inputs, trace: make_fx + lowering, lift, bounds) and of PyTorch's bare ``make_fx``
+    of the same reference on the same fake tensors (no solar mode, no lowering): the floor of
+    its trace."""
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.fx.experimental.proxy_tensor import make_fx
@@ -109,6 +124,8 @@ def stages(path: str, uuid: str, hw: str, repeat: int = 3) -> dict[str, float]:
     spec = load_spec(hw)
     best: dict[str, float] = {}
     for _ in range(repeat):
+        if cold:
+            clear_caches()
         clock = [time.process_time()]
         inputs = make_inputs(defn, wl, module=module)
         clock.append(time.process_time())
@@ -119,6 +136,8 @@ def stages(path: str, uuid: str, hw: str, repeat: int = 3) -> dict[str, float]:
         charge_gathered_rows(g, fn, inputs)
         clock.append(time.process_time())
         bound_graph(traced.program, g, spec)
+        if cold:
+            clear_caches()
         clock.append(time.process_time())
         fn, tensors = traced_reference(defn, inputs, module)
         with FakeTensorMode(allow_non_fake_inputs=True):
@@ -131,6 +150,10 @@ def stages(path: str, uuid: str, hw: str, repeat: int = 3) -> dict[str, float]:
         got["fx_nodes"] = len(gm.graph.nodes)
         best = {k: min(v, best.get(k, v)) for k, v in got.items()}
     return best
+
+
+def _split(stage: dict[str, float]) -> str:
+    return ", ".join(f"{k} {v:.3f}" for k, v in stage.items() if k != "fx_nodes")
 
 
 def _load(avg) -> str:
@@ -178,10 +201,13 @@ def markdown(meta: dict, rows: list[dict], hws: list[str]) -> str:
         "",
         f"The slowest workload, {meta['slowest']['definition']} {meta['slowest']['uuid'][:8]} "
         f"on {meta['slowest']['hw']}, again with every cache warm (CPU s, best of 3): "
-        + ", ".join(f"{k} {v:.3f}" for k, v in meta["slowest_stages"].items() if k != "fx_nodes")
-        + f" ({meta['slowest_stages']['fx_nodes']} fx nodes); bare_make_fx is PyTorch's "
-        "make_fx of the same reference on the same fake tensors without solar (no mode of "
-        "solar's, no lowering): the floor of its trace.",
+        + _split(meta["slowest_stages"])
+        + f" ({meta['slowest_stages']['fx_nodes']} fx nodes); with PyTorch's fake-tensor "
+        "cache and solar's structure and footprint caches cleared before each trace, as the "
+        "first GPU meets a workload's new shapes: "
+        + _split(meta["slowest_stages_cold"])
+        + ". bare_make_fx is PyTorch's make_fx of the same reference on the same fake "
+        "tensors without solar (no mode of solar's, no lowering): the floor of its trace.",
         "",
         "| definition | GPU | workloads | bounded | largest kernels | median s | max s | "
         "max CPU s |",
@@ -214,6 +240,7 @@ def main(argv=None) -> int:
     slowest = {"definition": r_max["definition"], "hw": r_max["hw"], "uuid": w_max["uuid"]}
     path = next(p for p in discover_definitions([args.defs]) if p.stem == slowest["definition"])
     split = stages(str(path), slowest["uuid"], slowest["hw"])
+    cold = stages(str(path), slowest["uuid"], slowest["hw"], cold=True)
     failures = [(r["definition"], r["hw"], w["uuid"], w["error"])
                 for r in rows for w in r["per_workload"] if w["status"] != "ok"]  # fmt: skip
     meta = {"machine": info, "load_avg_end": os.getloadavg(), "startup_s": startup,
@@ -221,7 +248,8 @@ def main(argv=None) -> int:
             "max_s": max(w["seconds"] for w in every),
             "max_cpu_s": max(w["cpu_seconds"] for w in every),
             "median_s": statistics.median(w["seconds"] for w in every),
-            "failures": failures, "slowest": slowest, "slowest_stages": split}  # fmt: skip
+            "failures": failures, "slowest": slowest, "slowest_stages": split,
+            "slowest_stages_cold": cold}  # fmt: skip
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "definitions_speed.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
