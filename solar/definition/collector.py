@@ -5,10 +5,10 @@ tensors, the IR, the einsum graph), so CPython starts full collections during a 
 walking every object of the process: PyTorch's and torch._dynamo's (~300,000) and the Bounds
 the batch has made so far. A library caller bounding the corpus's 248 workloads on one GPU
 paid 5 such collections, 1.2 s of 12.5 s on a 2-core machine (``solar bound`` freezes the
-imports first, :func:`~solar.definition.commandline.freeze_imports`, and still paid 10
-smaller ones, 1.0 s: the Bounds kept). With full collections deferred to the batch's end the
-same batch paid none; the young generations' collections, which walk new objects only, run
-as before.
+imports first, :func:`~solar.definition.commandline.freeze_imports`, and a caller doing the
+same still paid 10 smaller ones, 1.0 s, walking what the batch had made so far). With full
+collections deferred to the batch's end the same batch paid none; the young generations'
+collections, which walk new objects only, run as before (0.5 s over that batch).
 """
 
 from __future__ import annotations
