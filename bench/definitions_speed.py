@@ -9,8 +9,10 @@ frontend and torch's FakeTensorMode (whose first instance imports ``torch._dynam
 imports ``torch.distributed``). After it the import-time objects are frozen (``gc.freeze``),
 as ``solar bound`` on definitions does, so that a full collection of Python's cyclic garbage
 collector during a workload walks the analysis's objects only, not the ~300,000 objects of
-the imported frameworks (0.2-0.6 s per full collection on the project's machine);
-``--no-freeze`` leaves the collector as a library call does.
+the imported frameworks (0.2-0.6 s per full collection on the project's machine); and each
+definition's workloads run with full collections deferred, as ``bound_definition`` runs them
+(:mod:`solar.definition.collector`). ``--no-freeze`` leaves the imports to the collector, as
+a library call does.
 
 Writes ``definitions_speed.md`` (per definition: workloads, median and largest seconds per
 workload, per GPU) and ``definitions_speed.json`` (every workload). The target: under a
@@ -34,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 from solar.bench.__main__ import machine  # noqa: E402
 from solar.definition import discover_definitions, load_definition  # noqa: E402
 from solar.definition.bound import bound_workload  # noqa: E402
+from solar.definition.collector import full_collections_deferred  # noqa: E402
 from solar.definition.commandline import freeze_imports  # noqa: E402
 from solar.definition.inputs import reference_module  # noqa: E402
 from solar.definition.schema import default_workloads_path, load_workloads  # noqa: E402
@@ -58,34 +61,55 @@ def bound_one(path: Path, hws: list[str]) -> list[dict]:
     module = reference_module(defn)
     wls = load_workloads(default_workloads_path(path), defn)
     rows = []
-    for hw in hws:
-        spec = load_spec(hw)
-        per = []
-        for wl in wls:
-            c0 = time.process_time()
-            row = bound_workload(defn, wl, spec, module)
-            d = row.to_dict()
-            d["cpu_seconds"] = time.process_time() - c0
-            per.append(d)
-        secs = [w["seconds"] for w in per]
-        rows.append({
-            "definition": defn.name, "hw": hw, "workloads": len(per),
-            "ok": sum(w["status"] == "ok" for w in per),
-            "median_s": statistics.median(secs), "max_s": max(secs),
-            "max_cpu_s": max(w["cpu_seconds"] for w in per),
-            "kernels_max": max(w["kernels"] for w in per), "per_workload": per,
-        })  # fmt: skip
-        r = rows[-1]
-        print(f"{defn.name:<48} {hw:<5} {r['ok']}/{len(secs)} ok  median {r['median_s']:.3f} s"
-              f"  max {r['max_s']:.3f} s (CPU {r['max_cpu_s']:.3f} s)", flush=True)  # fmt: skip
+    with full_collections_deferred():  # as bound_definition runs a definition's workloads
+        for hw in hws:
+            rows.append(_bound_on(defn, module, wls, hw))
     return rows
 
 
-def stages(path: str, uuid: str, hw: str, repeat: int = 3) -> dict[str, float]:
-    """CPU seconds (best of ``repeat``, caches warm) of one workload's stages through solar
-    (inputs, trace: make_fx + lowering, lift, bounds) and of PyTorch's bare ``make_fx`` of the
-    same reference on the same fake tensors (no solar mode, no lowering): the floor of its
-    trace."""
+def _bound_on(defn, module, wls, hw: str) -> dict:
+    """The row of one GPU: each workload bounded and timed (wall and CPU)."""
+    spec = load_spec(hw)
+    per = []
+    for wl in wls:
+        c0 = time.process_time()
+        row = bound_workload(defn, wl, spec, module)
+        d = row.to_dict()
+        d["cpu_seconds"] = time.process_time() - c0
+        per.append(d)
+    secs = [w["seconds"] for w in per]
+    r = {
+        "definition": defn.name, "hw": hw, "workloads": len(per),
+        "ok": sum(w["status"] == "ok" for w in per),
+        "median_s": statistics.median(secs), "max_s": max(secs),
+        "max_cpu_s": max(w["cpu_seconds"] for w in per),
+        "kernels_max": max(w["kernels"] for w in per), "per_workload": per,
+    }  # fmt: skip
+    print(f"{defn.name:<48} {hw:<5} {r['ok']}/{len(secs)} ok  median {r['median_s']:.3f} s"
+          f"  max {r['max_s']:.3f} s (CPU {r['max_cpu_s']:.3f} s)", flush=True)  # fmt: skip
+    return r
+
+
+def clear_caches() -> None:
+    """Forget what PyTorch's fake-tensor dispatch cache and solar's structure and footprint
+    caches hold: the state the first GPU of a definition meets for a workload's new shapes."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from solar.graph.cache import CACHE
+    from solar.ir.footprint import domain, forms
+
+    FakeTensorMode.cache_clear()
+    CACHE.clear()
+    domain.domain.cache_clear()
+    forms._form_set.cache_clear()
+
+
+def stages(path: str, uuid: str, hw: str, repeat: int = 3, cold: bool = False) -> dict[str, float]:
+    """CPU seconds (best of ``repeat``, caches warm; ``cold``: the caches cleared before the
+    trace and before the bare trace, :func:`clear_caches`) of one workload's stages through
+    solar (inputs, trace: make_fx + lowering, lift, bounds) and of PyTorch's bare ``make_fx``
+    of the same reference on the same fake tensors (no solar mode, no lowering): the floor of
+    its trace."""
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.fx.experimental.proxy_tensor import make_fx
@@ -100,6 +124,8 @@ def stages(path: str, uuid: str, hw: str, repeat: int = 3) -> dict[str, float]:
     spec = load_spec(hw)
     best: dict[str, float] = {}
     for _ in range(repeat):
+        if cold:
+            clear_caches()
         clock = [time.process_time()]
         inputs = make_inputs(defn, wl, module=module)
         clock.append(time.process_time())
@@ -110,6 +136,8 @@ def stages(path: str, uuid: str, hw: str, repeat: int = 3) -> dict[str, float]:
         charge_gathered_rows(g, fn, inputs)
         clock.append(time.process_time())
         bound_graph(traced.program, g, spec)
+        if cold:
+            clear_caches()
         clock.append(time.process_time())
         fn, tensors = traced_reference(defn, inputs, module)
         with FakeTensorMode(allow_non_fake_inputs=True):
@@ -122,6 +150,10 @@ def stages(path: str, uuid: str, hw: str, repeat: int = 3) -> dict[str, float]:
         got["fx_nodes"] = len(gm.graph.nodes)
         best = {k: min(v, best.get(k, v)) for k, v in got.items()}
     return best
+
+
+def _split(stage: dict[str, float]) -> str:
+    return ", ".join(f"{k} {v:.3f}" for k, v in stage.items() if k != "fx_nodes")
 
 
 def _load(avg) -> str:
@@ -154,7 +186,9 @@ def markdown(meta: dict, rows: list[dict], hws: list[str]) -> str:
         f"Process start-up, {meta['startup_s']:.2f} s, is in no row: importing solar's torch "
         "frontend and PyTorch's FakeTensorMode (its first instance imports torch._dynamo, "
         "which imports torch.distributed), once per process before the first trace. The "
-        f"objects those imports made are {freeze}.",
+        f"objects those imports made are {freeze}. Each definition's workloads run with the "
+        "collector's full collections deferred, as `bound_definition` runs them "
+        "(`solar/definition/collector.py`).",
         "",
         "A workload's time is its trace (PyTorch's make_fx on fake tensors, with the index "
         "tensors' real values shadowing them, and the lowering to the IR), lift and bounds, "
@@ -167,10 +201,13 @@ def markdown(meta: dict, rows: list[dict], hws: list[str]) -> str:
         "",
         f"The slowest workload, {meta['slowest']['definition']} {meta['slowest']['uuid'][:8]} "
         f"on {meta['slowest']['hw']}, again with every cache warm (CPU s, best of 3): "
-        + ", ".join(f"{k} {v:.3f}" for k, v in meta["slowest_stages"].items() if k != "fx_nodes")
-        + f" ({meta['slowest_stages']['fx_nodes']} fx nodes); bare_make_fx is PyTorch's "
-        "make_fx of the same reference on the same fake tensors without solar (no mode of "
-        "solar's, no lowering): the floor of its trace.",
+        + _split(meta["slowest_stages"])
+        + f" ({meta['slowest_stages']['fx_nodes']} fx nodes); with PyTorch's fake-tensor "
+        "cache and solar's structure and footprint caches cleared before each trace, as the "
+        "first GPU meets a workload's new shapes: "
+        + _split(meta["slowest_stages_cold"])
+        + ". bare_make_fx is PyTorch's make_fx of the same reference on the same fake "
+        "tensors without solar (no mode of solar's, no lowering): the floor of its trace.",
         "",
         "| definition | GPU | workloads | bounded | largest kernels | median s | max s | "
         "max CPU s |",
@@ -203,6 +240,7 @@ def main(argv=None) -> int:
     slowest = {"definition": r_max["definition"], "hw": r_max["hw"], "uuid": w_max["uuid"]}
     path = next(p for p in discover_definitions([args.defs]) if p.stem == slowest["definition"])
     split = stages(str(path), slowest["uuid"], slowest["hw"])
+    cold = stages(str(path), slowest["uuid"], slowest["hw"], cold=True)
     failures = [(r["definition"], r["hw"], w["uuid"], w["error"])
                 for r in rows for w in r["per_workload"] if w["status"] != "ok"]  # fmt: skip
     meta = {"machine": info, "load_avg_end": os.getloadavg(), "startup_s": startup,
@@ -210,7 +248,8 @@ def main(argv=None) -> int:
             "max_s": max(w["seconds"] for w in every),
             "max_cpu_s": max(w["cpu_seconds"] for w in every),
             "median_s": statistics.median(w["seconds"] for w in every),
-            "failures": failures, "slowest": slowest, "slowest_stages": split}  # fmt: skip
+            "failures": failures, "slowest": slowest, "slowest_stages": split,
+            "slowest_stages_cold": cold}  # fmt: skip
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "definitions_speed.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -189,6 +190,34 @@ def test_cli_bound_definition_json():
     assert d["workloads"][0]["axes"] == {"batch_size": 1, "hidden_size": 4096}
 
 
+def test_cli_bound_definition_symbolic_rows_equal_their_traces():
+    """``solar bound DEF.json --symbolic``: the var axes as symbols, as
+    ``bound_definition(..., symbolic=True)``; each row's numbers are those of the workload's
+    own trace (the numeric path, here in this process), and the table says which came from
+    the formula."""
+    from tests.symbolic_equal import fresh_caches
+
+    path = CORPUS / "rmsnorm_h4096.json"
+    rc, out, err = run_solar("bound", path, "--symbolic", "--sample", "3", "--jobs", "1", "--json")
+    assert rc == 0, err
+    rows = json.loads(out)["workloads"]
+    assert [w["method"] for w in rows] == ["trace", "formula", "formula"]  # batch 1: broadcast
+    fresh_caches()
+    numeric = bound_definition(path, sample=3)
+    for got, want in zip(rows, numeric.workloads, strict=True):
+        assert got["uuid"] == want.uuid and got["axes"] == want.axes
+        for level in ("unfused", "fused", "cache_aware"):
+            assert math.isclose(got[level], getattr(want, level), rel_tol=1e-9), level
+    rc, out, err = run_solar("bound", path, "--symbolic", "--sample", "3", "--jobs", "1")
+    assert rc == 0, err
+    assert "from" in out.splitlines()[1] and "the formula traced at workload" in out
+
+
+def test_cli_symbolic_names_on_a_definition_is_one_line():
+    rc, out, err = run_solar("bound", CORPUS / "rmsnorm_h4096.json", "--symbolic", "B")
+    assert rc != 0 and err.strip().count("\n") == 0 and "give --symbolic alone" in err
+
+
 def test_cli_bound_missing_definition_is_one_line(tmp_path):
     rc, out, err = run_solar("bound", tmp_path / "nope.json")
     assert rc != 0 and err.strip().count("\n") == 0 and "no such definition file" in err
@@ -302,3 +331,30 @@ def test_solar_bound_on_definitions_freezes_the_imports():
         assert gc.get_freeze_count() > 100_000  # the frameworks' objects
     finally:
         gc.unfreeze()
+
+
+def test_a_library_batch_starts_no_full_collection_and_puts_the_collector_back():
+    """``bound_definition`` defers full collections (each would walk every object of the
+    process) and leaves the caller's collector as it was: thresholds, enabled, frozen."""
+    import gc
+
+    full: list[int] = []
+
+    def seen(phase, info):
+        if phase == "start" and info["generation"] == 2:
+            full.append(1)
+
+    old = gc.get_threshold()
+    gc.set_threshold(100, 1, 1)  # a full collection after every young one, where not deferred
+    gc.callbacks.append(seen)
+    try:
+        frozen = gc.get_freeze_count()
+        db = bound_definition(CORPUS / "gqa_paged_decode_h32_kv8_d128_ps16.json", sample=2)
+        assert db.ok and full == []
+        assert gc.get_threshold() == (100, 1, 1) and gc.isenabled()
+        assert gc.get_freeze_count() == frozen
+        bound_definition(CORPUS / "rmsnorm_h4096.json", sample=1)  # a batch of 1 no different
+        assert full == []
+    finally:
+        gc.callbacks.remove(seen)
+        gc.set_threshold(*old)

@@ -260,6 +260,8 @@ def test_cli_error_is_one_line(tmp_path):
     )
     code, _, err = run_solar("bound", ROOT / "examples", "--symbolic", "B")
     assert code == 2 and "--symbolic bounds one problem file" in err
+    code, _, err = run_solar("bound", ATTENTION, "--symbolic")  # names: a problem file's own
+    assert code == 2 and "--symbolic on a problem file names its constants" in err
 
 
 # -- views --------------------------------------------------------------------------------

@@ -57,10 +57,14 @@ def add_parser(sub):
     sp.add_argument(
         "--symbolic",
         metavar="NAME[,NAME...]",
+        nargs="?",
+        const="",
         default=None,
         help="module constants of one PyTorch problem file as symbols (e.g. BATCH,SEQ; "
         "NAME=VALUE traces at VALUE): print the bound at the file's sizes, then its formulas "
-        "in those names, the crossovers along each and where they hold",
+        "in those names, the crossovers along each and where they hold. On definition files, "
+        "alone (no names): their var axes are the symbols, each workload bounded from one "
+        "trace's formula where it holds (the 'from' column says which)",
     )
     add_timeout_option(sp)
     add_hub_arguments(sp)  # hf:ID / hf:FOLDER: a Hugging Face model built from its config.json
@@ -69,7 +73,7 @@ def add_parser(sub):
 
 
 def run(args) -> int:
-    if args.symbolic is not None:
+    if args.symbolic is not None and not any(is_definition_path(p) for p in args.paths):
         return _run_symbolic(args)
     if is_hub_name(args.paths[0]):
         return _run_hub(args)
@@ -106,8 +110,8 @@ def _run_symbolic(args) -> int:
     path = args.paths[0]
     if len(args.paths) > 1 or Path(path).is_dir() or args.ray or is_hub_name(path):
         raise ValueError("--symbolic bounds one problem file: give one FILE")
-    if is_definition_path(path):
-        raise ValueError("--symbolic takes a problem file; a definition's axes are its own")
+    if not args.symbolic:
+        raise ValueError("--symbolic on a problem file names its constants: --symbolic B,S")
     if args.gpus != 1 or plan_kwargs(args):
         raise ValueError("--symbolic bounds one GPU: leave out --gpus and the plan options")
     check_out(args.out)

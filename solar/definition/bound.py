@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from solar.api import bound_graph, gc_paused, trace_and_lift
+from solar.definition.collector import full_collections_deferred
 from solar.definition.inputs import WorkloadInputs, make_inputs, reference_module
 from solar.definition.schema import (
     Definition,
@@ -232,7 +233,8 @@ def workload_task(task: WorkloadTask) -> tuple[WorkloadBound, list[str]]:
         spec = load_spec(task.hw)
     except Exception as e:  # a definition or GPU that no longer loads: this workload's row
         return _task_failed(task, f"{type(e).__name__}: {str(e).strip().splitlines()[0]}")
-    row = bound_workload(defn, task.workload, spec)
+    with full_collections_deferred():  # a worker's task: collected between tasks
+        row = bound_workload(defn, task.workload, spec)
     assumptions = list(row.bound.assumptions) if row.bound is not None else list(NOTES)
     row.bound = None
     return row, assumptions
@@ -291,7 +293,18 @@ def bound_definition(
     ``symbolic=True``: trace the reference once with the ``var`` axes as symbols and bound
     each workload from that formula where it holds (each row's ``method`` says which;
     :mod:`solar.definition.symbolic`); with ``jobs``/``ray``/``timeout`` the definition is one
-    task (its workloads share the formulas; ``timeout`` is the whole definition's limit)."""
+    task (its workloads share the formulas; ``timeout`` is the whole definition's limit).
+
+    Python's garbage collector starts no full collection while the call runs (each would
+    walk every object of the process: :mod:`solar.definition.collector`); its thresholds are
+    put back before it returns."""
+    with full_collections_deferred():
+        return _bound_definition(definition, workloads, hw, sample, jobs, ray, timeout, symbolic)
+
+
+def _bound_definition(
+    definition, workloads, hw, sample, jobs, ray, timeout, symbolic
+) -> DefinitionBound:
     defn = definition if isinstance(definition, Definition) else load_definition(definition)
     wls = _workloads(defn, workloads, sample)
     spec = load_spec(hw)
@@ -352,7 +365,13 @@ def bound_definitions(
     tasks on worker processes or a Ray cluster (default: one after another here).
     ``symbolic=True``: each definition's workloads from one formula where it holds (with
     ``jobs``/``ray``/``timeout``: one task per definition, its workloads sharing the
-    formulas)."""
+    formulas). The garbage collector as in :func:`bound_definition`: no full collection
+    during the batch, the thresholds put back before it returns."""
+    with full_collections_deferred():
+        return _bound_definitions(paths, hw, sample, jobs, ray, timeout, symbolic)
+
+
+def _bound_definitions(paths, hw, sample, jobs, ray, timeout, symbolic) -> list[DefinitionBound]:
     found = discover_definitions(paths)
     if jobs == 1 and ray is None and timeout is None:
         return [_definition_or_error(p, hw, sample, symbolic) for p in found]

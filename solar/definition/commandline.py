@@ -44,7 +44,13 @@ def freeze_imports() -> None:
 
 
 def definitions_report(args) -> tuple[str, bool]:
-    """``(text, all bounded)`` for ``solar bound`` on definition files (``--json``: data)."""
+    """``(text, all bounded)`` for ``solar bound`` on definition files (``--json``: data;
+    ``--symbolic``, with no names: the var axes as symbols, :mod:`solar.definition.symbolic`)."""
+    if args.symbolic:
+        raise ValueError(
+            f"--symbolic {args.symbolic}: a definition's symbols are its var axes; give "
+            "--symbolic alone"
+        )
     freeze_imports()
     if len(args.paths) == 1 and args.paths[0].endswith(".json"):
         db = bound_definition(args.paths[0], args.workloads, args.hw, **_batch(args))
@@ -60,6 +66,13 @@ def definitions_report(args) -> tuple[str, bool]:
 
 
 def _batch(args) -> dict:
-    """How the workloads run: ``--sample``, and ``--jobs`` worker processes (default: one per
-    CPU core), ``--ray``, ``--timeout`` as for a batch of problem files."""
-    return {"sample": args.sample, "jobs": args.jobs, "ray": args.ray, "timeout": args.timeout}
+    """How the workloads run: ``--sample``, ``--symbolic`` (from formulas), and ``--jobs``
+    worker processes (default: one per CPU core), ``--ray``, ``--timeout`` as for a batch of
+    problem files."""
+    return {
+        "sample": args.sample,
+        "jobs": args.jobs,
+        "ray": args.ray,
+        "timeout": args.timeout,
+        "symbolic": args.symbolic is not None,
+    }

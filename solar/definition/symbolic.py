@@ -26,6 +26,7 @@ from collections.abc import Iterator, Sequence
 from math import prod
 
 from solar.definition.axes import evaluate
+from solar.definition.collector import full_collections_deferred
 from solar.definition.inputs import WorkloadInputs, make_inputs
 from solar.definition.schema import Definition, Workload
 from solar.symbolic.region import Region
@@ -168,7 +169,8 @@ def definition_task(task: DefinitionTask) -> tuple[list, list[str]]:
         module = reference_module(defn)
     except Exception as e:  # a definition or GPU that no longer loads: every workload's row
         return _definition_failed(task, f"{type(e).__name__}: {_first_line(e)}")
-    rows = bound_with_formulas(defn, list(task.workloads), spec, module)
+    with full_collections_deferred():  # a worker's task: collected between tasks
+        rows = bound_with_formulas(defn, list(task.workloads), spec, module)
     first = next((r.bound for r in rows if r.bound is not None), None)
     assumptions = list(first.assumptions) if first is not None else list(NOTES)
     for r in rows:
