@@ -32,10 +32,12 @@ SIZES = {
     "transformers": f"AutoConfig.for_model(type) defaults; model(ids), ids 1 x {TOKENS}",
     "torchvision": "weights=None (weights_backbone=None); images 1 x 3 x 224 x 224 "
     "(inception 299; segmentation 520; video 16 frames 112/224; detection a list of one "
-    "3 x 480 x 640 image; RAFT two 1 x 3 x 520 x 960 frames)",
+    "3 x 480 x 640 image; RAFT two 1 x 3 x 520 x 960 frames); classifiers' training steps on "
+    "a batch of 2",
     "diffusers": "SD 1.5 UNet and VAE, DiT-XL/2-256, SD3-medium, FLUX.1 (see each case)",
     "timm": f"every {TIMM_EVERY}th of timm.list_models() plus {', '.join(TIMM_POPULAR)}; "
-    "pretrained=False, the model's default input size",
+    "pretrained=False, the model's default input size; classifiers' training steps on a "
+    "batch of 2",
 }
 
 
@@ -121,9 +123,24 @@ def _cross_entropy(out: object, labels: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(_first(out).float(), labels)
 
 
+TRAIN_BATCH = 2  # image classifiers' training steps: BatchNorm refuses to train on one value
+
+
 def _classifier(model: nn.Module, x: torch.Tensor, call: str, notes: list[str]) -> Case:
-    labels = torch.zeros(x.shape[0], dtype=torch.long)
-    return Case(model, (x,), _cross_entropy, targets=(labels,), call=call, notes=notes)
+    """An image (or clip) classifier: the forward on ``x``, the training step on a batch of
+    :data:`TRAIN_BATCH` (PyTorch's BatchNorm refuses training statistics of one value per
+    channel, which a batch of one gives after global pooling)."""
+    batch = x.expand(TRAIN_BATCH, *x.shape[1:]).clone()
+    labels = torch.zeros(TRAIN_BATCH, dtype=torch.long)
+    return Case(
+        model,
+        (x,),
+        _cross_entropy,
+        targets=(labels,),
+        call=call,
+        notes=notes,
+        train_inputs=(batch,),
+    )
 
 
 def _mse(out: object) -> torch.Tensor:
