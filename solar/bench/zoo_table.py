@@ -24,9 +24,9 @@ _CACHE = (
     "(c) library: the default config has no attention layer and transformers' cache asks "
     "one for its length"
 )
-_UNVERIFIED = (
-    "limit: its constructor fails on meta (a TypeError in the library's code) but not on the "
-    "CPU, where it needs more than the memory guard: not settled"
+_SAME_ON_CPU = (
+    "(c) library: its default config cannot build: the same error on meta and on the CPU "
+    "(with memory to spare)"
 )
 #: What a failure was found to be, by hand (see the report): (c) the library's own, checked by
 #: running the model eagerly without solar; (d) a solar limitation other than an operator.
@@ -45,15 +45,12 @@ TRIAGE = {
         "(c) library: a draft model; needs its target's inputs_embeds and shared_kv_states"
     ),
     "transformers/lfm2_moe": _DEFAULT_CONFIG,
-    "transformers/qwen4_exp": _UNVERIFIED,
-    "transformers/qwen4_exp_text": _UNVERIFIED,
+    "transformers/qwen4_exp": _SAME_ON_CPU,
+    "transformers/qwen4_exp_text": _SAME_ON_CPU,
     "transformers/xmod": (
         "(c) library: refuses a call before set_default_language(), which the zoo does not make"
     ),
-    "transformers/cohere_compass_text": (
-        "limit: its constructor fails on meta (a KeyError in the library's code) and needs "
-        "more than the memory guard on the CPU: not settled"
-    ),
+    "transformers/cohere_compass_text": _SAME_ON_CPU,
     "transformers/xlstm": (
         "(c) library: its training step fails the same way eagerly on the CPU without solar "
         "(2 layers, hidden 256: autograd finds a tensor it saved modified in place)"
