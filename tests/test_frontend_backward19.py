@@ -253,6 +253,24 @@ def test_grid_sample_backward_equals_autograd(mode, padding):
         assert "aten.grid_sampler_2d_backward.default" in [k.op for k in t.program.kernels]
 
 
+@pytest.mark.parametrize("padding", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align", [False, True])
+def test_grid_sample_backward_of_a_one_pixel_input(padding, align):
+    """A 1 x 1 input: with reflection and aligned corners every sample's coordinate folds to
+    the constant 0, so the input gradient's scatter-add meets itself at every grid point (it
+    accumulates, as CUDA's atomics do)."""
+    x, grid = rand(2, 3, 1, 1), rand(2, 2, 3, 2, seed=3) * 2.6 - 1.4
+    g = rand(2, 3, 2, 3, seed=5)
+
+    def grad(x, grid, g):
+        with torch.enable_grad():
+            x, grid = x.detach().requires_grad_(), grid.detach().requires_grad_()
+            y = F.grid_sample(x, grid, padding_mode=padding, align_corners=align)
+            return torch.autograd.grad(y, (x, grid), g)
+
+    check(grad, x, grid, g)
+
+
 # ------------------------------------------------------------- repeat_interleave with a tensor
 
 

@@ -316,6 +316,13 @@ def test_cdist_equals_pytorch(p):
     check(lambda a, b: torch.cdist(a, b, p=p), rand(2, 4, 3), rand(2, 5, 3, seed=1))
 
 
+def test_float_constants_keep_double_precision_in_float64_programs():
+    """The IR's float constants execute as doubles: a float64 cdist with p = 3 (a pow by 1/3)
+    equals PyTorch to float64 rounding (in float32, 1/3 put it 1e-8 off)."""
+    a, b = rand(2, 4, 3).double(), rand(2, 5, 3, seed=1).double()
+    check(lambda a, b: torch.cdist(a, b, p=3.0), a, b, tol=lambda w: (1e-14, 1e-14, False))
+
+
 def test_refusal_reasons_are_not_stale():
     """Every operator the table of refusal reasons names exists and has no lowering (a lowered
     operator's entry is removed with its lowering's commit)."""

@@ -154,7 +154,11 @@ class StatementRun:
                     f"{self.where}: output {st.out} index {k} ranges over [{lo}, {hi}], "
                     f"outside {st.out.tensor}'s extent {shape[k]}"
                 )
-        scattered = {d for e in st.out.index if isinstance(e, Indirect) for d in e.dims}
+        indirect = [e for e in st.out.index if isinstance(e, Indirect)]
+        if indirect and st.accumulate:
+            return  # an accumulating scatter: iterations that meet add up, as atomics do
+            # (an index that folded to a constant, a 1 x 1 grid-sample input, meets always)
+        scattered = {d for e in indirect for d in e.dims}
         for d in self.par:
             s = sum(
                 e.coef(d) * strides[k]
@@ -458,8 +462,10 @@ class StatementRun:
             native = torch_dtype(self.ex.p.tensors[e.tensor].dtype)
             chain = () if index else self.load_chain(native)
             return self.view(e, box, chain, used_only=False)
-        if isinstance(e, Const):
-            return torch.tensor(e.value, device=self.dev)
+        if isinstance(e, Const):  # a float constant keeps its double value (1/3 in a float64
+            # pow); a 0-dim operand does not change a dimensioned tensor's dtype
+            dtype = torch.float64 if isinstance(e.value, float) else None
+            return torch.tensor(e.value, dtype=dtype, device=self.dev)
         if isinstance(e, Index):
             env = {d: self.arange(d, box) for d in e.expr.dims}
             v = e.expr.evaluate(env)
