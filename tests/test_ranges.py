@@ -32,6 +32,10 @@ PROGRAMS = {
     "arange": lambda ids: torch.arange(3, 10, 2) + (ids > 100).sum(),
     "not": lambda ids: torch.logical_not(ids >= 0),
     "maximum": lambda ids: torch.maximum((ids > 1).sum(1), ids.argmax(1)),
+    "max-of-two": lambda ids: torch.max((ids > 4).sum(1), ids.argmax(1) + 20),
+    "narrowing": lambda ids: ((ids > 0).sum(1) * 100 + 100).to(torch.int8),
+    "kthvalue-positions": lambda ids: ids.kthvalue(2, dim=0)[1],
+    "to-bool": lambda ids: ((ids > 0).sum(1) + 1).bool(),
 }
 
 # hand-derived intervals of each program's output
@@ -47,6 +51,10 @@ EXPECTED = {
     "count-nonzero": (0, 2),  # over dim 0 of size 2
     "arange": (3, 9 + 16),  # 3, 5, 7, 9 plus [0, 16]
     "maximum": (0, 8),  # max([0, 8], [0, 7])
+    "max-of-two": (20, 27),  # elementwise: max([0, 8], [20, 27])
+    "narrowing": None,  # [100, 900] wraps in int8: unknown
+    "kthvalue-positions": (0, 1),  # positions along dim 0, of size 2
+    "to-bool": (1, 1),  # [1, 9] is never 0
 }
 
 

@@ -130,9 +130,11 @@ class _Ranges:
         if limits is None:
             return None
         derived = self._rule(node, index) if node.op == "call_function" else None
-        if val.dtype == torch.bool:
-            return _meet(derived, limits) or limits
-        return None if derived is None else _meet(derived, limits)
+        if val.dtype == torch.bool:  # a conversion to bool is "nonzero"
+            return limits if derived is None else _truth(derived)
+        if derived is None or not (limits[0] <= derived[0] and derived[1] <= limits[1]):
+            return None  # values a narrower dtype wraps: unknown
+        return derived
 
     def _rule(self, node: fx.Node, index: int) -> Interval | None:
         op = getattr(node.target, "overloadpacket", None)
@@ -141,7 +143,9 @@ class _Ranges:
         first = memo(args[0]) if args and isinstance(args[0], fx.Node) else None
         if (op, index) in POSITIONS:
             return _positions(node)
-        if op in SAME:
+        if op in (aten.max, aten.min) and len(args) == 2 and isinstance(args[1], fx.Node):
+            op = aten.maximum if op is aten.max else aten.minimum  # max(a, b): elementwise
+        elif op in SAME:
             return first
         if op in UNION:
             return _join(*(memo(a) for a in args[0]))  # type: ignore[union-attr]
@@ -214,16 +218,28 @@ def _reduced(node: fx.Node) -> int:
     return src.numel() // out.numel() if out.numel() else 0
 
 
+def _truth(r: Interval) -> Interval:
+    """The interval of ``x != 0`` for ``x`` in ``r``."""
+    if r == (0, 0):
+        return (0, 0)
+    return (1, 1) if r[0] > 0 or r[1] < 0 else (0, 1)
+
+
+# (position of the dim argument, its default: None = the flattened input) of each operator
+# whose output is positions along a dim
+DIM_ARGUMENT = {
+    aten.argmax: (1, None), aten.argmin: (1, None), aten.max: (1, None), aten.min: (1, None),
+    aten.sort: (1, -1), aten.topk: (2, -1), aten.cummax: (1, None), aten.cummin: (1, None),
+    aten.median: (1, None), aten.kthvalue: (2, -1), aten.mode: (1, -1),
+}  # fmt: skip
+
+
 def _positions(node: fx.Node) -> Interval | None:
     src = _val(node.args[0])
     if not isinstance(src, torch.Tensor):
         return None
-    dim = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim")
-    op = node.target.overloadpacket  # type: ignore[union-attr]
-    if op is aten.topk:  # topk(x, k, dim=-1)
-        dim = node.args[2] if len(node.args) > 2 else node.kwargs.get("dim", -1)
-    if op is aten.sort and not isinstance(dim, int):
-        dim = -1
+    at, default = DIM_ARGUMENT[node.target.overloadpacket]  # type: ignore[union-attr]
+    dim = node.args[at] if len(node.args) > at else node.kwargs.get("dim", default)
     n = src.numel() if not isinstance(dim, int) or src.dim() == 0 else src.shape[dim]
     return (0, max(int(n) - 1, 0))
 
