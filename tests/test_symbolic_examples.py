@@ -89,11 +89,6 @@ ENGINE: dict[str, str] = {
         "solar/graph/ranks.py:48 decides an equality between TOKENS and the plain position "
         "table size, which coincide (512): an Eq guard specializes TOKENS"
     ),
-    "op_lstm": (
-        "solar/backend/latency.py:213: layer 2 of a bidirectional LSTM reads each direction's "
-        "outputs in the other's step order (t -> STEPS-1-t, coefficient -1), a source "
-        "solar/backend/chain_paths.py chain_tail does not model: STEPS specialized"
-    ),
 }
 
 #: examples the loader refuses by design, and the words of its one-line error
