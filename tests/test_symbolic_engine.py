@@ -363,6 +363,42 @@ def test_a_bidirectional_layer_by_hand():
     assert tail_best(tail, T)[0] == 6.5 and int(tail_best(tail, T)[1]) == 7
 
 
+class _TableSlice(torch.nn.Module):
+    """``x + table[:T]`` over an 8 x 4 table (a position table), traced at ``T = 8``: the
+    slice's extent coincides with the table's; ``full`` also reads the whole table."""
+
+    def __init__(self, full: bool) -> None:
+        super().__init__()
+        self.register_buffer("table", torch.randn(8, 4))
+        self.full = full
+
+    def forward(self, x):
+        y = x + self.table[: x.shape[0]]
+        return (y, self.table * 2) if self.full else y
+
+
+def test_a_slice_that_coincides_with_its_table_keeps_its_size():
+    """Traced where the slice spans the table, the ranks do not decide ``T == 8`` (the names
+    are the same either way): the formula holds below 8, reading 16 bytes of x, 16 of the
+    table and writing 16 per row (48·T, by hand)."""
+    model = _TableSlice(full=False)
+    b = solar.bound(model, [torch.randn(8, 4)], hw="H100", symbolic={"T": (0, 0)})
+    assert b.specializations == {}
+    for t in (3, 5, 8):
+        assert b.at(T=t).bytes_unfused == 48 * t
+        assert_same(b, {"T": t}, solar.bound(model, [torch.randn(t, 4)], hw="H100"))
+
+
+def test_a_coincidence_the_ranks_depend_on_is_decided():
+    """Where another op reads the whole table, merging the slice's dim with the table's
+    changes the names: the equality is decided, pinning ``T``, and the formula is the
+    numeric bound there."""
+    model = _TableSlice(full=True)
+    b = solar.bound(model, [torch.randn(8, 4)], hw="H100", symbolic={"T": (0, 0)})
+    assert set(b.specializations) == {"T"}
+    assert_same(b, {"T": 8}, solar.bound(model, [torch.randn(8, 4)], hw="H100"))
+
+
 n, m = symbol("n"), symbol("m")
 f = sympy.floor
 

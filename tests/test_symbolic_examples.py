@@ -84,12 +84,7 @@ def _requires(path: Path) -> list[str]:
 
 #: examples that fail for a reason inside the engine: the precise cause (the exception it
 #: raises is checked too: see RAISES)
-ENGINE: dict[str, str] = {
-    "model_hf_bert": (
-        "solar/graph/ranks.py:48 decides an equality between TOKENS and the plain position "
-        "table size, which coincide (512): an Eq guard specializes TOKENS"
-    ),
-}
+ENGINE: dict[str, str] = {}
 
 #: examples the loader refuses by design, and the words of its one-line error
 REFUSED = {

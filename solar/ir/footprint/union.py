@@ -52,8 +52,10 @@ def union_footprint(program: Program, accesses: Sequence[Access]) -> Footprint:
     sets = [s for s in uniq.values() if s.count > 0 or not s.exact]
     if not sets:
         return Footprint(0, True)
-    if any(s.exact and s.count >= numel for s in sets):
+    if len(sets) > 1 and any(s.exact and s.count >= numel for s in sets):
         return Footprint(numel, True)
+    # one set: its count, at most the base (min below: a symbolic count that reaches the whole
+    # base only at the traced point, a slice of a table, holds for every smaller size)
     fp = _union_sets(sets)
     return Footprint(min(fp.elements, numel), fp.exact)
 
