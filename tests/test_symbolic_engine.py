@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib.util
 import itertools
 import math
+import pickle
 from pathlib import Path
 
 import numpy as np
@@ -82,6 +83,23 @@ def test_mlp_formula_is_linear_in_tokens(mlp):
 def test_mlp_equals_numeric(mlp, tokens):
     model, b = mlp
     assert_same(b, {"tokens": tokens}, solar.bound(model, [torch.randn(tokens, 64)], hw="H100"))
+
+
+def test_a_pickled_bound_evaluates_the_same(attention):
+    """A symbolic bound sent to another process (pickled: its GPU spec's read-only maps
+    included) gives the same numbers, formulas and crossovers; its retrace (a link to the
+    model) stays behind."""
+    _, b = attention
+    back = pickle.loads(pickle.dumps(b))
+    assert back.retrace is None and b.retrace is not None
+    assert back.formula("fused") == b.formula("fused")
+    assert back.flops_formula() == b.flops_formula()
+    assert back._spec == b._spec and dict(back._spec.rates) == dict(b._spec.rates)
+    for sizes in ({"batch": 2, "seq": 100}, {"batch": 5, "seq": 3000}, {"batch": 16, "seq": 7}):
+        got, want = back.at(**sizes), b.at(**sizes)
+        for q, read in QUANTITIES.items():
+            assert read(got) == read(want), (q, sizes)
+    assert back.crossovers("seq", "fused", hi=4096) == b.crossovers("seq", "fused", hi=4096)
 
 
 def _qkv(batch: int, seq: int) -> list[torch.Tensor]:

@@ -86,6 +86,12 @@ class SymbolicBound(Bound):
     _template: Template | None = field(default=None, repr=False, compare=False)
     _walks: dict = field(default_factory=dict, repr=False, compare=False)
 
+    def __getstate__(self) -> dict:
+        """What pickles: the result, its graph and pieces. The caches stay behind (rebuilt on
+        use), and so does :attr:`retrace`, a live link to the program (its model and inputs):
+        unpickled, a point outside the count region raises ``OutsideRegionError``."""
+        return {**self.__dict__, "retrace": None, "_template": None, "_walks": {}}
+
     @staticmethod
     def of(
         graph: nx.MultiDiGraph, spec, counts_region: Region, sizes: Mapping[str, int], notes=None
