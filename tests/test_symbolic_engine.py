@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib.util
 import itertools
 import math
+import pickle
 from pathlib import Path
 
 import numpy as np
@@ -82,6 +83,23 @@ def test_mlp_formula_is_linear_in_tokens(mlp):
 def test_mlp_equals_numeric(mlp, tokens):
     model, b = mlp
     assert_same(b, {"tokens": tokens}, solar.bound(model, [torch.randn(tokens, 64)], hw="H100"))
+
+
+def test_a_pickled_bound_evaluates_the_same(attention):
+    """A symbolic bound sent to another process (pickled: its GPU spec's read-only maps
+    included) gives the same numbers, formulas and crossovers; its retrace (a link to the
+    model) stays behind."""
+    _, b = attention
+    back = pickle.loads(pickle.dumps(b))
+    assert back.retrace is None and b.retrace is not None
+    assert back.formula("fused") == b.formula("fused")
+    assert back.flops_formula() == b.flops_formula()
+    assert back._spec == b._spec and dict(back._spec.rates) == dict(b._spec.rates)
+    for sizes in ({"batch": 2, "seq": 100}, {"batch": 5, "seq": 3000}, {"batch": 16, "seq": 7}):
+        got, want = back.at(**sizes), b.at(**sizes)
+        for q, read in QUANTITIES.items():
+            assert read(got) == read(want), (q, sizes)
+    assert back.crossovers("seq", "fused", hi=4096) == b.crossovers("seq", "fused", hi=4096)
 
 
 def _qkv(batch: int, seq: int) -> list[torch.Tensor]:
@@ -267,6 +285,136 @@ def test_chain_tails_cover_stacks_of_equal_floors():
         for _ in range(5):
             tail = chain_tail(T, 5e-8, [(tail, T, 5e-8, (1, 0), (1, 0), True)])
             assert tail is not None
+
+
+@st.composite
+def bidirectional(draw):
+    """A stack of chains of T steps whose sources are read step by step or in reverse (step
+    ``t`` reads the producer's step ``T - 1 + δ - t``, as a bidirectional RNN's next layer
+    reads the other direction), copies or previous steps."""
+    layers = draw(st.integers(1, 4))
+    nodes = []
+    for i in range(layers):
+        a = draw(st.sampled_from(FLOORS))
+        srcs = []
+        for j in draw(st.sets(st.integers(0, i - 1), max_size=3)) if i else []:
+            way = draw(st.sampled_from([None, 0, -1, -3]))  # None: forward, else δ
+            srcs.append((j, draw(st.sampled_from(FLOORS)), draw(st.booleans()), way))
+        nodes.append((a, srcs))
+    return draw(st.integers(2, 60)), draw(st.lists(st.integers(1, 200), max_size=6)), nodes
+
+
+def _read(size, way, copy):
+    """``(coef_b, const_b), (coef_a, const_a)`` of a source read ``way`` (None: forward)."""
+    if way is None:
+        return (1, 0), (1, 0)
+    return (-1, size - 1 + way + (0 if copy else 1)), (1, 0)
+
+
+def _tail_at(tail, T: int, x):
+    """``tail``'s arrays and best at ``T``, its formulas (intercept, edges) evaluated there."""
+    icpt = float(sympy.sympify(getattr(tail.icpt, "expr", tail.icpt)).subs(x, T))
+    n0 = int(sympy.sympify(getattr(tail.n0, "expr", tail.n0)).subs(x, T))
+    t = np.arange(tail.K, T)
+    P = np.concatenate([tail.P, tail.slope * t + icpt])
+    N = np.concatenate([tail.N, t + n0])
+    M = np.concatenate([tail.M, np.full(t.size, tail.m)])
+    return P, N, M
+
+
+@settings(max_examples=150, derandomize=True, deadline=None)
+@given(bidirectional())
+def test_chain_tails_read_in_reverse_equal_the_step_program(case):
+    """Traced at one T, a chain's tail (sources read in either order) is :func:`dp`'s arrays
+    at every other T where the guards it recorded hold: the formula, not one point."""
+    T0, others, nodes = case
+    x = symbol("T")
+    tails = []
+    with recording() as rec:
+        size = Size(T0, x)
+        for a, srcs in nodes:
+            given_tails = [(tails[j], size, w, *_read(size, way, c), c) for j, w, c, way in srcs]
+            ok = all(tails[j] is not None for j, *_ in srcs)
+            tails.append(chain_tail(size, a, given_tails) if ok else None)
+    for T in [T0, *others]:
+        if not all(bool(g.subs(x, T)) for g in rec.guards):
+            continue
+        numeric = []
+        for (a, srcs), tail in zip(nodes, tails, strict=True):
+            arrays = [(*numeric[j], T, w, *_read(T, way, c), c) for j, w, c, way in srcs]
+            numeric.append(dp(T, a, arrays)[:3])
+            if tail is None:
+                continue
+            P, N, M = numeric[-1]
+            tP, tN, tM = _tail_at(tail, T, x)
+            np.testing.assert_allclose(tP, P, rtol=1e-12, atol=1e-24)
+            assert (tN == N).all() and (tM == M).all(), T
+
+
+def test_a_bidirectional_layer_by_hand():
+    """Two directions of T = 4 steps (floor 1), the next layer's forward chain fed step by
+    step by the first (edge 0.5) and in reverse by the second: its longest path runs the
+    whole reverse chain (3 steps), its edge into step 0 (0.5), then 3 steps of its own:
+    ``P = [3.5, 4.5, 5.5, 6.5]`` over ``N = [4, 5, 6, 7]`` edges; as a formula of ``T``,
+    ``P[t] = T - 1/2 + t``, ``N[t] = T + t``."""
+    x = symbol("T")
+    with recording() as rec:
+        T = Size(4, x)
+        first = chain_tail(T, 1.0, [])
+        src = [(first, T, 0.5, (1, 0), (1, 0), True), (first, T, 0.5, (-1, T - 1), (1, 0), True)]
+        tail = chain_tail(T, 1.0, src)
+    assert tail is not None and tail.K == 0 and tail.slope == 1.0 and tail.m == 1.0
+    assert sympy.expand(tail.icpt.expr - (x - sympy.Rational(1, 2))) == 0
+    assert sympy.expand(tail.n0.expr - x) == 0
+    assert all(g.subs(x, 2) for g in rec.guards) and not all(g.subs(x, 1) for g in rec.guards)
+    line = np.arange(4.0)
+    P, N, M = dp(
+        4,
+        1.0,
+        [
+            (line, np.arange(4), np.ones(4), 4, 0.5, (1, 0), (1, 0), True),
+            (line, np.arange(4), np.ones(4), 4, 0.5, (-1, 3), (1, 0), True),
+        ],
+    )[:3]
+    assert P.tolist() == [3.5, 4.5, 5.5, 6.5] and N.tolist() == [4, 5, 6, 7]
+    assert M.tolist() == [1.0] * 4
+    assert tail_best(tail, T)[0] == 6.5 and int(tail_best(tail, T)[1]) == 7
+
+
+class _TableSlice(torch.nn.Module):
+    """``x + table[:T]`` over an 8 x 4 table (a position table), traced at ``T = 8``: the
+    slice's extent coincides with the table's; ``full`` also reads the whole table."""
+
+    def __init__(self, full: bool) -> None:
+        super().__init__()
+        self.register_buffer("table", torch.randn(8, 4))
+        self.full = full
+
+    def forward(self, x):
+        y = x + self.table[: x.shape[0]]
+        return (y, self.table * 2) if self.full else y
+
+
+def test_a_slice_that_coincides_with_its_table_keeps_its_size():
+    """Traced where the slice spans the table, the ranks do not decide ``T == 8`` (the names
+    are the same either way): the formula holds below 8, reading 16 bytes of x, 16 of the
+    table and writing 16 per row (48·T, by hand)."""
+    model = _TableSlice(full=False)
+    b = solar.bound(model, [torch.randn(8, 4)], hw="H100", symbolic={"T": (0, 0)})
+    assert b.specializations == {}
+    for t in (3, 5, 8):
+        assert b.at(T=t).bytes_unfused == 48 * t
+        assert_same(b, {"T": t}, solar.bound(model, [torch.randn(t, 4)], hw="H100"))
+
+
+def test_a_coincidence_the_ranks_depend_on_is_decided():
+    """Where another op reads the whole table, merging the slice's dim with the table's
+    changes the names: the equality is decided, pinning ``T``, and the formula is the
+    numeric bound there."""
+    model = _TableSlice(full=True)
+    b = solar.bound(model, [torch.randn(8, 4)], hw="H100", symbolic={"T": (0, 0)})
+    assert set(b.specializations) == {"T"}
+    assert_same(b, {"T": 8}, solar.bound(model, [torch.randn(8, 4)], hw="H100"))
 
 
 n, m = symbol("n"), symbol("m")

@@ -84,17 +84,7 @@ def _requires(path: Path) -> list[str]:
 
 #: examples that fail for a reason inside the engine: the precise cause (the exception it
 #: raises is checked too: see RAISES)
-ENGINE: dict[str, str] = {
-    "model_hf_bert": (
-        "solar/graph/ranks.py:48 decides an equality between TOKENS and the plain position "
-        "table size, which coincide (512): an Eq guard specializes TOKENS"
-    ),
-    "op_lstm": (
-        "solar/backend/latency.py:213: layer 2 of a bidirectional LSTM reads each direction's "
-        "outputs in the other's step order (t -> STEPS-1-t, coefficient -1), a source "
-        "solar/backend/chain_paths.py chain_tail does not model: STEPS specialized"
-    ),
-}
+ENGINE: dict[str, str] = {}
 
 #: examples the loader refuses by design, and the words of its one-line error
 REFUSED = {

@@ -81,6 +81,10 @@ def _frozen_map(m: Mapping[str, float] | None) -> Mapping[str, float]:
     return types.MappingProxyType({str(k): float(v) for k, v in (m or {}).items()})
 
 
+#: the fields of :class:`HardwareSpec` held as read-only maps
+_MAPS = frozenset({"rates", "datasheet_dense", "measured", "latency"})
+
+
 @dataclass(frozen=True)
 class HardwareSpec:
     """One GPU: peaks are upper bounds of the hardware (base units: bytes, bytes/s, Hz, ops/s).
@@ -128,6 +132,14 @@ class HardwareSpec:
         if self.l1_smem_per_sm is None:
             s(self, "l1_smem_per_sm", self.smem_per_sm)
         _check_spec(self, _ORIGIN.get())
+
+    def __getstate__(self) -> dict:
+        """The fields, each read-only map as a dict (a ``mappingproxy`` does not pickle)."""
+        return {k: dict(v) if k in _MAPS else v for k, v in self.__dict__.items()}
+
+    def __setstate__(self, state: dict) -> None:
+        for k, v in state.items():  # as built: no check again (it held when built)
+            object.__setattr__(self, k, _frozen_map(v) if k in _MAPS else v)
 
     def __hash__(self) -> int:
         return hash(

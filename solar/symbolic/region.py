@@ -148,7 +148,7 @@ class Region:
             if isinstance(r, sympy.Eq) and r.rhs.is_number and not r.lhs.is_number:
                 if any(isinstance(a, IntGcd) for a in sympy.preorder_traversal(r.lhs)):
                     continue
-                for s in r.lhs.free_symbols:
+                for s in sorted(r.lhs.free_symbols, key=str):
                     out.setdefault(str(s), g.where or "(unknown place)")
         return out
 

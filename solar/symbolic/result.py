@@ -86,6 +86,12 @@ class SymbolicBound(Bound):
     _template: Template | None = field(default=None, repr=False, compare=False)
     _walks: dict = field(default_factory=dict, repr=False, compare=False)
 
+    def __getstate__(self) -> dict:
+        """What pickles: the result, its graph and pieces. The caches stay behind (rebuilt on
+        use), and so does :attr:`retrace`, a live link to the program (its model and inputs):
+        unpickled, a point outside the count region raises ``OutsideRegionError``."""
+        return {**self.__dict__, "retrace": None, "_template": None, "_walks": {}}
+
     @staticmethod
     def of(
         graph: nx.MultiDiGraph, spec, counts_region: Region, sizes: Mapping[str, int], notes=None
@@ -301,19 +307,15 @@ class SymbolicBound(Bound):
         """``quantity`` along ``size`` over ``[lo, hi]`` (the count region's part of it), as
         one sympy Piecewise of the pieces met (others at ``fixed`` or their traced values)."""
         x_sym = symbol(size)
-        lo, hi = self._span(size, lo, hi, fixed)
+        walk = self._walk(size, *self._span(size, lo, hi, fixed), fixed)
         rest = {k: sympy.Integer(v) for k, v in self._point(fixed).items() if k != x_sym}
         parts: list[tuple[sympy.Expr, sympy.Basic]] = []
-        x = lo
-        while x <= hi:
-            piece = self.piece_at(**{**fixed, size: x})
-            _, top = piece.region.interval(x_sym, self._point({**fixed, size: x}), hi=hi)
+        for _, top, piece in walk:
             expr = _expr(QUANTITIES[quantity](piece.bound)).xreplace(rest)
             if parts and parts[-1][0] == expr:
                 parts[-1] = (expr, x_sym <= top)
             else:
                 parts.append((expr, x_sym <= top))
-            x = top + 1
         return sympy.Piecewise(*parts)
 
     def crossovers(
@@ -324,7 +326,7 @@ class SymbolicBound(Bound):
         pieces' guards)."""
         walk = self._walk(size, *self._span(size, lo, hi, fixed), fixed)
         out: list[tuple[int, str, str]] = []
-        for (_, piece), (x, nxt) in zip(walk, walk[1:]):
+        for (_, _, piece), (x, _, nxt) in zip(walk, walk[1:]):
             by = getattr(piece.bound, f"{level}_bound_by")
             by_next = getattr(nxt.bound, f"{level}_bound_by")
             if by_next != by:
@@ -333,19 +335,20 @@ class SymbolicBound(Bound):
 
     def _walk(
         self, size: str, lo: int, hi: int, fixed: Mapping[str, int]
-    ) -> list[tuple[int, Piece]]:
-        """The pieces along ``size`` from ``lo`` to ``hi``: ``(first size, piece)`` per run
-        (the same for every level: pieces are shared; made once per span and kept)."""
+    ) -> list[tuple[int, int, Piece]]:
+        """The pieces along ``size`` from ``lo`` to ``hi``: ``(first size, last size, piece)``
+        per run, the last as the piece's region gives it (capped at ``hi``); the same for every
+        level and quantity (pieces are shared; made once per span and kept)."""
         key = (size, lo, hi, tuple(sorted(fixed.items())))
         if key not in self._walks:
-            x, walk = lo, [(lo, self.piece_at(**{**fixed, size: lo}))] if lo <= hi else []
-            while walk and x <= hi:
+            walk: list[tuple[int, int, Piece]] = []
+            x = lo
+            while x <= hi:
+                piece = self.piece_at(**{**fixed, size: x})
                 point = self._point({**fixed, size: x})
-                _, top = walk[-1][1].region.interval(symbol(size), point, hi=hi)
-                if top >= hi:
-                    break
+                _, top = piece.region.interval(symbol(size), point, hi=hi)
+                walk.append((x, top, piece))
                 x = top + 1
-                walk.append((x, self.piece_at(**{**fixed, size: x})))
             self._walks[key] = walk
         return self._walks[key]
 

@@ -27,7 +27,7 @@ def _project_count(dom: Domain, dims: Iterable[str]) -> Footprint:
     if dom.empty:
         return Footprint(0, True)
     rng = dom.rng
-    want = set(dims)
+    want = dict.fromkeys(dims)  # in order: a set's order varies with the hash seed
     total, exact = 1, True
     for comp, guards in components(want, dom.guards):
         used = [d for d in comp if d in want]
@@ -103,7 +103,7 @@ def distinct_tuples(st: Statement, forms: Sequence[Affine]) -> Footprint:
     forms = list(dict.fromkeys(f for f in forms if not f.is_const))
     if dom.empty:
         return Footprint(0, True)
-    dims = {d for f in forms for d in f.dims}
+    dims = dict.fromkeys(d for f in forms for d in f.dims)  # in order (not a set's)
     rng = dom.rng
     det: set[str] = set()
     changed = True
@@ -114,7 +114,7 @@ def distinct_tuples(st: Statement, forms: Sequence[Affine]) -> Footprint:
             if rest and _injective_form(rest, _widths(rest, det, rng, dom.guards)):
                 det |= rest.keys()
                 changed = True
-    if dims <= det:
+    if dims.keys() <= det:
         return _project_count(dom, dims)
     if len(forms) == 1:
         s = form_set(dom, forms[0].terms, forms[0].const)
@@ -127,7 +127,7 @@ def distinct_tuples(st: Statement, forms: Sequence[Affine]) -> Footprint:
     if radix < NP_SAFE >> 8:
         s = form_set(dom, flat.terms, 0)
         return Footprint(s.count, s.exact)
-    lbs = [_project_count(dom, det).elements]
+    lbs = [_project_count(dom, [d for d in dims if d in det]).elements]
     for f in forms:
         lbs.append(form_set(dom, f.terms, f.const).count)
     return Footprint(max(lbs), False)

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 import numpy as np
+import sympy
 
 from solar.ir.affine import Affine
 from solar.ir.footprint.arith import bound_int, distinct_sorted, sized
@@ -25,7 +26,7 @@ from solar.ir.footprint.result import Footprint
 from solar.ir.footprint.sums import ValueSet
 from solar.ir.limits import current_limits
 from solar.ir.program import Program, Statement
-from solar.symbolic.size import expr_of, integer
+from solar.symbolic.size import Size, expr_of, integer
 
 Access = tuple[Statement, str, tuple[Affine, ...]]
 
@@ -52,10 +53,22 @@ def union_footprint(program: Program, accesses: Sequence[Access]) -> Footprint:
     sets = [s for s in uniq.values() if s.count > 0 or not s.exact]
     if not sets:
         return Footprint(0, True)
-    if any(s.exact and s.count >= numel for s in sets):
+    if len(sets) > 1 and any(s.exact and s.count >= numel for s in sets):
         return Footprint(numel, True)
+    if len(sets) == 1 and sets[0].exact and _whole(sets[0].count, numel):
+        return Footprint(numel, True)
+    # else one set's count is at most the base (min below: a symbolic count that reaches the
+    # whole base only at the traced point, a slice of a table, holds for every smaller size)
     fp = _union_sets(sets)
     return Footprint(min(fp.elements, numel), fp.exact)
+
+
+def _whole(count: int, numel: int) -> bool:
+    """An exact set's ``count`` is its whole base: as numbers, or with sizes as formulas
+    equal at every size (a coincidence at the traced point is not decided here)."""
+    if isinstance(count, Size) or isinstance(numel, Size):
+        return sympy.expand(expr_of(count) - expr_of(numel)) == 0
+    return count >= numel
 
 
 def _merge_complementary(program: Program, accesses: Sequence[Access]) -> list[Access]:
