@@ -11,7 +11,7 @@ as ``solar bound`` on definitions does, so that a full collection of Python's cy
 collector during a workload walks the analysis's objects only, not the ~300,000 objects of
 the imported frameworks (0.2-0.6 s per full collection on the project's machine); and each
 definition's workloads run with full collections deferred, as ``bound_definition`` runs them
-(:mod:`solar.definition.collector`). ``--no-freeze`` leaves the imports to the collector, as
+(:mod:`solar.collector`). ``--no-freeze`` leaves the imports to the collector, as
 a library call does.
 
 Writes ``definitions_speed.md`` (per definition: workloads, median and largest seconds per
@@ -34,9 +34,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from solar.bench.__main__ import machine  # noqa: E402
+from solar.collector import full_collections_deferred  # noqa: E402
 from solar.definition import discover_definitions, load_definition  # noqa: E402
 from solar.definition.bound import bound_workload  # noqa: E402
-from solar.definition.collector import full_collections_deferred  # noqa: E402
 from solar.definition.commandline import freeze_imports  # noqa: E402
 from solar.definition.inputs import reference_module  # noqa: E402
 from solar.definition.schema import default_workloads_path, load_workloads  # noqa: E402
@@ -188,7 +188,7 @@ def markdown(meta: dict, rows: list[dict], hws: list[str]) -> str:
         "which imports torch.distributed), once per process before the first trace. The "
         f"objects those imports made are {freeze}. Each definition's workloads run with the "
         "collector's full collections deferred, as `bound_definition` runs them "
-        "(`solar/definition/collector.py`).",
+        "(`solar/collector.py`).",
         "",
         "A workload's time is its trace (PyTorch's make_fx on fake tensors, with the index "
         "tensors' real values shadowing them, and the lowering to the IR), lift and bounds, "

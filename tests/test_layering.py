@@ -16,13 +16,15 @@ PACKAGE = ROOT / "solar"
 
 #: lowest first; a module may import from its own layer and every layer below it
 LAYERS: list[tuple[str, ...]] = [
-    # formatting helpers, the results' bridge to their views; symbolic sizes (ints and floats
+    # formatting helpers, the results' bridge to their views, the garbage collector around
+    # batches of analyses; symbolic sizes (ints and floats
     # that carry their formula), the regions where formulas hold, walks that evaluate them,
     # expressions compiled for evaluation at many points, sums of symbolic times in one pass,
     # a graph's sizes located once and rebuilt at other points
     (
         "solar.fmt",
         "solar.viewable",
+        "solar.collector",
         "solar.symbolic.size",
         "solar.symbolic.total",
         "solar.symbolic.template",

@@ -244,3 +244,29 @@ def test_cover_gives_each_point_one_piece_that_holds_it_and_values_and_along_sha
             assert left[mask].all()
             break
     assert len(fresh.pieces) == 2 and left.any()
+
+
+def test_points_from_formulas_start_no_full_collection(attention):
+    """``values`` and ``along`` (what sweeps read) defer full collections, each of which walks
+    every object of the process, and put the caller's thresholds back."""
+    import gc
+
+    from solar.questions.along import along
+
+    full: list[int] = []
+
+    def seen(phase, info):
+        if phase == "start" and info["generation"] == 2:
+            full.append(1)
+
+    old = gc.get_threshold()
+    gc.set_threshold(100, 1, 1)  # a full collection after every young one, where not deferred
+    gc.callbacks.append(seen)
+    try:
+        fused = attention.values("fused", "S", range(2, 400))
+        rows = along(attention, "S", range(2, 400))
+        assert full == [] and gc.get_threshold() == (100, 1, 1)
+    finally:
+        gc.callbacks.remove(seen)
+        gc.set_threshold(*old)
+    assert fused[298] == pytest.approx(rows.columns["fused"][298], rel=1e-12)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from solar.api import bound_graph, gc_paused, trace_and_lift
-from solar.definition.collector import full_collections_deferred
+from solar.collector import full_collections_deferred
 from solar.definition.inputs import WorkloadInputs, make_inputs, reference_module
 from solar.definition.schema import (
     Definition,
@@ -296,7 +296,7 @@ def bound_definition(
     task (its workloads share the formulas; ``timeout`` is the whole definition's limit).
 
     Python's garbage collector starts no full collection while the call runs (each would
-    walk every object of the process: :mod:`solar.definition.collector`); its thresholds are
+    walk every object of the process: :mod:`solar.collector`); its thresholds are
     put back before it returns."""
     with full_collections_deferred():
         return _bound_definition(definition, workloads, hw, sample, jobs, ray, timeout, symbolic)

@@ -25,8 +25,8 @@ import time
 from collections.abc import Iterator, Sequence
 from math import prod
 
+from solar.collector import full_collections_deferred
 from solar.definition.axes import evaluate
-from solar.definition.collector import full_collections_deferred
 from solar.definition.inputs import WorkloadInputs, make_inputs
 from solar.definition.schema import Definition, Workload
 from solar.symbolic.region import Region

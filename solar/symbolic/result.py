@@ -28,6 +28,7 @@ import numpy as np
 import sympy
 
 from solar.backend.result import Bound
+from solar.collector import full_collections_deferred
 from solar.symbolic.region import Region
 from solar.symbolic.size import Real, Size, expr_of, recording, symbol
 from solar.symbolic.template import Template
@@ -264,7 +265,12 @@ class SymbolicBound(Bound):
     def values(self, quantity: str, size: str, values: Sequence[int], **fixed: int) -> np.ndarray:
         """``quantity`` at each value of ``size`` (the other sizes at ``fixed`` or their traced
         values): pieces are found once each (:meth:`cover`), then their formulas are
-        evaluated at all the points they hold at once."""
+        evaluated at all the points they hold at once (full garbage collections deferred:
+        :mod:`solar.collector`)."""
+        with full_collections_deferred():
+            return self._values(quantity, size, values, **fixed)
+
+    def _values(self, quantity: str, size: str, values: Sequence[int], **fixed: int) -> np.ndarray:
         xs = np.asarray(values, dtype=np.int64)
         out = np.full(xs.shape, np.nan)
         todo = np.ones(xs.shape, dtype=bool)

@@ -1,4 +1,5 @@
-"""Python's cyclic garbage collector around a batch of definition workloads.
+"""Python's cyclic garbage collector around a batch of analyses (a definition's workloads, the
+points of a sweep).
 
 A workload's analysis keeps hundreds of thousands of objects alive at once (fx nodes, fake
 tensors, the IR, the einsum graph), so CPython starts full collections during a batch, each
