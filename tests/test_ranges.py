@@ -36,6 +36,7 @@ PROGRAMS = {
     "narrowing": lambda ids: ((ids > 0).sum(1) * 100 + 100).to(torch.int8),
     "kthvalue-positions": lambda ids: ids.kthvalue(2, dim=0)[1],
     "to-bool": lambda ids: ((ids > 0).sum(1) + 1).bool(),
+    "not-of-counts": lambda ids: torch.logical_not((ids > 0).sum(1) + 2),
 }
 
 # hand-derived intervals of each program's output
@@ -55,6 +56,7 @@ EXPECTED = {
     "narrowing": None,  # [100, 900] wraps in int8: unknown
     "kthvalue-positions": (0, 1),  # positions along dim 0, of size 2
     "to-bool": (1, 1),  # [1, 9] is never 0
+    "not-of-counts": (0, 0),  # [2, 10] is never 0: its logical not is always 0
 }
 
 

@@ -195,7 +195,8 @@ class _Ranges:
         if op in (aten.all, aten.any):
             return first
         if op is aten.logical_not and first is not None:
-            return (1 - min(first[1], 1), 1 - max(first[0], 0))
+            truth = _truth(first)
+            return (1 - truth[1], 1 - truth[0])
         return None
 
 
