@@ -25,6 +25,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 
 import torch
 import torch.fx as fx
@@ -458,19 +459,24 @@ class RangedItems:
 
 
 HOST_READS = frozenset({torch.Tensor.item, torch.Tensor.__bool__})
-_ACTIVE: list[RangedItems] = []
+#: the :class:`RangedItems` of the trace running in this thread (traces in other threads have
+#: their own)
+_ACTIVE: ContextVar[RangedItems | None] = ContextVar("solar_ranged_items", default=None)
 
 
 def host_read(func: object, args: tuple) -> object | None:
-    """What the innermost :func:`ranged_items` gives for a :data:`HOST_READS` call, else None."""
-    return _ACTIVE[-1].read(func, args) if _ACTIVE and func in HOST_READS else None
+    """What the running :func:`ranged_items` gives for a :data:`HOST_READS` call, else None."""
+    if func not in HOST_READS:
+        return None
+    active = _ACTIVE.get()
+    return active.read(func, args) if active is not None else None
 
 
 @contextmanager
 def ranged_items(known: object, chosen: list) -> Iterator[None]:
     """Trace with :class:`RangedItems` (``known``: the tensors whose values are known)."""
-    _ACTIVE.append(RangedItems(known, chosen))
+    token = _ACTIVE.set(RangedItems(known, chosen))
     try:
         yield
     finally:
-        _ACTIVE.pop()
+        _ACTIVE.reset(token)
