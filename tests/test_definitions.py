@@ -338,23 +338,13 @@ def test_a_library_batch_starts_no_full_collection_and_puts_the_collector_back()
     process) and leaves the caller's collector as it was: thresholds, enabled, frozen."""
     import gc
 
-    full: list[int] = []
+    from gc_probe import EAGER, full_collections
 
-    def seen(phase, info):
-        if phase == "start" and info["generation"] == 2:
-            full.append(1)
-
-    old = gc.get_threshold()
-    gc.set_threshold(100, 1, 1)  # a full collection after every young one, where not deferred
-    gc.callbacks.append(seen)
-    try:
+    with full_collections() as full:
         frozen = gc.get_freeze_count()
         db = bound_definition(CORPUS / "gqa_paged_decode_h32_kv8_d128_ps16.json", sample=2)
         assert db.ok and full == []
-        assert gc.get_threshold() == (100, 1, 1) and gc.isenabled()
+        assert gc.get_threshold() == EAGER and gc.isenabled()
         assert gc.get_freeze_count() == frozen
         bound_definition(CORPUS / "rmsnorm_h4096.json", sample=1)  # a batch of 1 no different
         assert full == []
-    finally:
-        gc.callbacks.remove(seen)
-        gc.set_threshold(*old)

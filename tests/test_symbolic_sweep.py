@@ -251,22 +251,12 @@ def test_points_from_formulas_start_no_full_collection(attention):
     every object of the process, and put the caller's thresholds back."""
     import gc
 
+    from gc_probe import EAGER, full_collections
+
     from solar.questions.along import along
 
-    full: list[int] = []
-
-    def seen(phase, info):
-        if phase == "start" and info["generation"] == 2:
-            full.append(1)
-
-    old = gc.get_threshold()
-    gc.set_threshold(100, 1, 1)  # a full collection after every young one, where not deferred
-    gc.callbacks.append(seen)
-    try:
+    with full_collections() as full:
         fused = attention.values("fused", "S", range(2, 400))
         rows = along(attention, "S", range(2, 400))
-        assert full == [] and gc.get_threshold() == (100, 1, 1)
-    finally:
-        gc.callbacks.remove(seen)
-        gc.set_threshold(*old)
+        assert full == [] and gc.get_threshold() == EAGER
     assert fused[298] == pytest.approx(rows.columns["fused"][298], rel=1e-12)
