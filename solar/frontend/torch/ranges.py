@@ -205,11 +205,16 @@ def _compare(test, a: Interval | None, b: Interval | None) -> Interval | None:  
     """A comparison's outcome over two intervals: one value where every pair decides it alike."""
     if a is None or b is None:
         return None
-    outcomes = {test(x, y) for x in a for y in b}
-    if len(outcomes) == 1 and _decides(test, a, b):
-        value = int(outcomes.pop())
-        return (value, value)
-    return (0, 1)
+    outcome = _outcome(test, a, b)
+    return (0, 1) if outcome is None else (int(outcome), int(outcome))
+
+
+def _outcome(test, a: Interval, b: Interval, b_ends: tuple | None = None) -> bool | None:  # noqa: ANN001
+    """``test(x, y)`` for every ``x`` in ``a`` and ``y`` in ``b``, where all pairs agree, else
+    None; ``b_ends`` are the values to compare with in place of ``b``'s ends (a solar Size
+    itself, so that the comparison records its guard)."""
+    outcomes = {bool(test(x, y)) for x in a for y in (b if b_ends is None else b_ends)}
+    return outcomes.pop() if len(outcomes) == 1 and _decides(test, a, b) else None
 
 
 def _reduced(node: fx.Node) -> int:
@@ -282,10 +287,10 @@ class RangedValue(int):
             return NotImplemented  # type: ignore[return-value]
         # a plain (or solar Size) int is compared as itself: a Size records its guard
         ends = b if isinstance(other, RangedValue) else (other,)
-        outcomes = {bool(test(x, y)) for x in (self.lo, self.hi) for y in ends}
-        if len(outcomes) == 1 and _decides(test, (self.lo, self.hi), b):
-            return outcomes.pop()
-        raise _undecided(self, f"{what} {_show(other)}")
+        outcome = _outcome(test, (self.lo, self.hi), b, ends)
+        if outcome is None:
+            raise _undecided(self, f"{what} {_show(other)}")
+        return outcome
 
     def __lt__(self, other: object) -> bool:
         return self._decide("<", other, operator.lt)
@@ -390,11 +395,12 @@ def _undecided(value: RangedValue, what: str) -> Exception:
     from solar.frontend.torch.provenance import caller_source
     from solar.frontend.torch.registry import DataDependentOperatorError
 
-    error = DataDependentOperatorError("aten._local_scalar_dense", caller_source(3))
+    line = caller_source(3)
+    error = DataDependentOperatorError("aten._local_scalar_dense", line)
     error.args = (
         f"aten._local_scalar_dense at {value.where}: the program uses a value read from "
         f"tensor contents (.item(): anywhere in [{value.lo}, {value.hi}]) in `value {what}` at "
-        f"{caller_source(3) or 'an unknown line'}, which that interval does not decide: trace "
+        f"{line or 'an unknown line'}, which that interval does not decide: trace "
         "with observe=True on real inputs to use the value they produce",
     )
     return error
