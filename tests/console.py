@@ -28,3 +28,18 @@ def run_solar(*argv, cwd: str | Path = ROOT, timeout: float = 600) -> tuple[int,
         env=env,
     )
     return r.returncode, r.stdout, r.stderr
+
+
+def run_bench_script(name: str, *argv, timeout: float = 600) -> subprocess.CompletedProcess:
+    """``python bench/NAME ARGV...`` with the checkout on the path, as the GPU scripts' CPU
+    smoke tests run them; asserts it succeeded."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    r = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / name), *map(str, argv)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    return r

@@ -3,27 +3,15 @@ on a GPU) runs on the CPU at small sizes (``--small``): each case validates agai
 torch.fft, none is faster than its bounds, and the table is written."""
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "bench" / "gpu_fft_lengths.py"
+from console import run_bench_script
+
+SCRIPT = "gpu_fft_lengths.py"
 
 
 def test_runs_small_on_cpu(tmp_path):
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     cases = "fft 251,irfft 1000,rfft2 243x250"
-    r = subprocess.run(
-        [sys.executable, str(SCRIPT), str(tmp_path), "--small", "--budget-s", "0.05"]
-        + ["--only", cases],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=env,
-    )
-    assert r.returncode == 0, r.stderr[-2000:]
+    run_bench_script(SCRIPT, tmp_path, "--small", "--budget-s", "0.05", "--only", cases)
     rows = json.loads((tmp_path / "fft_lengths.json").read_text())
     assert [row["name"] for row in rows] == cases.split(",")
     assert [row["plans"] for row in rows] == [

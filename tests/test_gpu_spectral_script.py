@@ -3,25 +3,14 @@ at tiny sizes (``--small``): every example validates against its framework, none
 than its bounds, and the table is written."""
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "bench" / "gpu_spectral.py"
+from console import run_bench_script
+
+SCRIPT = "gpu_spectral.py"
 
 
 def test_runs_small_on_cpu(tmp_path):
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    r = subprocess.run(
-        [sys.executable, str(SCRIPT), str(tmp_path), "--small", "--budget-s", "0.2"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=env,
-    )
-    assert r.returncode == 0, r.stderr[-2000:]
+    run_bench_script(SCRIPT, tmp_path, "--small", "--budget-s", "0.2")
     rows = json.loads((tmp_path / "spectral.json").read_text())
     assert [row["name"] for row in rows] == [
         "op_spectral_conv_fno",
