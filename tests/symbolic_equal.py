@@ -2,7 +2,7 @@
 count exact, every time to rounding), and a process with no cost facts remembered.
 
 The memo caches of the counting (the structure cache, the footprint caches) key on sizes,
-and a :class:`~solar.symbolic.size.Size` is equal to (and hashes as) its traced int: a numeric
+and a :class:`~solar.algebra.size.Size` is equal to (and hashes as) its traced int: a numeric
 analysis at a traced size may be answered from a symbolic one's entries, and the other way
 round. The tests start every analysis from empty caches, so that each side computes its own.
 """

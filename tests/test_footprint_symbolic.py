@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 import sympy
 
+from solar.algebra.size import Recording, Size, expr_of, recording, symbol
 from solar.ir.footprint.domain import LinearGuard
 from solar.ir.footprint.groups import _inner_eval, group_values
 from solar.ir.footprint.rows import row_values
 from solar.ir.limits import limits
-from solar.symbolic.size import Recording, Size, expr_of, recording, symbol
 
 N = symbol("N")
 W = symbol("W")

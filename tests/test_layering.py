@@ -25,15 +25,7 @@ LAYERS: list[tuple[str, ...]] = [
         "solar.fmt",
         "solar.viewable",
         "solar.collector",
-        "solar.symbolic.size",
-        "solar.symbolic.total",
-        "solar.symbolic.template",
-        "solar.symbolic.prove",
-        "solar.symbolic.memo",
-        "solar.symbolic.region",
-        "solar.symbolic.walk",
-        "solar.symbolic.numeric",
-        "solar.symbolic.shapes",
+        "solar.algebra",
     ),
     ("solar.ir", "solar.hw"),  # the Affine Loop IR (pure data, no torch or jax); GPU specs
     ("solar.interp",),  # interpreters of the IR on a framework's arrays (torch)

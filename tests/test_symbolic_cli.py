@@ -13,6 +13,7 @@ import sympy
 from console import run_solar
 
 import solar
+from solar.algebra.size import symbol
 from solar.hw import load_spec
 from solar.problem import ProblemError, load_module
 from solar.symbolic.problem import (
@@ -21,7 +22,6 @@ from solar.symbolic.problem import (
     load_symbolic_problem,
     parse_symbolic,
 )
-from solar.symbolic.size import symbol
 
 ROOT = Path(__file__).resolve().parents[1]
 ATTENTION = ROOT / "examples" / "attention_bf16.py"
@@ -179,7 +179,7 @@ def test_a_loop_solar_cannot_see_is_found_by_the_probe(tmp_path):
     """A loop over a size outside the file's own ``range`` (here ``builtins.range``; in a
     library, ``nn.LSTM(num_layers=L)``) changes the parameters: the probe build at another L
     sees it, and L is fixed, saying why."""
-    from solar.symbolic.region import Region
+    from solar.algebra.region import Region
 
     f = tmp_path / "layers.py"
     f.write_text(

@@ -26,10 +26,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import solar
+from solar.algebra.prove import always
+from solar.algebra.size import Size, gcd, minimum, recording, symbol
 from solar.backend.chain_paths import chain_tail, dp, tail_best
-from solar.symbolic.prove import always
 from solar.symbolic.result import LEVELS, QUANTITIES
-from solar.symbolic.size import Size, gcd, minimum, recording, symbol
 
 ROOT = Path(__file__).resolve().parents[1]
 TIMES = ("unfused", "fused", "cache_aware", "critical_path")

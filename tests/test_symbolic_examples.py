@@ -26,11 +26,11 @@ from pathlib import Path
 import pytest
 
 import solar
-import solar.symbolic.size as size_module
+import solar.algebra.size as size_module
+from solar.algebra.size import symbol
 from solar.problem import ProblemError, problem_with
 from solar.report.symbolic import fixed_sizes, region_holds
 from solar.symbolic.problem import UnusedSizeError, bound_problem, clear_value_caches
-from solar.symbolic.size import symbol
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLAR = str(ROOT / "solar")
@@ -78,7 +78,7 @@ def _requires(path: Path) -> list[str]:
 
 
 # Causes inside the engine (solar/ir, solar/graph, solar/backend, solar/frontend/torch,
-# solar/symbolic/size.py), as the test meets them first; "specialized" means a guard pins the
+# solar/algebra/size.py), as the test meets them first; "specialized" means a guard pins the
 # size to the file's value, so no other size can be checked.
 
 

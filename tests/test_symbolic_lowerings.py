@@ -1,4 +1,4 @@
-"""Operator lowerings keep symbolic sizes: with :class:`~solar.symbolic.size.Size` s they
+"""Operator lowerings keep symbolic sizes: with :class:`~solar.algebra.size.Size` s they
 compute what they compute with the plain ints of the traced point, and record no guard that
 pins a size to its value."""
 
@@ -14,11 +14,11 @@ from torch import nn
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.proxy_tensor import make_fx
 
+from solar.algebra.size import Real, Size, recording, symbol
 from solar.frontend.torch.ops.pool import tap_count
 from solar.frontend.torch.scalars import is_scalar_node, scalar_value
 from solar.frontend.torch.trace import trace_torch
 from solar.ir.affine import Affine
-from solar.symbolic.size import Real, Size, recording, symbol
 
 
 def _out_size(n: int, k: int, s: int, p: int, ceil: bool) -> int:
@@ -152,9 +152,9 @@ def test_transposed_coverage_keeps_the_size(s, d):
     """The coverage a conv's input gradient (a transposed convolution) asks, traced at a
     symbolic input length, is the enumerated answer at every length where its guards hold,
     and pins no length it is asked at (sizes of 9 and up)."""
+    from solar.algebra.region import Region
+    from solar.algebra.size import make
     from solar.frontend.torch.ops.conv import _transposed_coverage
-    from solar.symbolic.region import Region
-    from solar.symbolic.size import make
 
     x = symbol("n")
     for taps, pad, extra in itertools.product(range(1, 6), range(5), range(max(s, d))):

@@ -15,11 +15,11 @@ import sympy
 import torch
 
 import solar
+from solar.algebra.numeric import compile_exprs
+from solar.algebra.size import IntGcd, symbol
 from solar.problem import problem_at
 from solar.questions.inverse import crossovers, largest_meeting, memory_limit
 from solar.questions.sweep import parse_sweep, sweep, sweep_problem
-from solar.symbolic.numeric import compile_exprs
-from solar.symbolic.size import IntGcd, symbol
 from solar.symbolic.trace import bound_symbolic
 
 ATTENTION = Path(__file__).resolve().parents[1] / "examples" / "attention_bf16.py"
@@ -199,8 +199,8 @@ def test_a_walk_memo_never_answers_for_a_freed_object():
     node's attribute dict while a graph is rehinted) share an address once the first is
     freed, and must still get their own results (a rehinted graph took another node's
     attributes)."""
-    from solar.symbolic.size import Size
-    from solar.symbolic.walk import map_values
+    from solar.algebra.size import Size
+    from solar.algebra.walk import map_values
 
     memo: dict = {}
     n = symbol("n")

@@ -1,4 +1,4 @@
-"""A graph's Template rebuilds exactly what walking it rebuilds (solar.symbolic.template):
+"""A graph's Template rebuilds exactly what walking it rebuilds (solar.algebra.template):
 the same numbers at another point, the same sharing (an object reached twice rebuilt once,
 objects without a size reused as they are, lists and dicts new), and it survives a copy."""
 
@@ -11,11 +11,11 @@ from pathlib import Path
 
 import networkx as nx
 
+from solar.algebra.size import Size, symbol
+from solar.algebra.template import Template
+from solar.algebra.walk import evaluate, map_values, rehint
 from solar.problem import problem_at
-from solar.symbolic.size import Size, symbol
-from solar.symbolic.template import Template
 from solar.symbolic.trace import bound_symbolic
-from solar.symbolic.walk import evaluate, map_values, rehint
 
 ATTENTION = Path(__file__).resolve().parents[1] / "examples" / "attention_bf16.py"
 

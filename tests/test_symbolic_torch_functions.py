@@ -10,8 +10,8 @@ import pytest
 import sympy
 from torch.utils._sympy import functions as tf
 
+from solar.algebra.size import symbol
 from solar.frontend.torch.symbolic import _integer
-from solar.symbolic.size import symbol
 
 a, b, c = symbol("a"), symbol("b"), symbol("c")
 

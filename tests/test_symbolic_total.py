@@ -1,4 +1,4 @@
-"""sum_times (solar.symbolic.total) is ``sum``: the same value and, for symbolic times, the
+"""sum_times (solar.algebra.total) is ``sum``: the same value and, for symbolic times, the
 same sympy expression, argument for argument, as adding one term after another (the
 expression it builds in one pass is checked against the one sympy builds term by term),
 cancellations, zero terms, plain numbers and other expressions included."""
@@ -11,8 +11,8 @@ import random
 
 import sympy
 
-from solar.symbolic.size import Real, Size, symbol
-from solar.symbolic.total import _linear_sum, sum_times
+from solar.algebra.size import Real, Size, symbol
+from solar.algebra.total import _linear_sum, sum_times
 
 B, C = symbol("batch"), symbol("context")
 MONOMIALS = [B, C, B * C, B**2, B**2 * C]

@@ -9,8 +9,8 @@ import random
 import torch
 
 import solar
+from solar.algebra.size import symbol
 from solar.report.symbolic import fixed_sizes
-from solar.symbolic.size import symbol
 from tests.symbolic_equal import assert_bounds_equal, fresh_caches
 
 WIDTH, CLASSES = 512, 10

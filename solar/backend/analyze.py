@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import networkx as nx
 
+from solar.algebra.total import sum_times
 from solar.backend.assumptions import Assumption, note, sfu_emulation
 from solar.backend.attribution import kernel_shares
 from solar.backend.cache_aware import CacheAwareModel
@@ -17,7 +18,6 @@ from solar.backend.units import compute_time
 from solar.graph.types import graph_info, op_nodes
 from solar.ir.dtypes import is_complex
 from solar.ir.extern import routine_assumptions
-from solar.symbolic.total import sum_times
 
 
 def _level(compute, nbytes: float, spec) -> tuple[float, str]:

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import networkx as nx
 
+from solar.algebra.size import to_real
 from solar.graph.types import graph_info, op_node
-from solar.symbolic.size import to_real
 
 
 @dataclass(frozen=True)

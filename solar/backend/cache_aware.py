@@ -85,6 +85,7 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
+from solar.algebra.size import Size, gcd, to_real
 from solar.backend.io_bounds import SegmentBound, barrier_spill_bytes, smith_matmul_words
 from solar.backend.roofline import fused_bytes
 from solar.graph.types import (
@@ -100,7 +101,6 @@ from solar.ir.footprint.domain import domain
 from solar.ir.footprint.forms import form_set
 from solar.ir.limits import current_limits
 from solar.ir.program import Guard
-from solar.symbolic.size import Size, gcd, to_real
 
 DRAM_RESIDENT = ("input", "weight", "constant")
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 import sympy
 
-from solar.symbolic.size import Real, Size, expr_of
+from solar.algebra.size import Real, Size, expr_of
 
 #: a numeric source of :func:`dp`: (P, N, M, steps, w, (coef_b, const_b), (coef_a, const_a),
 #: copy), the producer's arrays over its ``steps`` steps

@@ -78,7 +78,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from solar.symbolic.size import sqrt, to_real
+from solar.algebra.size import sqrt, to_real
 
 #: Segment sizes ``M = μ S`` tried by :class:`SegmentBound` (a fixed set, so the maximum over
 #: it stays non-increasing in ``S``).

@@ -32,13 +32,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from solar.algebra.size import Size, integer, to_real
+from solar.algebra.total import sum_times
 from solar.backend.chain_paths import Tail, chain_tail, dp, tail_best
 from solar.backend.units import compute_time
 from solar.fmt import fmt_time
 from solar.graph.types import graph_info
 from solar.ir.recurrence import Chain
-from solar.symbolic.size import Size, integer, to_real
-from solar.symbolic.total import sum_times
 
 LEVELS = ("unfused", "fused", "cache_aware")
 

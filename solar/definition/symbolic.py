@@ -25,13 +25,13 @@ import time
 from collections.abc import Iterator, Sequence
 from math import prod
 
+from solar.algebra.region import Region
+from solar.algebra.size import Size, recording, symbol
 from solar.collector import full_collections_deferred
 from solar.definition.axes import evaluate
 from solar.definition.inputs import WorkloadInputs, make_inputs
 from solar.definition.schema import Definition, Workload
-from solar.symbolic.region import Region
 from solar.symbolic.result import SymbolicBound
-from solar.symbolic.size import Size, recording, symbol
 
 #: what a row's ``method`` is: the formula, or a trace of the workload's own and why
 FORMULA = "formula"
@@ -92,7 +92,7 @@ def fresh_memo() -> Iterator[None]:
     """Run a symbolic trace with the counting's memo caches empty, and empty them after.
 
     The caches (the structure cache, the footprint caches) key on sizes, and a
-    :class:`~solar.symbolic.size.Size` equals and hashes as its traced int: a hit on an entry
+    :class:`~solar.algebra.size.Size` equals and hashes as its traced int: a hit on an entry
     of another trace returns numbers without their formula (an earlier numeric trace) or
     without recording its guards (an earlier symbolic trace); a numeric trace after this one
     could be answered with formulas. Until the caches tell the two apart, a symbolic trace

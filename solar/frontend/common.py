@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from math import prod
 
+from solar.algebra.size import integer
 from solar.ir.affine import Affine, AffineLike
 from solar.ir.scalar import Const, Expr, Index, call
-from solar.symbolic.size import integer
 
 HALF = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")
 

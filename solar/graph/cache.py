@@ -17,7 +17,7 @@ cost facts of a kernel (:func:`solar.ir.cost.statement_ops`, the footprint of ev
 
 A key holding symbolic sizes is compared exactly (values and expressions, in entries of its
 own) and a hit records again the guards the facts were computed under
-(:mod:`solar.symbolic.memo`).
+(:mod:`solar.algebra.memo`).
 
 :func:`kernel_facts` computes the facts on the first kernel of a structure and answers later
 ones by renaming the stored result, so 80 identical layers cost one analysis and 79 lookups.
@@ -36,13 +36,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from functools import cache
 
+from solar.algebra.memo import captured, exact_key, recording_active, replay
 from solar.ir.affine import Affine
 from solar.ir.cost import KernelIO, kernel_io, statement_kind, statement_ops
 from solar.ir.footprint import Footprint, access_footprint
 from solar.ir.limits import current_limits
 from solar.ir.program import Dim, Guard, Kernel, Program, Statement, with_loops
 from solar.ir.scalar import Call, Const, Expr, Index, Indirect, Load
-from solar.symbolic.memo import captured, exact_key, recording_active, replay
 
 MAX_ENTRIES = 4096  # distinct kernel structures kept (least recently used dropped first)
 
@@ -177,7 +177,7 @@ def _bad():
 # untracked it level by level: the cache's keys would be thousands of long-lived tracked
 # objects, each counting towards the next full collection. A symbolic size is no literal (an
 # int subclass; its == records a guard): a key holding one stays a tuple, which the cache
-# compares exactly (:mod:`solar.symbolic.memo`), as before.
+# compares exactly (:mod:`solar.algebra.memo`), as before.
 
 _LITERAL = (str, int, float, bool, type(None))
 

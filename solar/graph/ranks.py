@@ -18,8 +18,8 @@ from __future__ import annotations
 import itertools
 import string
 
+from solar.algebra.size import Size, expr_of
 from solar.ir.program import Dim, Program, Statement, with_loops
-from solar.symbolic.size import Size, expr_of
 
 
 class _UnionFind:

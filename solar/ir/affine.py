@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Union
 
-from solar.symbolic.size import integer
+from solar.algebra.size import integer
 
 AffineLike = Union["Affine", int, str]
 
@@ -40,7 +40,7 @@ def _interned(terms: tuple[tuple[str, int], ...], const: int) -> Affine:
 
 def _plain(a: Affine) -> bool:
     """Whether ``a``'s coefficients and constant are plain ints: only those are looked up in
-    the tables (a symbolic :class:`~solar.symbolic.size.Size` decides ``==`` with a guard)."""
+    the tables (a symbolic :class:`~solar.algebra.size.Size` decides ``==`` with a guard)."""
     return type(a.const) is int and all(type(k) is int for _, k in a.terms)
 
 

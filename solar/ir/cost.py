@@ -99,6 +99,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from math import prod
 
+from solar.algebra.memo import captured, replay
+from solar.algebra.size import integer
 from solar.ir.affine import Affine
 from solar.ir.complex_cost import call_cost, complex_value, contraction_multiplier
 from solar.ir.dtypes import itemsize, real_part_dtype
@@ -123,8 +125,6 @@ from solar.ir.program import (
     with_loops,
 )
 from solar.ir.scalar import Call, Expr, Index, Load
-from solar.symbolic.memo import captured, replay
-from solar.symbolic.size import integer
 
 OP_CLASSES = (
     "tc_fp64",

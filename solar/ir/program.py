@@ -35,11 +35,11 @@ from dataclasses import dataclass, field, replace
 from math import prod
 from typing import ClassVar, Generic, TypeVar
 
+from solar.algebra.size import integer
 from solar.ir.affine import Affine, AffineLike, affines
 from solar.ir.dtypes import itemsize
 from solar.ir.ops import SCALAR_OPS
 from solar.ir.scalar import Call, Expr, Index, Indirect, Load
-from solar.symbolic.size import integer
 
 R = TypeVar("R")
 

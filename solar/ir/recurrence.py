@@ -40,9 +40,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from math import prod
 
+from solar.algebra.size import to_real
 from solar.ir.program import Access, Kernel, Program, Statement
 from solar.ir.scalar import Call, Const, Expr, Indirect, Load, substitute_expr
-from solar.symbolic.size import to_real
 
 __all__ = ["Chain", "StepInput", "StepOutput", "kernel_chains"]
 

@@ -4,7 +4,7 @@
 itself may differ: a new trace is needed), assigns each to the piece of the analysis that
 holds it (a piece met for the first time is analysed then, on the symbolic graph, no new
 trace), and evaluates that piece's expressions at all its points at once
-(:func:`solar.symbolic.numeric.compile_exprs`): counts exactly (Python integers), times in
+(:func:`solar.algebra.numeric.compile_exprs`): counts exactly (Python integers), times in
 float64. Each row is what :func:`solar.bound` gives at that size: counts equal, times to
 rounding.
 
@@ -23,11 +23,11 @@ from dataclasses import dataclass
 import numpy as np
 import sympy
 
+from solar.algebra.numeric import compile_exprs
+from solar.algebra.size import Real, Size, symbol
 from solar.backend.result import Bound
 from solar.collector import full_collections_deferred
-from solar.symbolic.numeric import compile_exprs
 from solar.symbolic.result import QUANTITIES, SymbolicBound
-from solar.symbolic.size import Real, Size, symbol
 
 LEVELS = ("unfused", "fused", "cache_aware")
 #: the times of a row (float64)

@@ -23,10 +23,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from solar.algebra.size import symbol
 from solar.backend.result import level_name
 from solar.fmt import fmt_bytes, fmt_time
 from solar.symbolic.result import SymbolicBound
-from solar.symbolic.size import symbol
 
 #: the largest size a question searches up to (the count region may end sooner)
 HI = 1 << 40

@@ -14,7 +14,7 @@ from collections.abc import Callable
 import sympy
 import torch
 
-from solar.symbolic.size import Real, Size, expr_of, make
+from solar.algebra.size import Real, Size, expr_of, make
 
 Dims = tuple[sympy.Expr, ...]
 Known = Callable[[torch.Tensor], Dims]

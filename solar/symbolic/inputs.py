@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 
 import sympy
 
-from solar.symbolic.size import Recording, symbol
+from solar.algebra.size import Recording, symbol
 
 Binding = tuple[str, object]
 
@@ -57,7 +57,7 @@ def probe(
     so far (``build_at(sizes)`` -> ``(model, inputs)``) and compare its graph inputs with
     ``expected`` (each binding's dims as expressions); where they differ, record that the
     size is used as a plain number (the formula is specialized to its value)."""
-    from solar.symbolic.region import Region
+    from solar.algebra.region import Region
 
     region = Region.of([symbol(n) for n in sizes], rec.guards)
     for name, value in sizes.items():

@@ -1,16 +1,16 @@
 """Bound a JAX program with some of its sizes as symbols: JAX's own shape polymorphism
 (``jax.export`` symbolic dimensions) traces it once, and the lowering reads its dimension
-polynomials as :class:`~solar.symbolic.size.Size` s (:mod:`solar.frontend.jax.symbolic`)."""
+polynomials as :class:`~solar.algebra.size.Size` s (:mod:`solar.frontend.jax.symbolic`)."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
 
+from solar.algebra.region import Region
+from solar.algebra.size import recording, symbol
 from solar.symbolic.marks import Marks, mark_dims
-from solar.symbolic.region import Region
 from solar.symbolic.result import SymbolicBound
-from solar.symbolic.size import recording, symbol
 
 
 def places(marks: Marks) -> dict[tuple[object, int], str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from solar.symbolic.size import symbol
+from solar.algebra.size import symbol
 
 #: ``{name: (input, dim)}``, or ``{name: [(input, dim), ...]}`` for a size several dims share;
 #: ``input`` is a positional input's index or a binding such as ``("param", "fc.weight")``; a

@@ -3,7 +3,7 @@
 ``solar bound FILE --symbolic BATCH,SEQ`` bounds a KernelBench-style problem file with its
 module constants ``BATCH`` and ``SEQ`` as symbols. Which dims of the program's inputs,
 parameters and buffers they size is read off the file exactly, not guessed from values: the
-constants are set to :class:`~solar.symbolic.size.Size` s (the file's value, carrying its
+constants are set to :class:`~solar.algebra.size.Size` s (the file's value, carrying its
 symbol) while ``get_init_inputs()``, ``Model(...)`` and ``get_inputs()`` run under a
 :class:`~solar.symbolic.tracker.Tracker`, which records the expression of each dim of every
 tensor a factory makes (``2 * SEQ`` included) and follows it through casts, copies and views.
@@ -36,6 +36,7 @@ from pathlib import Path
 
 import sympy
 
+from solar.algebra.size import Recording, Size, recording, symbol
 from solar.problem import (
     ProblemError,
     build,
@@ -47,7 +48,6 @@ from solar.problem import (
     weights_from_config,
 )
 from solar.symbolic.result import SymbolicBound
-from solar.symbolic.size import Recording, Size, recording, symbol
 
 #: ``(binding, dim) -> (label, expression)``: the dims :class:`SymbolicShapes` makes symbolic
 DimMap = dict[tuple[object, int], tuple[str, sympy.Expr]]
@@ -159,11 +159,11 @@ def bound_problem(
     ``SymInt`` s or recorded as plain numbers (:class:`~solar.symbolic.tracker.PlainSizes`),
     and the caches that compare sizes by value out of the way (the structure cache off, the
     footprint caches emptied: :func:`clear_value_caches`)."""
+    from solar.algebra.region import Region
     from solar.api import gc_paused
     from solar.frontend.torch.symbolic import SymbolicShapes
     from solar.graph.cache import structure_cache
     from solar.hw import load_spec
-    from solar.symbolic.region import Region
     from solar.symbolic.trace import trace_lifted
     from solar.symbolic.tracker import PlainSizes
 

@@ -27,12 +27,12 @@ import networkx as nx
 import numpy as np
 import sympy
 
+from solar.algebra.region import Region
+from solar.algebra.size import Real, Size, expr_of, recording, symbol
+from solar.algebra.template import Template
+from solar.algebra.walk import evaluate, rehint
 from solar.backend.result import Bound
 from solar.collector import full_collections_deferred
-from solar.symbolic.region import Region
-from solar.symbolic.size import Real, Size, expr_of, recording, symbol
-from solar.symbolic.template import Template
-from solar.symbolic.walk import evaluate, rehint
 
 #: the quantities :meth:`SymbolicBound.formula` names, and how each is read off a Bound
 QUANTITIES = {

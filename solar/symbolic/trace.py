@@ -6,10 +6,10 @@ import contextlib
 import dataclasses
 from collections.abc import Sequence
 
+from solar.algebra.region import Region
+from solar.algebra.size import Recording, recording, symbol
 from solar.symbolic.marks import Marks, mark_dims
-from solar.symbolic.region import Region
 from solar.symbolic.result import SymbolicBound
-from solar.symbolic.size import Recording, recording, symbol
 
 
 def bound_symbolic(

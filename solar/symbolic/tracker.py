@@ -2,7 +2,7 @@
 a size constant is used as a plain number.
 
 While a problem file's ``get_init_inputs()``, ``Model(...)`` and ``get_inputs()`` run with
-some module constants replaced by :class:`~solar.symbolic.size.Size` s, a :class:`Tracker` (a
+some module constants replaced by :class:`~solar.algebra.size.Size` s, a :class:`Tracker` (a
 ``TorchFunctionMode``: it sees every torch call, methods and ``torch.nn.functional``
 included) records for each tensor made the sympy expression of each of its dims, read off the
 call exactly (:mod:`solar.symbolic.calls`): factories take them from their size arguments
@@ -36,6 +36,7 @@ import sympy
 import torch
 from torch.overrides import TorchFunctionMode
 
+from solar.algebra.size import Real, Recording, Size, make
 from solar.symbolic.calls import (
     HANDLERS,
     Dims,
@@ -46,7 +47,6 @@ from solar.symbolic.calls import (
     plain,
     tensors,
 )
-from solar.symbolic.size import Real, Recording, Size, make
 
 _SHAPE_READS = {"shape", "size", "numel", "__len__"}
 

@@ -24,6 +24,7 @@ from math import prod
 
 import numpy as np
 
+from solar.algebra.size import Size, integer
 from solar.frontend import lowering
 from solar.frontend.cells import source_label
 from solar.frontend.common import T, broadcast_index, cast, contiguous_strides, dims_of, nest
@@ -40,7 +41,6 @@ from solar.ir.affine import AffineLike, affines
 from solar.ir.dtypes import ITEMSIZE
 from solar.ir.program import REDUCE_OPS, Kernel, Statement, check_statement
 from solar.ir.scalar import Const, Expr, Load
-from solar.symbolic.size import Size, integer
 
 FOLD_LIMIT = 1 << 12  # largest output (elements) evaluated at trace time from known operands
 MAX_EQUATIONS = 200_000  # largest number of lowered equations (unrolled loops included)
@@ -53,7 +53,7 @@ class V:
     ``owned``: no other live reference to ``t``'s storage exists, so its last use may update it
     in place. ``producer``: the unit that wrote ``t`` (None for inputs and constants).
     ``contraction``: the dot_general statement that produced ``t`` (a bias epilogue may fold
-    into it). ``sized``: the symbolic sizes (:class:`~solar.symbolic.size.Size` s) a known
+    into it). ``sized``: the symbolic sizes (:class:`~solar.algebra.size.Size` s) a known
     value depends on; a lowering that decides loop nests from it specializes them, unless it
     reads ``sym``, the value's exact entries (ints and sizes) where integer arithmetic on
     sizes could be followed (``x[:, -1]`` of a symbolic dim: a start ``seq - 1``)."""

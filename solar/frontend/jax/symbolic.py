@@ -1,5 +1,5 @@
 """Symbolic sizes of a JAX trace: the dims a user names become JAX's own symbolic dimensions
-(``jax.export`` shape polymorphism) while tracing, and :class:`~solar.symbolic.size.Size` s
+(``jax.export`` shape polymorphism) while tracing, and :class:`~solar.algebra.size.Size` s
 while lowering.
 
 The traced structs carry a ``_DimExpr`` (``jax.export.symbolic_shape``) on each named dim and
@@ -20,8 +20,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import sympy
 
-from solar.symbolic.shapes import ActiveShapes
-from solar.symbolic.size import Recording, make, symbol
+from solar.algebra.size import Recording, make, symbol
+from solar.frontend.shapes import ActiveShapes
 
 #: where a size is marked: a positional input's index (an array argument) or a leaf's label
 #: (``"x"``, ``"params/fc1/weight"``), and one of its dims
@@ -156,7 +156,7 @@ def _factor(f: object) -> sympy.Expr:
 
 _DIMS: ActiveShapes[SymbolicDims] = ActiveShapes("solar_jax_symbolic", int)  # type: ignore[arg-type]
 #: an int read off the jaxpr, keeping its symbol (a ``_DimExpr`` of a symbolic trace becomes
-#: a :class:`~solar.symbolic.size.Size`; an int passes)
+#: a :class:`~solar.algebra.size.Size`; an int passes)
 size = _DIMS.size
 #: :func:`size` of each (``tuple(int(s) for s in aval.shape)`` that keeps symbols)
 sizes = _DIMS.sizes
@@ -169,7 +169,7 @@ def active() -> SymbolicDims | None:
 
 def params(p: dict) -> dict:
     """An equation's parameters with every dimension expression (in tuples and lists, such
-    as ``new_sizes`` or ``slice_sizes``) a :class:`~solar.symbolic.size.Size`."""
+    as ``new_sizes`` or ``slice_sizes``) a :class:`~solar.algebra.size.Size`."""
     dims = _DIMS.get()
     if dims is None:
         return p

@@ -125,7 +125,7 @@ def trace_jax(
     short ones and loop long ones (``"auto"``, see :mod:`solar.frontend.jax.ops.control`).
     ``symbolic`` makes the dims it names JAX symbolic dimensions (keyed by a positional
     input's index or a leaf's label, such as ``"params/fc1/weight"``): the program's sizes are
-    then :class:`~solar.symbolic.size.Size` s (see :mod:`solar.frontend.jax.symbolic`).
+    then :class:`~solar.algebra.size.Size` s (see :mod:`solar.frontend.jax.symbolic`).
     """
     import jax
 

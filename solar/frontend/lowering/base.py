@@ -15,13 +15,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import ClassVar, NoReturn
 
+from solar.algebra.size import integer
 from solar.frontend.common import T, cast
 from solar.frontend.lowering.errors import UnsupportedOperatorError
 from solar.frontend.lowering.precision import PrecisionPolicy
 from solar.ir.affine import Affine, AffineLike, affines
 from solar.ir.program import Dim, Guard, Kernel, Program, ProgramBuilder, Statement, verify
 from solar.ir.scalar import Const, Expr, Load
-from solar.symbolic.size import integer
 
 # what a reduction over no terms writes (torch's sum/prod of an empty tensor)
 EMPTY_REDUCTION = {

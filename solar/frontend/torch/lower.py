@@ -15,6 +15,7 @@ import torch
 import torch.fx as fx
 from torch.utils import _pytree as pytree
 
+from solar.algebra.size import integer
 from solar.frontend import lowering
 from solar.frontend.common import T, cast, contiguous_strides
 from solar.frontend.lowering.errors import UnsupportedDtypeError, expressible
@@ -33,7 +34,6 @@ from solar.frontend.torch.symbolic import size, sizes
 from solar.ir.affine import Affine, AffineLike, affines
 from solar.ir.dtypes import from_torch, itemsize
 from solar.ir.program import Dim, Kernel
-from solar.symbolic.size import integer
 
 __all__ = [
     "OPAQUE",

@@ -5,7 +5,7 @@ a size leaves that arithmetic in the graph: ``F.cross_entropy``'s label smoothin
 the class count as ``truediv(0.1, sym_float(sym_size(x, 1)))``, and the quotient feeds
 ``aten.mul.Scalar``. A numeric trace folds the same arithmetic into a plain float. Each such
 node (its traced value a ``SymFloat``) is evaluated here on its lowered arguments, which are
-:class:`~solar.symbolic.size.Size` s and :class:`~solar.symbolic.size.Real` s, so the
+:class:`~solar.algebra.size.Size` s and :class:`~solar.algebra.size.Real` s, so the
 operator that takes the scalar gets the number of the traced point carrying its expression.
 (A node whose value is a ``SymInt`` is read off its traced value instead: see
 :meth:`~solar.frontend.torch.lower.Lowerer.lower_call`.)
@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 import torch
 
-from solar.symbolic.size import sqrt, to_real
+from solar.algebra.size import sqrt, to_real
 
 #: fx targets of scalar arithmetic -> the function computing it on Sizes and Reals
 SCALAR_FUNCTIONS: dict[object, Callable[..., object]] = {
@@ -41,7 +41,7 @@ def is_scalar_node(target: object, val: object) -> bool:
 
 
 def scalar_value(target: object, args: tuple, val: torch.SymFloat) -> float:
-    """``target(*args)`` on the lowered arguments: a :class:`~solar.symbolic.size.Real` (or a
+    """``target(*args)`` on the lowered arguments: a :class:`~solar.algebra.size.Real` (or a
     plain float) equal to the traced value ``val``."""
     value = SCALAR_FUNCTIONS[target](*args)
     hint = val.node.hint

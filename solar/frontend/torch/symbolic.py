@@ -1,5 +1,5 @@
 """Symbolic sizes of a PyTorch trace: the dims a user names become symbols of PyTorch's
-``ShapeEnv`` while tracing, and :class:`~solar.symbolic.size.Size` s while lowering.
+``ShapeEnv`` while tracing, and :class:`~solar.algebra.size.Size` s while lowering.
 
 The fake inputs get a dynamic size only on the named dims (every other dim is static, and two
 dims of equal size are not assumed equal: no duck sizing), so the fx graph's shapes are
@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 import sympy
 import torch
 
-from solar.symbolic.shapes import ActiveShapes
-from solar.symbolic.size import Recording, make, register_foreign, symbol
+from solar.algebra.size import Recording, make, register_foreign, symbol
+from solar.frontend.shapes import ActiveShapes
 
 
 class SymbolicShapes:
@@ -187,7 +187,7 @@ _SHAPES: ActiveShapes[SymbolicShapes] = ActiveShapes("solar_torch_symbolic", _pl
 register_foreign(_symint)
 
 #: an int read off a traced value, keeping its symbol (a ``SymInt`` of a symbolic trace
-#: becomes a :class:`~solar.symbolic.size.Size`; any other value passes)
+#: becomes a :class:`~solar.algebra.size.Size`; any other value passes)
 size = _SHAPES.size
 #: :func:`size` of each, as ints
 sizes = _SHAPES.sizes

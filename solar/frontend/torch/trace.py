@@ -114,7 +114,7 @@ def trace_torch(
     :mod:`solar.frontend.torch.sizes`). The trace's assumptions list every size taken.
     ``symbolic`` makes the dims it names symbols (keyed by each graph input's binding,
     ``("input", 0)`` or ``("param", name)``): the program's sizes are then
-    :class:`~solar.symbolic.size.Size` s (see :mod:`solar.frontend.torch.symbolic`).
+    :class:`~solar.algebra.size.Size` s (see :mod:`solar.frontend.torch.symbolic`).
     """
     policy = torch_policy(precision)
     fn, wrapper_notes = unwrap_module(fn)

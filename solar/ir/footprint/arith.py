@@ -9,7 +9,7 @@ from functools import reduce
 
 import numpy as np
 
-from solar.symbolic.size import Size, expr_of, gcd, integer, maximum, minimum
+from solar.algebra.size import Size, expr_of, gcd, integer, maximum, minimum
 
 INF = 1 << 100  # stands in for an unbounded guard side
 NP_SAFE = 1 << 61  # magnitudes above this are not handed to int64 numpy arithmetic
@@ -43,7 +43,7 @@ def unbounded(x: int) -> bool:
 
 
 def at_least(x: int, bound: int) -> int:
-    """``max(x, bound)``, expressions kept (:func:`~solar.symbolic.size.maximum`); an
+    """``max(x, bound)``, expressions kept (:func:`~solar.algebra.size.maximum`); an
     unbounded ``bound`` leaves ``x``."""
     return x if unbounded(bound) else bound if unbounded(x) else maximum(x, bound)
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from solar.algebra.memo import memo
 from solar.ir.footprint.arith import at_least, at_most, bound_int, concrete, form_range, solve
 from solar.ir.program import Guard, Statement
-from solar.symbolic.memo import memo
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from solar.algebra.memo import memo
+from solar.algebra.size import integer
 from solar.ir.affine import Affine
 from solar.ir.footprint.arith import cdiv, concrete, form_range
 from solar.ir.footprint.domain import Domain, components, domain, statement_domain
@@ -36,8 +38,6 @@ from solar.ir.footprint.sums import ValueSet, fold, scaled_range
 from solar.ir.limits import Limits, current_limits
 from solar.ir.program import Program, Statement
 from solar.ir.scalar import Indirect
-from solar.symbolic.memo import memo
-from solar.symbolic.size import integer
 
 
 def form_set(dom: Domain, terms: tuple[tuple[str, int], ...], const: int) -> ValueSet:

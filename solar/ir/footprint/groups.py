@@ -16,6 +16,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from solar.algebra.size import maximum, minimum
 from solar.ir.footprint.arith import (
     INF,
     NP_SAFE,
@@ -46,7 +47,6 @@ from solar.ir.footprint.segments import segment_union
 from solar.ir.footprint.sized import enumerable, inner_eval, plain_image, sized_values
 from solar.ir.footprint.sums import fold, scaled_range
 from solar.ir.limits import current_limits
-from solar.symbolic.size import maximum, minimum
 
 Ranges = dict[str, tuple[int, int]]
 

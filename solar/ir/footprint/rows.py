@@ -32,11 +32,11 @@ from collections.abc import Mapping
 
 import sympy
 
+from solar.algebra.size import Size, expr_of, gcd, make
 from solar.ir.footprint.arith import cdiv, distinct_sorted, unbounded
 from solar.ir.footprint.domain import LinearGuard
 from solar.ir.footprint.factors import Factor, nothing, opaque, progression
 from solar.ir.limits import current_limits
-from solar.symbolic.size import Size, expr_of, gcd, make
 
 Line = tuple[int, int]  # (u, s): u + s·y, the slope s a plain int in {-1, 0, 1}
 Piece = tuple[int, int, Line, Line]  # rows [p, q) with xl = the first line, xh = the second
@@ -182,7 +182,7 @@ def _series(c: int, d: int, p: int, q: int) -> int:
 
 
 def _gcd(a: int, b: int) -> int:
-    """:func:`~solar.symbolic.size.gcd`, first reducing ``gcd(a, a + k) = gcd(a, k)`` for a
+    """:func:`~solar.algebra.size.gcd`, first reducing ``gcd(a, a + k) = gcd(a, k)`` for a
     constant ``k`` (``gcd(n, n + 1) = 1`` at every size)."""
     for u, v in ((a, b), (b, a)):
         k = sympy.expand(expr_of(v) - expr_of(u))

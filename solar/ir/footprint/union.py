@@ -18,6 +18,7 @@ from dataclasses import replace
 import numpy as np
 import sympy
 
+from solar.algebra.size import Size, expr_of, integer
 from solar.ir.affine import Affine
 from solar.ir.footprint.arith import bound_int, distinct_sorted, sized
 from solar.ir.footprint.factors import Progression, materialize
@@ -26,7 +27,6 @@ from solar.ir.footprint.result import Footprint
 from solar.ir.footprint.sums import ValueSet
 from solar.ir.limits import current_limits
 from solar.ir.program import Program, Statement
-from solar.symbolic.size import Size, expr_of, integer
 
 Access = tuple[Statement, str, tuple[Affine, ...]]
 

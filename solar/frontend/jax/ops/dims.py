@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from solar.algebra.size import Size
 from solar.frontend.jax.lower import LoweringContext
 from solar.frontend.jax.ops.control import CALLS
 from solar.frontend.jax.ops.elementwise import ROWS
 from solar.frontend.jax.registry import SIZE_AWARE, VALUE_ONLY, lowering
-from solar.symbolic.size import Size
 
 
 @lowering("dim_as_value", kind="light", fold=False)

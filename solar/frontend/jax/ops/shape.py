@@ -23,12 +23,12 @@ from math import prod
 
 import numpy as np
 
+from solar.algebra.size import integer
 from solar.frontend.common import T, dims_of, nest
 from solar.frontend.jax.lower import LoweringContext, V, contiguous_strides
 from solar.frontend.jax.registry import DataDependentError, lowering
 from solar.ir.affine import Affine, AffineLike
 from solar.ir.scalar import Const, Expr, Index, Indirect, Load, call
-from solar.symbolic.size import integer
 
 # ---------------------------------------------------------------------------------------------
 # views
@@ -195,7 +195,7 @@ def starts_of(
 
 def exact_scalar(v: V) -> int | None:
     """A known scalar index as an int, exact when it was computed from symbolic sizes (a
-    :class:`~solar.symbolic.size.Size`, or else the sizes specialize); None when unknown."""
+    :class:`~solar.algebra.size.Size`, or else the sizes specialize); None when unknown."""
     if v.sym is not None and v.sym.size == 1:
         return v.sym.reshape(-1)[0]
     x = v.scalar()

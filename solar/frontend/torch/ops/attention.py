@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from solar.algebra.size import sqrt
 from solar.frontend.torch import fused  # noqa: F401  (defines torch.ops.solar.*)
 from solar.frontend.torch.lower import LoweringContext, T, cast
 from solar.frontend.torch.ops.common import acc_dtype
@@ -48,7 +49,6 @@ from solar.frontend.torch.registry import lowering
 from solar.ir.affine import Affine
 from solar.ir.program import Guard
 from solar.ir.scalar import Const, Expr, call
-from solar.symbolic.size import sqrt
 
 
 @dataclass

@@ -24,6 +24,7 @@ import math
 
 import torch
 
+from solar.algebra.size import integer
 from solar.frontend.torch.lower import LoweringContext, T
 from solar.frontend.torch.ops.common import acc_dtype, dims_of, nest, norm_dim, pointwise
 from solar.frontend.torch.ops.conv import (
@@ -37,7 +38,6 @@ from solar.frontend.torch.ops.conv import (
 from solar.frontend.torch.ops.indexing import index_load, write
 from solar.frontend.torch.registry import lowering
 from solar.ir.scalar import Const, Expr, Indirect, call
-from solar.symbolic.size import integer
 
 aten = torch.ops.aten
 

@@ -31,12 +31,12 @@ from math import gcd
 
 import torch
 
+from solar.algebra.size import Size, integer
 from solar.frontend.torch.lower import LoweringContext, T
 from solar.frontend.torch.registry import lowering
 from solar.ir.affine import Affine
 from solar.ir.program import Dim, Guard
 from solar.ir.scalar import Const, Expr, call
-from solar.symbolic.size import Size, integer
 
 aten = torch.ops.aten
 

@@ -32,6 +32,7 @@ import math
 
 import torch
 
+from solar.algebra.size import integer, sqrt
 from solar.frontend.torch import fused_grad  # noqa: F401  (defines the backward ops)
 from solar.frontend.torch.lower import LoweringContext, T
 from solar.frontend.torch.ops.attention import layout
@@ -41,7 +42,6 @@ from solar.frontend.torch.registry import lowering
 from solar.ir.affine import Affine
 from solar.ir.program import Guard
 from solar.ir.scalar import Const, Expr, call
-from solar.symbolic.size import integer, sqrt
 
 
 @lowering(torch.ops.solar.sdpa_backward.default)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import torch
 
+from solar.algebra.size import integer
 from solar.frontend.torch.lower import LoweringContext, T, cast
 from solar.frontend.torch.ops.common import acc_dtype, nest
 from solar.frontend.torch.ops.conv import expand, range_guard
@@ -21,7 +22,6 @@ from solar.frontend.torch.registry import lowering
 from solar.ir.affine import Affine
 from solar.ir.program import Dim
 from solar.ir.scalar import Const
-from solar.symbolic.size import integer
 
 aten = torch.ops.aten
 

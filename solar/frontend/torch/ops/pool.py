@@ -38,6 +38,7 @@ from math import gcd, prod
 
 import torch
 
+from solar.algebra.size import Size
 from solar.frontend.torch.lower import LoweringContext, T
 from solar.frontend.torch.ops.common import acc_dtype
 from solar.frontend.torch.ops.conv import OUT_NAMES, TAP_NAMES, Loops, expand, window
@@ -45,7 +46,6 @@ from solar.frontend.torch.registry import lowering
 from solar.ir.affine import Affine
 from solar.ir.program import Guard
 from solar.ir.scalar import Const, Expr, Index, call
-from solar.symbolic.size import Size
 
 aten = torch.ops.aten
 

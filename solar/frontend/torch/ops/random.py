@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import torch
 
+from solar.algebra.size import integer
 from solar.frontend.common import flat_index
 from solar.frontend.torch.lower import LoweringContext, T
 from solar.frontend.torch.ops.common import dims_of, nest, operand
 from solar.frontend.torch.registry import lowering
 from solar.ir.affine import Affine
 from solar.ir.scalar import Const, Expr, Index, call
-from solar.symbolic.size import integer
 
 aten = torch.ops.aten
 

@@ -35,12 +35,12 @@ from collections.abc import Callable, Sequence
 
 import torch
 
+from solar.algebra.size import integer
 from solar.frontend.torch.lower import LoweringContext, T, contiguous_strides
 from solar.frontend.torch.ops.common import dims_of, nest, norm_dim
 from solar.frontend.torch.registry import lowering
 from solar.ir.affine import Affine
 from solar.ir.scalar import Const, Expr
-from solar.symbolic.size import integer
 
 aten = torch.ops.aten
 

@@ -26,6 +26,7 @@ from math import prod
 
 import torch
 
+from solar.algebra.size import integer
 from solar.frontend.torch.lower import LoweringContext, T, cast
 from solar.frontend.torch.ops.common import acc_dtype, nest
 from solar.frontend.torch.ops.resample import (
@@ -41,7 +42,6 @@ from solar.frontend.torch.registry import lowering
 from solar.ir.affine import Affine
 from solar.ir.program import Dim
 from solar.ir.scalar import Const, Expr, call
-from solar.symbolic.size import integer
 
 aten = torch.ops.aten
 

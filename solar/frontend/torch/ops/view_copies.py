@@ -23,13 +23,13 @@ import math
 import torch
 import torch.fx as fx
 
+from solar.algebra.size import integer
 from solar.frontend.torch.lower import LoweringContext, T, contiguous_strides
 from solar.frontend.torch.ops.common import dims_of, nest
 from solar.frontend.torch.registry import lowering
 from solar.frontend.torch.symbolic import size as traced_size
 from solar.frontend.torch.symbolic import sizes
 from solar.ir.dtypes import from_torch
-from solar.symbolic.size import integer
 
 aten = torch.ops.aten
 

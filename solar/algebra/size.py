@@ -28,7 +28,7 @@ from typing import Any
 
 import sympy
 
-from solar.symbolic.prove import always
+from solar.algebra.prove import always
 
 _RECORDING: contextvars.ContextVar[Recording | None] = contextvars.ContextVar(
     "solar_symbolic_recording", default=None
@@ -74,7 +74,7 @@ def decided(relation: sympy.Basic) -> sympy.Basic:
     """``relation`` as ``lhs - rhs <op> 0`` with the difference expanded, or ``true`` /
     ``false`` when that decides it for every positive integer size: a constant difference,
     a polynomial whose terms all have one sign (sizes are >= 1), or a quasi-polynomial whose
-    sign :func:`~solar.symbolic.prove.always` proves by residue classes."""
+    sign :func:`~solar.algebra.prove.always` proves by residue classes."""
     if not isinstance(relation, sympy.core.relational.Relational):
         return relation
     if relation.has(sympy.Float):  # times: expanding would cancel in floating point

@@ -1,8 +1,8 @@
 """A symbolic graph's sizes located once, to rebuild it at many points without walking it.
 
-:func:`~solar.symbolic.walk.map_values` walks every object of a graph to find its sizes; a
-symbolic bound rebuilds its graph at every new piece (:func:`~solar.symbolic.walk.rehint`) and
-at every point it analyses as numbers (:func:`~solar.symbolic.walk.evaluate`), and the graph's
+:func:`~solar.algebra.walk.map_values` walks every object of a graph to find its sizes; a
+symbolic bound rebuilds its graph at every new piece (:func:`~solar.algebra.walk.rehint`) and
+at every point it analyses as numbers (:func:`~solar.algebra.walk.evaluate`), and the graph's
 shape is the same each time. A :class:`Template` walks it once and keeps, for each object
 that holds a size, how to rebuild it; :meth:`Template.build` then makes exactly what
 ``map_values(obj, fn)`` makes for an ``fn`` that returns a new object per size (the objects
@@ -21,7 +21,7 @@ from collections.abc import Callable
 import networkx as nx
 import sympy
 
-from solar.symbolic.size import Real, Size
+from solar.algebra.size import Real, Size
 
 #: exact types holding no size (not Size or Real, which subclass int and float)
 _LEAVES = frozenset({str, int, float, bool, bytes, type(None)})

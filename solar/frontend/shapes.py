@@ -1,5 +1,5 @@
 """The symbolic shapes a frontend's trace runs under, and the two size readers its lowering
-uses: a framework's symbolic int becomes a :class:`~solar.symbolic.size.Size` while a trace
+uses: a framework's symbolic int becomes a :class:`~solar.algebra.size.Size` while a trace
 with symbolic sizes is active, and its plain value otherwise.
 
 PyTorch (``SymInt``) and JAX (``_DimExpr``) each supply the object that converts one size

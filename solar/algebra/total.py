@@ -21,7 +21,7 @@ from collections.abc import Iterable
 
 import sympy
 
-from solar.symbolic.size import Real, Size, real
+from solar.algebra.size import Real, Size, real
 
 
 def sum_times(xs: Iterable[object], *, in_order: bool = False) -> object:

@@ -27,7 +27,7 @@ from fractions import Fraction
 import numpy as np
 import sympy
 
-from solar.symbolic.size import IntGcd
+from solar.algebra.size import IntGcd
 
 _FLOOR = np.frompyfunc(math.floor, 1, 1)  # on object arrays: exact for ints and Fractions
 _CEIL = np.frompyfunc(math.ceil, 1, 1)
@@ -135,7 +135,7 @@ def _function(symbols: list[sympy.Symbol], exprs: list[sympy.Basic], exact: bool
     body += [f"    {line}" for line in gen.lines]
     body.append(f"    return [{', '.join(outs)}]")
     namespace = {**_HELPERS[exact], **gen.consts}
-    exec(compile("\n".join(body), "<solar.symbolic.numeric>", "exec"), namespace)  # noqa: S102
+    exec(compile("\n".join(body), "<solar.algebra.numeric>", "exec"), namespace)  # noqa: S102
     return namespace["_compiled"]
 
 

@@ -16,9 +16,9 @@ from collections.abc import Callable, Mapping
 import networkx as nx
 import sympy
 
-from solar.symbolic.numeric import compile_exprs
-from solar.symbolic.size import Real, Size, make, real
-from solar.symbolic.template import Template
+from solar.algebra.numeric import compile_exprs
+from solar.algebra.size import Real, Size, make, real
+from solar.algebra.template import Template
 
 Point = Mapping[sympy.Symbol, int]
 _LEAVES = frozenset({str, int, float, bool, bytes, type(None)})  # exact types: not Size, Real

@@ -1,6 +1,6 @@
 """Memo caches that stay exact for symbolic sizes.
 
-A :class:`~solar.symbolic.size.Size` hashes and compares as its traced value, so a plain
+A :class:`~solar.algebra.size.Size` hashes and compares as its traced value, so a plain
 cache keyed on sizes would (a) answer a symbolic call with a numeric result computed for an
 equal plain int (the expression lost, and the comparison itself recorded a spurious guard
 ``size == value``), (b) answer a numeric call with a symbolic result, and (c) on a hit, skip
@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Iterator
 import numpy as np
 import sympy
 
-from solar.symbolic.size import _RECORDING, Real, Recording, Size
+from solar.algebra.size import _RECORDING, Real, Recording, Size
 
 Guards = tuple[tuple[sympy.Basic, str], ...]
 

@@ -18,8 +18,8 @@ from functools import cached_property
 import numpy as np
 import sympy
 
-from solar.symbolic.numeric import compile_exprs
-from solar.symbolic.size import IntGcd
+from solar.algebra.numeric import compile_exprs
+from solar.algebra.size import IntGcd
 
 _TOL = 1e-9  # relative: guards between times are compared to rounding
 
