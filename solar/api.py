@@ -11,7 +11,6 @@ modules, the views and the CLI.
 
 from __future__ import annotations
 
-import dataclasses
 import gc
 import os
 import sys
@@ -28,7 +27,6 @@ from solar.backend.result import Bound
 from solar.frontend.program_errors import ProgramError as ProgramError  # re-exported
 from solar.frontend.program_errors import located
 from solar.graph import lift
-from solar.graph.types import graph_info, set_graph_info
 from solar.hw import load_spec
 from solar.ir.program import Program
 
@@ -278,9 +276,8 @@ def trace_and_lift(
             framework=framework,
             **sizes,
         )
-        g = lift(traced.program, verified=True)  # the frontend's last step verified it
-    notes = (*notes, *(getattr(traced, "assumptions", None) or []))
-    set_graph_info(g, dataclasses.replace(graph_info(g), trace_notes=notes))
+        notes = (*notes, *(getattr(traced, "assumptions", None) or []))
+        g = lift(traced.program, verified=True, notes=notes)  # the frontend verified it
     return traced.program, g
 
 
@@ -303,7 +300,7 @@ def lift_problem(problem, *, precision: str | None = None):
 def bound_graph(program: Program | None, g, spec) -> Bound:
     """Bounds of an already lifted graph on one spec (a HardwareSpec, name or path).
     ``program`` (the IR ``g`` was lifted from, or None) is not kept: a Bound is data."""
-    return analyze(g, load_spec(spec), notes=list(graph_info(g).trace_notes) or None)
+    return analyze(g, load_spec(spec), notes=list(g.info.trace_notes) or None)
 
 
 def bound_program(program: Program, hw="H100") -> Bound:
@@ -510,7 +507,7 @@ def bound_parallel(
         pinned = ", ".join(f"{k}={v}" for k, v in (("tp", tp), ("pp", pp), ("dp", dp)) if v)
         pinned = f" with {pinned}" if pinned else ""
         raise ValueError(
-            f"no plan splits {graph_info(g).name} over {gpus} GPUs{pinned}: "
+            f"no plan splits {g.info.name} over {gpus} GPUs{pinned}: "
             "tensor parallelism needs a weight axis its degree divides, data parallelism and "
             "micro-batches a batch it divides, pipelines enough kernels; try another count"
         )
@@ -521,7 +518,7 @@ def _split_group(model: ParallelModel, name: str) -> int:
     tensor, axis = _batch_axis(name)
     gid = model.index.group_of_axis(tensor, axis)
     if gid is None:
-        weights = [t for t, i in graph_info(model.g).tensors.items() if i.role == "weight"]
+        weights = [t for t, i in model.g.info.tensors.items() if i.role == "weight"]
         raise ValueError(
             f"split {name!r}: no such tensor axis in the graph; weights: {', '.join(weights[:8])}"
             + (" ..." if len(weights) > 8 else "")

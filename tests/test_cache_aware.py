@@ -23,7 +23,7 @@ from solar.backend.cache_aware import (
 from solar.backend.io_bounds import MU_GRID, SegmentBound
 from solar.backend.roofline import fused_bytes
 from solar.graph import lift
-from solar.graph.types import GuardRange, op_node, op_nodes
+from solar.graph.types import GuardRange
 from solar.hw import load_spec
 from solar.ir.affine import Affine
 from solar.ir.program import Guard, ProgramBuilder
@@ -152,7 +152,7 @@ def test_access_indices_are_the_lifted_affine_records():
     """The backend reads the accesses' ``Affine`` index entries, never printed text: a 2-D
     convolution's input index ``2p + r`` arrives as coefficients."""
     g, _ = _conv(1, 2, 3, 9, stride=2)
-    (node,) = [d for d in op_nodes(g) if d.op_kind == "contraction"]
+    (node,) = [d for d in g.ops() if d.op_kind == "contraction"]
     x, w, y = access_indices(node)
     p, r = "c", "f"  # the dims n k p q c r s are ranks a .. g
     assert x[2] == ({p: 2, r: 1}, 0) and isinstance(node.operands[0].index[2], Affine)
@@ -293,7 +293,7 @@ def test_broadcast_operand_uses_the_view_strides():
     )
     b.program.outputs.append(y)
     g = lift(b.program)
-    (node,) = op_nodes(g)
+    (node,) = g.ops()
     assert node.operands[1].strides == (0, n, 1) and node.operands[1].offset == 0
     assert node.operands[1].shape == (bsz, k, n) and node.operands[0].strides is None
     (c,) = contraction_io(g)
@@ -387,7 +387,7 @@ def test_causal_attention_guard_reaches_the_bound_hand_derived():
     n, d = 1 << 21, 128
     g = _causal(n, d)
     (c,) = contraction_io(g)  # QKᵀ (PV reads the scores from chip: no bound)
-    node = op_node(g, c.node)
+    node = g.op(c.node)
     q_rank, k_rank = node.output.ranks[2], node.output.ranks[3]
     assert node.guards == (GuardRange(A(k_rank) - A(q_rank), -(n - 1), 1),)
     assert c.rule == RULE_SEGMENT_ONCHIP
@@ -429,7 +429,7 @@ def test_guard_on_a_reduction_rank_leaves_k_min_unknown():
     b.statement([("i", m), ("j", m, True)], (y, ("i",)), Load(t, (A("i"), A("j"))), reduce="sum")
     b.program.outputs.append(y)
     g = lift(b.program)
-    node = next(x for x in op_nodes(g) if x.op_kind == "contraction")
+    node = next(x for x in g.ops() if x.op_kind == "contraction")
     (guard,) = node.guards
     assert guard.ranks == {node.output.ranks[0], *node.reduction_ranks}
     (c,) = contraction_io(g)

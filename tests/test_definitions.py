@@ -16,7 +16,6 @@ from console import run_solar
 from solar.definition import DefinitionError, bound_definition, load_definition
 from solar.definition.bound import lift_workload
 from solar.definition.schema import load_workloads
-from solar.graph.types import graph_info
 from solar.hw import load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -95,10 +94,10 @@ def test_paged_decode_loop_equals_vectorised(hw):
         defn = load_definition(d)
         graphs.append(lift_workload(defn, load_workloads(wl, defn)[0])[2])
     for g in graphs:
-        reads = graph_info(g).fused_io.reads
+        reads = g.info.fused_io.reads
         assert reads["k_cache"] == reads["v_cache"] == 12 * 16 * 8 * 128 * 2
     # unfused: each of the loop's gather kernels reads its own sequence's 4 pages
-    kernels = graph_info(graphs[0]).kernels
+    kernels = graphs[0].info.kernels
     gathers = [k.reads["k_cache"] for k in kernels if "k_cache" in k.reads]
     assert gathers == [4 * 16 * 8 * 128 * 2] * 3
     assert any(

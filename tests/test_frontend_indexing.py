@@ -12,7 +12,6 @@ from eager_oracle import check as _check
 
 from solar.frontend.torch import DataDependentOperatorError, UnsupportedOperatorError, trace_torch
 from solar.graph.lift import lift
-from solar.graph.types import graph_info, op_nodes
 from solar.interp.torch.execute import execute
 from solar.ir.cost import kernel_io, program_io, statement_ops
 
@@ -383,9 +382,9 @@ def test_embedding_costs_by_hand():
     fused = program_io(trace.program)
     assert fused.bytes == T_ * 8 + D * 4 + T_ * D * 4 and not fused.exact
     g = lift(trace.program)
-    (node,) = op_nodes(g)
+    (node,) = g.ops()
     assert node.op_kind == "gather"
-    assert not graph_info(g).kernels[0].exact
+    assert not g.info.kernels[0].exact
 
 
 def test_cumsum_costs_by_hand():
@@ -397,7 +396,7 @@ def test_cumsum_costs_by_hand():
     io = kernel_io(trace.program, k)
     assert io.read_bytes == io.write_bytes == B * n * 4 and io.exact
     g = lift(trace.program)
-    assert [d.op_kind for d in op_nodes(g)] == ["scan"]
+    assert [d.op_kind for d in g.ops()] == ["scan"]
 
 
 def test_cummax_costs_by_hand():
@@ -422,7 +421,7 @@ def test_sort_costs_by_hand():
     io = kernel_io(trace.program, k)
     assert io.read_bytes == B * n * 4 and io.write_bytes == B * n * (4 + 8) and io.exact
     g = lift(trace.program)
-    kinds = {d.op_kind for d in op_nodes(g)}
+    kinds = {d.op_kind for d in g.ops()}
     assert kinds == {"extern"}
 
 

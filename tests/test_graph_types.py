@@ -12,11 +12,9 @@ import solar
 from solar.graph import lift
 from solar.graph.export import to_json
 from solar.graph.types import (
-    EDGE,
-    INFO,
-    NODE,
     Access,
     DataDependent,
+    Graph,
     GraphInfo,
     InputNode,
     IOBytes,
@@ -26,9 +24,8 @@ from solar.graph.types import (
     TensorEdge,
     TensorInfo,
     ViewInfo,
-    graph_info,
-    op_nodes,
 )
+from solar.graph.verify import GraphError, verify_graph
 from solar.ir.affine import Affine
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,19 +57,18 @@ def _graphs():
 
 @pytest.mark.parametrize("g", _graphs(), ids=["causal_sdpa", "gather_mlp", "empty_output"])
 def test_the_graph_holds_only_typed_records(g):
-    assert set(g.graph) == {"name", INFO} and isinstance(g.graph[INFO], GraphInfo)
-    info = graph_info(g)
-    assert g.graph["name"] == info.name  # networkx's own name attribute, kept in step
+    assert isinstance(g, Graph) and isinstance(g.info, GraphInfo)
+    info = g.info
+    assert verify_graph(g) is g
     assert all(isinstance(k, KernelInfo) and isinstance(k.io, IOBytes) for k in info.kernels)
     assert all(isinstance(t, TensorInfo) for t in info.tensors.values())
     assert all(isinstance(v, ViewInfo) for v in info.views.values())
     assert isinstance(info.fused_io, IOBytes)
-    for n, d in g.nodes(data=True):
-        assert set(d) == {NODE} and isinstance(d[NODE], OpNode | InputNode | OutputNode)
-        assert d[NODE].id == n
-    for _, _, d in g.edges(data=True):
-        assert set(d) == {EDGE} and isinstance(d[EDGE], TensorEdge)
-    for op in op_nodes(g):
+    for d in g.nodes():
+        assert isinstance(d, OpNode | InputNode | OutputNode) and g.node(d.id) is d
+    for _, _, _, e in g.edges():
+        assert isinstance(e, TensorEdge)
+    for op in g.ops():
         for acc in (*op.operands, op.output):
             assert isinstance(acc, Access)
             assert all(isinstance(e, Affine | DataDependent) for e in acc.index)
@@ -85,21 +81,21 @@ def test_views_and_data_dependent_entries_are_structured():
     """A transposed weight is read through a view (its strides and offset in the access); a
     gathered row index is a DataDependent entry naming the rank its value depends on."""
     g = _graphs()[1]
-    gather = next(d for d in op_nodes(g) if d.op_kind == "gather")
+    gather = next(d for d in g.ops() if d.op_kind == "gather")
     (entry, col) = gather.operands[0].index
     assert isinstance(entry, DataDependent) and isinstance(col, Affine)
     assert gather.operands[0].indirect and gather.operands[0].ranks == (None, col.single_dim)
     assert entry.ranks == (gather.output.ranks[0],)
-    mm = next(d for d in op_nodes(g) if d.op_kind == "contraction")
+    mm = next(d for d in g.ops() if d.op_kind == "contraction")
     wt = next(a for a in mm.operands if a.base == "w")
     assert wt.tensor != "w" and wt.shape == (16, 24) and (wt.strides, wt.offset) == ((1, 16), 0)
-    view = graph_info(g).views[wt.tensor]
+    view = g.info.views[wt.tensor]
     assert (view.base, view.strides, view.offset) == ("w", (1, 16), 0)
 
 
 def test_causal_guard_is_a_record_over_output_ranks():
     g = _graphs()[0]
-    qk = next(d for d in op_nodes(g) if d.op_kind == "contraction")
+    qk = next(d for d in g.ops() if d.op_kind == "contraction")
     (guard,) = qk.guards
     b, i, j = qk.output.ranks[1:]
     assert guard.expr == Affine.of(j) - Affine.of(i) and (guard.lo, guard.hi) == (-63, 1)
@@ -138,3 +134,65 @@ def test_rank_names_never_run_out():
         names[:2] == ["a", "b"] and names[26] == "a1" and names[-1] == "v1153"
     )  # 30,000 = 1,153 x 26 + 22
     assert len(set(names)) == 30_000
+
+
+def test_a_graph_is_immutable_and_passes_return_new_graphs():
+    """Records and the graph refuse assignment; ``with_nodes`` makes a new graph and leaves
+    the old one as it was (its adjacency too)."""
+    g = _graphs()[1]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        g.info = g.info  # type: ignore[misc]
+    mm = next(d for d in g.ops() if d.op_kind == "contraction")
+    h = g.with_nodes({mm.id: dataclasses.replace(mm, ops={})})
+    assert h.op(mm.id).ops == {} and g.op(mm.id) is mm and g.op(mm.id).ops
+    assert list(h.in_edges(mm.id)) == list(g.in_edges(mm.id))
+    assert h.predecessors(mm.id) == g.predecessors(mm.id)
+    nxg = g.to_networkx()  # the networkx export: same nodes and edges, records attached
+    assert list(nxg.nodes) == [d.id for d in g.nodes()]
+    assert nxg.number_of_edges() == len(g.links)
+
+
+def test_analysis_leaves_its_graph_as_it_was():
+    """A dequantised FP8 GEMM is recharged at the FP8 rate by the narrow pass, on a new graph:
+    the graph given to the analysis keeps its bf16 work (2·32·64·48 flops), the Bound charges
+    it as tc_fp8, and a second analysis of the same graph gives the same Bound."""
+    from solar.backend import analyze
+    from solar.hw import load_spec
+
+    def dequant_mm(a, b):
+        return a.to(torch.bfloat16) @ b.to(torch.bfloat16)
+
+    f8 = torch.float8_e4m3fn
+    _, g = solar.trace_and_lift(dequant_mm, [meta(32, 64, dtype=f8), meta(64, 48, dtype=f8)])
+    before = [(d.id, dict(d.ops)) for d in g.ops()]
+    mm = next(d for d in g.ops() if d.op_kind == "contraction")
+    assert dict(mm.ops) == {"tc_bf16": 2 * 32 * 64 * 48}
+    b1 = analyze(g, load_spec("H100"))
+    assert [(d.id, dict(d.ops)) for d in g.ops()] == before
+    assert b1.flops.get("tc_fp8") == 2 * 32 * 64 * 48 and "tc_bf16" not in b1.flops
+    assert analyze(g, load_spec("H100")).to_json() == b1.to_json()
+
+
+def _broken(g, **change):
+    """``g`` with the first edge's record changed."""
+    first = g.links[0]
+    e = dataclasses.replace(first.edge, **change)
+    return Graph(g.info, g.records, (dataclasses.replace(first, edge=e), *g.links[1:]))
+
+
+def test_verify_graph_names_the_broken_invariant():
+    g = _graphs()[1]
+    with pytest.raises(GraphError, match="carries tab as float64"):
+        verify_graph(_broken(g, dtype="float64"))
+    with pytest.raises(GraphError, match="reads .* as \\[1\\]"):
+        verify_graph(_broken(g, shape=(1,)))
+    # an edge from a later op node: used before it is produced
+    ops = list(g.ops())
+    late = dataclasses.replace(g.links[-1], src=ops[-1].id, dst=ops[0].id)
+    with pytest.raises(GraphError):
+        verify_graph(Graph(g.info, g.records, (*g.links, late)))
+    # a kernel statement that is no node of the graph
+    k = dataclasses.replace(g.info.kernels[0], statements=("nowhere/0",))
+    info = dataclasses.replace(g.info, kernels=(k, *g.info.kernels[1:]))
+    with pytest.raises(GraphError, match="not op nodes"):
+        verify_graph(g.with_info(info))

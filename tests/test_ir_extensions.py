@@ -15,7 +15,7 @@ from hypothesis import strategies as hs
 import solar.interp.torch.execute as ex
 from solar.graph.export import to_json, to_text
 from solar.graph.lift import lift
-from solar.graph.types import DataDependent, op_nodes
+from solar.graph.types import DataDependent
 from solar.interp.torch.execute import execute
 from solar.ir.affine import Affine
 from solar.ir.cost import kernel_io, program_io, statement_ops
@@ -176,7 +176,7 @@ def test_rolling_accumulator_is_a_new_value_every_iteration():
 def test_loop_lifts_with_consistent_ranks():
     p = rnn_program(4, 2, 3)
     g = lift(p)
-    ops = list(op_nodes(g))
+    ops = list(g.ops())
     assert all(d.loops == (ops[0].loops[0],) for d in ops)
     t = ops[0].loops[0]
     assert all(d.ranks[t] == 4 for d in ops)
@@ -234,7 +234,7 @@ def test_gather_costs_the_provable_minimum():
     assert io.read_bytes == N * 8 + D * 4 and io.write_bytes == N * D * 4
     assert access_footprint(p, st, "tab", st.expr.index).exact is False
     g = lift(p)
-    (d,) = op_nodes(g)
+    (d,) = g.ops()
     assert d.op_kind == "gather"
     assert "{ids[" in d.einsum
     assert d.operands[0].indirect and d.operands[0].ranks[0] is None
@@ -289,7 +289,7 @@ def test_gather_inside_a_contraction():
     tv, iv, wv = rand(V, D), ints(B, J, hi=V), rand(B, J, seed=3)
     want = (tv[iv] * wv[..., None]).sum(1)
     close(execute(b.program, {"tab": tv, "ids": iv, "w": wv})["o"], want)
-    assert [d.op_kind for d in op_nodes(lift(b.program))] == ["gather"]
+    assert [d.op_kind for d in lift(b.program).ops()] == ["gather"]
 
 
 def test_guarded_out_instances_may_hold_any_index():
@@ -374,7 +374,7 @@ def test_scatter_costs():
     # terms N·C·5, at most N·C distinct outputs: N·C·4 combines at least
     assert statement_ops(p, st) == {"cuda_fp32": N * C * 4}
     g = lift(p)
-    assert [d.op_kind for d in op_nodes(g)] == ["copy", "scatter"]
+    assert [d.op_kind for d in g.ops()] == ["copy", "scatter"]
 
 
 def test_scatter_drops_instances_cut_by_parallel_guards():
@@ -508,7 +508,7 @@ def test_scan_costs_one_combine_per_element_beyond_the_first():
     io = kernel_io(p, p.kernels[0])
     assert io.read_bytes == io.write_bytes == B * n * 4 and io.exact
     g = lift(p)
-    (d,) = op_nodes(g)
+    (d,) = g.ops()
     assert d.op_kind == "scan" and d.scan in d.ranks
     assert "scan_logsumexp[i]" in str(p)
 
@@ -582,7 +582,7 @@ def test_extern_costs_memory_only():
     io = kernel_io(p, k)
     assert io.read_bytes == B * n * 4 and io.write_bytes == B * n * (4 + 8) and io.exact
     g = lift(p)
-    kinds = list(op_nodes(g))
+    kinds = list(g.ops())
     assert {d.op_kind for d in kinds} == {"extern"}
     assert {d.extern for d in kinds} == {"sort.values", "sort.indices"}
     assert "sort.values[r](x[b,r], descending=True)" in str(p)

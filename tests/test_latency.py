@@ -21,7 +21,6 @@ import torch
 import solar
 from solar.api import bound_graph, trace_and_lift
 from solar.gpu.violations import Floors, classify
-from solar.graph.types import graph_info
 from solar.hw import SpecError, list_specs, load_spec
 from solar.ir.affine import Affine, affines
 from solar.ir.program import Guard, ProgramBuilder
@@ -131,7 +130,7 @@ def test_gru_stack_of_the_issue():
     lane = {"tc_tf32": 3 * 256 * 256 * 2, "cuda_fp32": 11 * 256, "sfu": 3 * 256}
     chains = b.latency.chains
     assert [c.state for c in chains] == [f"gru_l{i}_h" for i in range(6)]
-    for c, raw in zip(chains, [k.chains[0] for k in graph_info(g).kernels[1:]], strict=True):
+    for c, raw in zip(chains, [k.chains[0] for k in g.info.kernels[1:]], strict=True):
         assert (c.steps, c.lanes) == (512, 10)
         assert raw.ops == {u: 10 * n for u, n in lane.items()}
         assert c.one_sm_s == pytest.approx(cycles(192), rel=1e-12)
@@ -181,7 +180,7 @@ def test_bidirectional_lstm():
     for c in chains:
         assert (c.steps, c.lanes) == (200, 4)
         assert c.step_s == pytest.approx(phi, rel=1e-12)
-    layer2 = graph_info(g).kernels[-1].chains[0]
+    layer2 = g.info.kernels[-1].chains[0]
     (inp,) = layer2.inputs
     assert inp.tensor == "lstm_l0_output" and (inp.coef, inp.const) == (1, 0)
     assert inp.mixing_ops == {"tc_tf32": 4 * (4 * 64 * 128 * 2)}
@@ -206,7 +205,7 @@ def test_last_writers_match_a_scan_of_the_kernels():
 
     model = torch.nn.GRU(8, 16, num_layers=2)
     _, g = solar.trace_and_lift(model, [torch.randn(5, 2, 8)])
-    kernels = graph_info(g).kernels
+    kernels = g.info.kernels
     writers, seen = _LastWriters(g), {}
     tensors = {t for k in kernels for t in k.writes} | {"not_a_tensor"}
     for i, k in enumerate(kernels):
@@ -228,7 +227,7 @@ def test_jax_scan_recurrence():
     fn, inputs = load_jax_problem(load_module(ROOT / "examples" / "jax_scan_rnn.py"))
     program, g = solar.trace_and_lift(fn, inputs)
     b = solar.api.bound_graph(program, g, "H100")
-    (raw,) = graph_info(g).kernels[0].chains
+    (raw,) = g.info.kernels[0].chains
     assert (raw.steps, raw.lanes, raw.state) == (1000, 4, "scan_carry_hist")
     assert raw.ops == {"tc_tf32": 4 * 131072, "cuda_fp32": 4 * 256, "sfu": 4 * 256}
     phi = cycles(64)

@@ -14,7 +14,6 @@ from solar.backend.parallel.collectives import per_gpu_bytes
 from solar.backend.parallel.pipeline import partition
 from solar.backend.parallel.result import Plan
 from solar.backend.units import compute_time
-from solar.graph.types import graph_info
 from solar.hw import SpecError, load_spec
 
 H100, A100 = load_spec("H100"), load_spec("A100")
@@ -363,6 +362,6 @@ def test_work_off_a_stage_path_may_overlap_the_fill():
     _, g = trace_and_lift(
         f, [torch.empty(64, 32, device="meta"), torch.empty(32, 16, device="meta")]
     )
-    assert [k.name for k in graph_info(g).kernels] == ["add_0", "mul_1", "mm_2"]
+    assert [k.name for k in g.info.kernels] == ["add_0", "mul_1", "mm_2"]
     assert stage_paths(g, range(1, 3)) == ([], [2])  # no later stage; the output needs mm_2
     assert stage_paths(g, range(0, 1)) == ([0], [0])  # h is sent to stage 1

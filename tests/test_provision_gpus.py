@@ -9,7 +9,6 @@ import torch
 from console import run_solar
 
 from solar.api import trace_and_lift
-from solar.graph.types import graph_info
 from solar.hw import load_spec
 from solar.questions.plan import gpus_needed
 from solar.questions.provision import provision_graph
@@ -53,7 +52,7 @@ def test_llama70b_needs_two_h100s_never_one(llama70b):
     can (tensor parallel, 69 GB each). One H200 (141 GB) holds them; at 25 ms it needs two
     (one reads 138 GB in 28.7 ms at 4.8 TB/s); one B200 (8 TB/s) meets 25 ms alone."""
     program, g = llama70b
-    weights = sum(t.bytes for t in graph_info(g).tensors.values() if t.role == "weight")
+    weights = sum(t.bytes for t in g.info.tensors.values() if t.role == "weight")
     assert PARAMS == 68_976_648_192
     assert weights >= 2 * PARAMS  # plus the rotary-embedding buffer
     for target in (10.0, 0.025):

@@ -9,23 +9,18 @@ import dataclasses
 import pickle
 from pathlib import Path
 
-import networkx as nx
-
 from solar.algebra.size import Size, symbol
 from solar.algebra.template import Template
 from solar.algebra.walk import evaluate, map_values, rehint
+from solar.graph.types import Graph
 from solar.problem import problem_at
 from solar.symbolic.trace import bound_symbolic
 
 ATTENTION = Path(__file__).resolve().parents[1] / "examples" / "attention_bf16.py"
 
 
-def _plain(g: nx.MultiDiGraph) -> tuple:
-    return (
-        dict(g.graph),
-        list(g.nodes(data=True)),
-        list(g.edges(keys=True, data=True)),
-    )
+def _plain(g: Graph) -> tuple:
+    return (g.info, g.records, g.links)
 
 
 def test_template_rebuilds_a_traced_graph_as_the_walk_does():

@@ -70,7 +70,7 @@ import json
 import solar.backend, solar.graph, solar.hw, solar.ir
 from solar.backend.analyze import analyze
 from solar.graph import lift
-from solar.graph.types import op_nodes
+from solar.graph.types import Graph
 from solar.hw import load_spec
 from solar.ir import Load, ProgramBuilder, call
 from solar.ir.affine import affines
@@ -96,7 +96,7 @@ b.statement([("m", M), ("p", N), ("r", N, True)], (S, ("m", "p")), L(C, "m", "r"
             extern="sort.values")
 g = lift(b.program)
 bound = analyze(g, load_spec("H100"))
-kinds = [op.op_kind for op in op_nodes(g)]
+kinds = [op.op_kind for op in g.ops()]
 print(json.dumps({"flops": bound.flops, "fused": bound.bytes_fused, "kinds": kinds,
                   "unfused": bound.bytes_unfused,
                   "frameworks": sorted(m for m in sys.modules if m.split(".")[0] in BLOCKED)}))

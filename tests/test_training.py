@@ -15,7 +15,6 @@ from torch import nn
 import solar
 from solar.frontend.torch.ops.optim import CHUNK, launches
 from solar.frontend.torch.training import trace_training_step
-from solar.graph.types import op_nodes
 from solar.interp.torch.execute import execute
 
 
@@ -444,7 +443,7 @@ def test_contraction_flops_agree_with_flop_counter_mode():
     with counter:
         step(*batch)
     _, g = solar.trace_and_lift(step, batch)
-    contraction = sum(sum(d.ops.values()) for d in op_nodes(g) if d.op_kind == "contraction")
+    contraction = sum(sum(d.ops.values()) for d in g.ops() if d.op_kind == "contraction")
     assert contraction == counter.get_total_flops()
 
 

@@ -2,9 +2,8 @@
 
 import pytest
 
-from solar.backend.units import NoUnitError, compute_time, rate_for
+from solar.backend.units import SFU_EMULATION_FLOPS, NoUnitError, compute_time, rate_for
 from solar.hw import load_spec
-from solar.ir.ops import SFU_EMULATION_FLOPS
 
 H100 = load_spec("H100")
 A100 = load_spec("A100")

@@ -6,7 +6,8 @@ at every point it analyses as numbers (:func:`~solar.algebra.walk.evaluate`), an
 shape is the same each time. A :class:`Template` walks it once and keeps, for each object
 that holds a size, how to rebuild it; :meth:`Template.build` then makes exactly what
 ``map_values(obj, fn)`` makes for an ``fn`` that returns a new object per size (the objects
-holding no size are the same shared objects, lists, dicts, sets and graphs are new ones,
+holding no size are the same shared objects, lists, dicts and sets are new ones (an einsum
+graph, a frozen dataclass, is rebuilt through its constructor),
 an object reached twice is rebuilt once), touching only the objects that hold a size.
 
 The template describes the object as it was when made: the object must not change after
@@ -18,7 +19,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-import networkx as nx
 import sympy
 
 from solar.algebra.size import Real, Size
@@ -98,36 +98,11 @@ class Template:
         if isinstance(obj, dict):
             items = [(self._part(k), self._part(v)) for k, v in obj.items()]
             return self._add(lambda fn, done: {k(fn, done): v(fn, done) for k, v in items})
-        if isinstance(obj, nx.Graph):
-            return self._add(self._graph(obj))
         if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
             return self._dataclass(obj)
         if hasattr(obj, "__dict__") and type(obj).__module__.startswith("solar."):
             return self._solar(obj)
         return None
-
-    def _graph(self, g: nx.Graph) -> Builder:
-        graph = self._part(dict(g.graph))
-        nodes = [(n, self._part(dict(a))) for n, a in g.nodes(data=True)]
-        if g.is_multigraph():
-            edges = [(u, v, k, self._part(dict(a))) for u, v, k, a in g.edges(keys=True, data=True)]
-        else:
-            edges = [(u, v, None, self._part(dict(a))) for u, v, a in g.edges(data=True)]
-        kind, multi = g.__class__, g.is_multigraph()
-
-        def build(fn, done) -> nx.Graph:
-            out = kind()
-            out.graph.update(graph(fn, done))  # type: ignore[arg-type]
-            for n, attrs in nodes:
-                out.add_node(n, **attrs(fn, done))  # type: ignore[arg-type]
-            for u, v, k, attrs in edges:
-                if multi:
-                    out.add_edge(u, v, key=k, **attrs(fn, done))  # type: ignore[arg-type]
-                else:
-                    out.add_edge(u, v, **attrs(fn, done))  # type: ignore[arg-type]
-            return out
-
-        return build
 
     def _dataclass(self, obj: object) -> int | None:
         fields = [

@@ -13,7 +13,6 @@ import dataclasses
 import functools
 from collections.abc import Callable, Mapping
 
-import networkx as nx
 import sympy
 
 from solar.algebra.numeric import compile_exprs
@@ -26,7 +25,7 @@ _LEAVES = frozenset({str, int, float, bool, bytes, type(None)})  # exact types: 
 
 def map_values(obj: object, fn: Callable[[object], object], memo: dict | None = None) -> object:
     """``obj`` with every Size and Real ``v`` replaced by ``fn(v)``: through dataclasses,
-    tuples, lists, dicts, sets and networkx graphs (new objects; ``obj`` is left as it is).
+    tuples, lists, dicts and sets (new objects; ``obj`` is left as it is).
     Objects without a size inside are returned as they are (shared, not copied)."""
     if type(obj) in _LEAVES:  # the most common objects: nothing inside, nothing to remember
         return obj
@@ -53,18 +52,6 @@ def _map(obj: object, fn, memo: dict) -> object:
         return type(obj)(map_values(x, fn, memo) for x in obj)
     if isinstance(obj, dict):
         return {map_values(k, fn, memo): map_values(v, fn, memo) for k, v in obj.items()}
-    if isinstance(obj, nx.Graph):
-        g = obj.__class__()
-        g.graph.update(map_values(dict(obj.graph), fn, memo))  # type: ignore[arg-type]
-        for n, attrs in obj.nodes(data=True):
-            g.add_node(n, **map_values(dict(attrs), fn, memo))  # type: ignore[arg-type]
-        if obj.is_multigraph():
-            for u, v, k, attrs in obj.edges(keys=True, data=True):
-                g.add_edge(u, v, key=k, **map_values(dict(attrs), fn, memo))  # type: ignore[arg-type]
-        else:
-            for u, v, attrs in obj.edges(data=True):
-                g.add_edge(u, v, **map_values(dict(attrs), fn, memo))  # type: ignore[arg-type]
-        return g
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         changes = {}
         for f in dataclasses.fields(obj):

@@ -17,10 +17,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import networkx as nx
-
 from solar.algebra.size import to_real
-from solar.graph.types import graph_info, op_node
+from solar.graph.types import Graph
 
 
 @dataclass(frozen=True)
@@ -35,7 +33,7 @@ class KernelShare:
 
 
 def kernel_shares(
-    g: nx.MultiDiGraph,
+    g: Graph,
     spec,
     per_unit: Sequence[dict[str, float]],
     latency_s: Sequence[float],
@@ -46,7 +44,7 @@ def kernel_shares(
     compute seconds per unit; ``latency_s``: its latency floor; ``extra``: cache-aware bytes
     beyond the fused ones per node; ``levels``: ``fused`` and ``cache_aware`` -> (seconds,
     bound by)."""
-    info = graph_info(g)
+    info = g.info
     kernels = info.kernels
     n = len(kernels)
     if n == 0:
@@ -67,7 +65,7 @@ def kernel_shares(
     index = {k.name: i for i, k in enumerate(kernels)}
     ca_bytes = list(fused)
     for node, x in extra.items():
-        op = op_node(g, node)
+        op = g.op(node)
         ca_bytes[index.get(op.kernel if op else None, 0)] += x
 
     def shares(time: float, by: str, nbytes: list[float]) -> list[float]:
@@ -86,10 +84,10 @@ def kernel_shares(
     return [KernelShare(*row) for row in zip(f_sh, c_sh, fused, ca_bytes, cold, strict=True)]
 
 
-def _cold_bytes(g: nx.MultiDiGraph, first_reader: dict[str, int]) -> list[float]:
+def _cold_bytes(g: Graph, first_reader: dict[str, int]) -> list[float]:
     """Per kernel: bytes of its first reads of inputs, weights and constants (what a device
     measurement after a cache flush must fetch from DRAM; :mod:`solar.gpu.violations`)."""
-    info = graph_info(g)
+    info = g.info
     kernels = info.kernels
     out: list[int] = [0] * len(kernels)
     for t, tensor in info.tensors.items():

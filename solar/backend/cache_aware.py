@@ -83,19 +83,10 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-import networkx as nx
-
 from solar.algebra.size import Size, gcd, to_real
 from solar.backend.io_bounds import SegmentBound, barrier_spill_bytes, smith_matmul_words
 from solar.backend.roofline import fused_bytes
-from solar.graph.types import (
-    Access,
-    OpNode,
-    graph_info,
-    in_edges,
-    op_node,
-    op_nodes,
-)
+from solar.graph.types import Access, Graph, OpNode
 from solar.ir.affine import Affine
 from solar.ir.footprint.domain import domain
 from solar.ir.footprint.forms import form_set
@@ -340,8 +331,8 @@ def io_item(d: dict) -> IOItem:
     return kinds[d["kind"]].from_dict(d)
 
 
-def _edge_footprint(g: nx.MultiDiGraph, node: str, tensor: str) -> int | None:
-    for _, key, e in in_edges(g, node):
+def _edge_footprint(g: Graph, node: str, tensor: str) -> int | None:
+    for _, key, e in g.in_edges(node):
         if key == tensor:
             return e.footprint_bytes
     return None
@@ -408,7 +399,7 @@ def _k_min(d: OpNode, c: AccessShape, box: int, volume: int, ranks: dict[str, in
     return None
 
 
-def contraction_item(g: nx.MultiDiGraph, d: OpNode) -> ContractionIO | None:
+def contraction_item(g: Graph, d: OpNode) -> ContractionIO | None:
     """The bound of a contraction node, or None when no proof here applies."""
     if len(d.operands) != 2:
         return None
@@ -422,7 +413,7 @@ def contraction_item(g: nx.MultiDiGraph, d: OpNode) -> ContractionIO | None:
     indices = access_indices(d)
     if indices is None or any(r not in ranks for ix in indices for co, _ in ix for r in co):
         return None
-    info = graph_info(g)
+    info = g.info
     shapes = []
     for acc, axes, is_out in zip((a, b, c), indices, (False, False, True)):
         base = info.tensors.get(acc.base)
@@ -493,10 +484,10 @@ def contraction_item(g: nx.MultiDiGraph, d: OpNode) -> ContractionIO | None:
     )
 
 
-def contraction_io(g: nx.MultiDiGraph) -> list[ContractionIO]:
+def contraction_io(g: Graph) -> list[ContractionIO]:
     """The contraction nodes the cache-aware bound applies to (see the module docstring)."""
     out = []
-    for d in op_nodes(g):
+    for d in g.ops():
         if d.op_kind == "contraction":
             item = contraction_item(g, d)
             if item is not None:
@@ -511,18 +502,18 @@ def _plain_ranks(acc: Access) -> tuple[str, ...] | None:
     return ranks  # type: ignore[return-value]
 
 
-def _producer(g: nx.MultiDiGraph, node: str, tensor: str) -> OpNode | None:
-    for src, key, _ in in_edges(g, node):
-        if key == tensor and op_node(g, src) is not None:
-            return op_node(g, src)
+def _producer(g: Graph, node: str, tensor: str) -> OpNode | None:
+    for src, key, _ in g.in_edges(node):
+        if key == tensor and g.op(src) is not None:
+            return g.op(src)
     return None
 
 
-def barrier_io(g: nx.MultiDiGraph) -> list[BarrierIO]:
+def barrier_io(g: Graph) -> list[BarrierIO]:
     """Live-set barriers (see the module docstring)."""
-    fio = graph_info(g).fused_io
+    fio = g.info.fused_io
     out = []
-    for dy in op_nodes(g):
+    for dy in g.ops():
         if dy.op_kind != "map" or dy.output.role != "output":
             continue
         y_ranks = _plain_ranks(dy.output)
@@ -613,7 +604,7 @@ class CacheAwareModel:
     :meth:`to_dict` / :meth:`from_dict` carry it without the graph (a stored
     :class:`~solar.backend.result.Bound` evaluates it at any capacity)."""
 
-    def __init__(self, g: nx.MultiDiGraph) -> None:
+    def __init__(self, g: Graph) -> None:
         self.fused = fused_bytes(g)
         self.candidates: list[IOItem] = [*contraction_io(g), *barrier_io(g)]
         self.items: list[IOItem] = select(self.candidates)
@@ -665,11 +656,11 @@ def default_capacities(lo: float = 2.0**16, hi: float = 2.0**36, per_octave: int
     return [lo * 2.0 ** (i / per_octave) for i in range(n + 1)]
 
 
-def cache_aware_bytes(g: nx.MultiDiGraph, capacity: float) -> CacheAwareBytes:
+def cache_aware_bytes(g: Graph, capacity: float) -> CacheAwareBytes:
     """Fused bytes plus the forced extra traffic of a fixed set of tensor-disjoint items."""
     return CacheAwareModel(g).at(capacity)
 
 
-def traffic_curve(g: nx.MultiDiGraph, capacities: Sequence[float] | None = None):
+def traffic_curve(g: Graph, capacities: Sequence[float] | None = None):
     """DRAM bytes (cache-aware lower bound) against on-chip capacity in bytes."""
     return CacheAwareModel(g).curve(capacities)

@@ -37,7 +37,6 @@ from solar.algebra.total import sum_times
 from solar.backend.chain_paths import Tail, chain_tail, dp, tail_best
 from solar.backend.units import compute_time
 from solar.fmt import fmt_time
-from solar.graph.types import graph_info
 from solar.ir.recurrence import Chain
 
 LEVELS = ("unfused", "fused", "cache_aware")
@@ -180,7 +179,7 @@ class _LastWriters:
 
     def __init__(self, g) -> None:
         self.by_tensor: dict[str, list[int]] = {}
-        for i, k in enumerate(graph_info(g).kernels):
+        for i, k in enumerate(g.info.kernels):
             for t in k.writes:
                 self.by_tensor.setdefault(t, []).append(i)
 
@@ -232,7 +231,7 @@ def critical_path(g, spec) -> tuple[list[ChainFloor], list[float], tuple[float, 
     path ``(seconds, edges, Σ floors, max floor)``."""
     nodes: list[_Node] = []
     floors: list[ChainFloor] = []
-    kernels = graph_info(g).kernels
+    kernels = g.info.kernels
     kernel_cp = [0.0] * len(kernels)
     writers = _LastWriters(g)
     for ki, k in enumerate(kernels):

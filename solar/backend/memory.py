@@ -22,10 +22,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-import networkx as nx
-
 from solar.backend.phases import tensor_uses
-from solar.graph.types import graph_info
+from solar.graph.types import Graph
 
 RESIDENT = ("input", "weight", "constant")
 
@@ -55,11 +53,11 @@ class PeakMemory:
         return d
 
 
-def live_intervals(g: nx.MultiDiGraph) -> dict[str, tuple[int, int]]:
+def live_intervals(g: Graph) -> dict[str, tuple[int, int]]:
     """Storage tensor -> (first kernel touching it, last kernel needing it) for every
     non-resident tensor that a kernel touches; graph outputs last until the end."""
-    kernels = graph_info(g).kernels
-    tensors = graph_info(g).tensors
+    kernels = g.info.kernels
+    tensors = g.info.tensors
     end = len(kernels) - 1
     first: dict[str, int] = {}
     last: dict[str, int] = {}
@@ -73,7 +71,7 @@ def live_intervals(g: nx.MultiDiGraph) -> dict[str, tuple[int, int]]:
 
 
 def peak_memory(
-    g: nx.MultiDiGraph,
+    g: Graph,
     *,
     sizes: Mapping[str, float] | None = None,
     span: tuple[int, int] | None = None,
@@ -85,8 +83,8 @@ def peak_memory(
     then the resident tensors are those those kernels touch, a tensor made before the span is
     live from its first kernel (it was received), and one read after it or a graph output
     until its last (it is sent, or kept)."""
-    tensors = graph_info(g).tensors
-    kernels = graph_info(g).kernels
+    tensors = g.info.tensors
+    kernels = g.info.kernels
     lo, hi = span if span is not None else (0, len(kernels))
     n = hi - lo
 

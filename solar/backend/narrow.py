@@ -15,47 +15,39 @@ core multiplies bf16 by int8, but its weight bytes are the packed ones.
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 
-import networkx as nx
-
-from solar.graph.types import (
-    InputNode,
-    graph_info,
-    node,
-    op_node,
-    out_edges,
-    replace_node,
-    set_graph_info,
-)
+from solar.graph.types import Graph, InputNode, OpNode
+from solar.ir.vocabulary import OpClass, OpKind
 
 #: narrow input dtype -> the op class a native kernel would use
 NARROW_CLASS = {
-    "float8_e4m3fn": "tc_fp8",
-    "float8_e5m2": "tc_fp8",
-    "float4_e2m1fn_x2": "tc_fp4",
-    "uint8": "tc_fp4",  # packed 4-bit data (two values a byte): FP4 or int4
-    "int8": "tc_int8",
+    "float8_e4m3fn": OpClass.TC_FP8,
+    "float8_e5m2": OpClass.TC_FP8,
+    "float4_e2m1fn_x2": OpClass.TC_FP4,
+    "uint8": OpClass.TC_FP4,  # packed 4-bit data (two values a byte): FP4 or int4
+    "int8": OpClass.TC_INT8,
 }
 #: narrower first
-ORDER = ("tc_fp4", "tc_fp8", "tc_int8")
-_PASS_THROUGH = {"copy", "map", "gather", "view", "concat"}
+ORDER = (OpClass.TC_FP4, OpClass.TC_FP8, OpClass.TC_INT8)
+_PASS_THROUGH = {OpKind.COPY, OpKind.MAP, OpKind.GATHER}
 #: no narrow source: one shared pair for the many nodes that have none
 _NONE: tuple[frozenset[str], frozenset] = (frozenset(), frozenset())
 
 
-def _narrow_sources(g: nx.MultiDiGraph, n, memo: dict) -> tuple[frozenset[str], frozenset]:
+def _narrow_sources(g: Graph, n, memo: dict) -> tuple[frozenset[str], frozenset]:
     """(narrow classes of the graph inputs node ``n``'s output is computed from, the op nodes on
     those paths) through pass-through ops; empty when a non-narrow large path intervenes."""
     if n in memo:
         return memo[n]
     memo[n] = _NONE
-    rec = node(g, n)
+    rec = g.node(n)
     if isinstance(rec, InputNode) and rec.kind == "input":
-        dtypes = {e.dtype for _, _, e in out_edges(g, n)}
+        dtypes = {e.dtype for _, _, e in g.out_edges(n)}
         classes = {NARROW_CLASS[d] for d in dtypes if d in NARROW_CLASS}
         memo[n] = (frozenset(classes), _NONE[1]) if classes else _NONE
         return memo[n]
-    op = op_node(g, n)
+    op = g.op(n)
     if op is None or op.op_kind not in _PASS_THROUGH:
         return memo[n]
     classes: set[str] = set()
@@ -69,44 +61,46 @@ def _narrow_sources(g: nx.MultiDiGraph, n, memo: dict) -> tuple[frozenset[str], 
     return memo[n]
 
 
-def recharge_narrow(g: nx.MultiDiGraph) -> list[str]:
-    """Recharge ``g``'s dequantised contractions in place (once); returns the notes for the
-    Bound's assumptions (empty when there is none)."""
-    info = graph_info(g)
-    if info.narrow_notes is not None:
-        return list(info.narrow_notes)
+@dataclass(frozen=True)
+class Recharged:
+    """The narrow pass's result: the graph with its dequantised contractions recharged (the
+    graph it was given when there is none) and the note for the Bound's assumptions."""
+
+    graph: Graph
+    notes: tuple[str, ...]
+
+
+def recharge_narrow(g: Graph) -> Recharged:
+    """``g`` with its dequantised contractions charged at the narrow rate and the
+    dequantisation work on their paths dropped (a new graph: ``g`` is left as it is)."""
     memo: dict = {}
     notes: list[str] = []
     dropped: set = set()
-    for data in [op for op in (op_node(g, n) for n in g.nodes) if op is not None]:
+    changed: dict[str, OpNode] = {}
+    for data in g.ops():
         if data.op_kind != "contraction":
             continue
         ops = data.ops
-        flops = sum(v for k, v in ops.items() if k.startswith(("tc_", "cuda_")))
-        preds = [u for u, _ in g.in_edges(data.id)]
-        found = [_narrow_sources(g, u, memo) for u in dict.fromkeys(preds)]
+        flops = sum(v for k, v in ops.items() if OpClass(k).multiply_adds)
+        found = [_narrow_sources(g, u, memo) for u in g.predecessors(data.id)]
         operand_classes = [c for c, _ in found if c]
         if len(operand_classes) < 2 or not flops:
             continue
         # the wider operand decides (an FP8 x FP4 MMA runs at the FP8 rate)
         cls = max((min(c, key=ORDER.index) for c in operand_classes), key=ORDER.index)
-        new_ops = {
-            cls: flops,
-            **{k: v for k, v in ops.items() if not k.startswith(("tc_", "cuda_"))},
-        }
-        replace_node(g, dataclasses.replace(data, ops=new_ops))
+        new_ops = {cls: flops, **{k: v for k, v in ops.items() if not OpClass(k).multiply_adds}}
+        changed[data.id] = dataclasses.replace(data, ops=new_ops)
         for _, p in found:
             dropped |= p
         notes.append(f"{data.kernel}: {cls}")
     for n in dropped:
-        replace_node(g, dataclasses.replace(node(g, n), ops={}))
-    out = []
-    if notes:
-        out.append(
-            "narrow formats: contractions whose operands are dequantised FP8/FP4/int8 inputs are "
-            "charged at the narrow tensor-core rate a native kernel would use (the spec's "
-            "narrowest rate that consumes them), without the dequantisation work; bytes at the "
-            "packed size (" + ", ".join(notes[:6]) + (" ..." if len(notes) > 6 else "") + ")"
-        )
-    set_graph_info(g, dataclasses.replace(info, narrow_notes=tuple(out)))
-    return out
+        changed[n] = dataclasses.replace(changed.get(n) or g.node(n), ops={})
+    if not notes:
+        return Recharged(g, ())
+    note = (
+        "narrow formats: contractions whose operands are dequantised FP8/FP4/int8 inputs are "
+        "charged at the narrow tensor-core rate a native kernel would use (the spec's "
+        "narrowest rate that consumes them), without the dequantisation work; bytes at the "
+        "packed size (" + ", ".join(notes[:6]) + (" ..." if len(notes) > 6 else "") + ")"
+    )
+    return Recharged(g.with_nodes(changed), (note,))

@@ -14,7 +14,6 @@ from collections import Counter
 from dataclasses import dataclass
 
 from solar.backend.units import compute_time
-from solar.graph.types import graph_info
 
 #: The order phases are reported in.
 PHASES = ("forward", "backward", "recompute", "optimizer")
@@ -69,7 +68,7 @@ def tensor_uses(g) -> dict[str, str]:
       backward), ``gradients`` (written by the backward, read by the optimizer), ``outputs``
       (the step's results), ``temporaries`` (everything else).
     """
-    kernels = graph_info(g).kernels
+    kernels = g.info.kernels
     if not any(k.phase for k in kernels):
         return {}
     writers: dict[str, set[str]] = {}
@@ -80,7 +79,7 @@ def tensor_uses(g) -> dict[str, str]:
         for t in k.reads:
             readers.setdefault(t, set()).add(k.phase)
     uses = {}
-    for name, t in graph_info(g).tensors.items():
+    for name, t in g.info.tensors.items():
         w, r = writers.get(name, set()), readers.get(name, set())
         role = t.role
         if role in ("weight", "constant", "input"):

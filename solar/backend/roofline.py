@@ -12,10 +12,8 @@ from collections import Counter
 from dataclasses import dataclass
 from functools import cached_property
 
-import networkx as nx
-
 from solar.backend.units import ComputeTime, compute_time
-from solar.graph.types import graph_info, op_node
+from solar.graph.types import Graph
 
 
 @dataclass(frozen=True)
@@ -41,18 +39,17 @@ class KernelTime:
         return "dram" if self.memory_s >= self.compute.seconds else self.compute.bound_by
 
 
-def graph_ops(g: nx.MultiDiGraph, nodes=None) -> dict[str, int]:
+def graph_ops(g: Graph, nodes=None) -> dict[str, int]:
     total: Counter[str] = Counter()
-    for n in nodes if nodes is not None else g.nodes:
-        rec = op_node(g, n)
+    for rec in g.ops() if nodes is None else map(g.op, nodes):
         if rec is not None:
             total.update(rec.ops)
     return dict(total)
 
 
-def kernel_times(g: nx.MultiDiGraph, spec) -> list[KernelTime]:
+def kernel_times(g: Graph, spec) -> list[KernelTime]:
     rows = []
-    for k in graph_info(g).kernels:
+    for k in g.info.kernels:
         ops = graph_ops(g, k.statements)
         read, written = sum(k.reads.values()), sum(k.writes.values())
         rows.append(
@@ -72,5 +69,5 @@ def kernel_times(g: nx.MultiDiGraph, spec) -> list[KernelTime]:
     return rows
 
 
-def fused_bytes(g: nx.MultiDiGraph) -> int:
-    return graph_info(g).fused_io.total
+def fused_bytes(g: Graph) -> int:
+    return g.info.fused_io.total

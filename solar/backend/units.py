@@ -13,22 +13,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from solar.ir.ops import SFU_EMULATION_FLOPS
+from solar.backend.levels import BoundBy, Unit
+from solar.ir.vocabulary import OpClass
 
-UNIT_OF_RATE = {
-    "tc_fp64": "tensor",
-    "tc_tf32": "tensor",
-    "tc_bf16": "tensor",
-    "tc_fp16": "tensor",
-    "tc_fp8": "tensor",
-    "tc_int8": "tensor",
-    "tc_fp4": "tensor",
-    "cuda_fp32": "fma",
-    "cuda_fp16": "fma",
-    "cuda_bf16": "fma",
-    "cuda_fp64": "fp64",
-    "cuda_int32": "int",
-    "sfu": "sfu",
+#: the unit each rate runs on (every tensor-core class shares the tensor cores)
+UNIT_OF_RATE: dict[str, Unit] = {
+    **{c: Unit.TENSOR for c in OpClass if c.tensor_core},
+    OpClass.CUDA_FP32: Unit.FMA,
+    OpClass.CUDA_FP16: Unit.FMA,
+    OpClass.CUDA_BF16: Unit.FMA,
+    OpClass.CUDA_FP64: Unit.FP64,
+    OpClass.CUDA_INT32: Unit.INT,
+    OpClass.SFU: Unit.SFU,
 }
 
 # Rates an op class may run at, in order of preference; the fastest one the spec has is used
@@ -48,6 +44,11 @@ CANDIDATES: dict[str, tuple[str, ...]] = {
     "cuda_int32": ("cuda_int32",),
     "sfu": ("sfu",),
 }
+
+# A transcendental may also be emulated on the FMA pipe (FlashAttention-4 does this for exp2):
+# range reduction plus a degree-3 polynomial is at least 4 FMAs = 8 flops. The compute bound
+# lets the backend move SFU work there when that is faster, so it stays a lower bound.
+SFU_EMULATION_FLOPS = 8
 
 
 class NoUnitError(ValueError):
@@ -88,16 +89,16 @@ def compute_time(ops: Mapping[str, float], spec) -> ComputeTime:
         used[cls] = rate
         unit = UNIT_OF_RATE[rate]
         per_unit[unit] = per_unit.get(unit, 0.0) + n / spec.peak(rate)
-    t_sfu = per_unit.get("sfu", 0.0)
-    t_fma = per_unit.get("fma", 0.0)
+    t_sfu = per_unit.get(Unit.SFU, 0.0)
+    t_fma = per_unit.get(Unit.FMA, 0.0)
     if t_sfu > t_fma and spec.has_unit("cuda_fp32"):
         n_sfu = t_sfu * spec.peak(used.get("sfu", "sfu"))
         t_emulate_all = n_sfu * SFU_EMULATION_FLOPS / spec.peak("cuda_fp32")
         # move a fraction f of SFU work: t_fma + f*t_emulate_all == (1 - f) * t_sfu
         f = (t_sfu - t_fma) / (t_sfu + t_emulate_all)
-        per_unit["sfu"] = (1 - f) * t_sfu
-        per_unit["fma"] = t_fma + f * t_emulate_all
+        per_unit[Unit.SFU] = (1 - f) * t_sfu
+        per_unit[Unit.FMA] = t_fma + f * t_emulate_all
     if not per_unit:
-        return ComputeTime(0.0, "none", {}, used)
+        return ComputeTime(0.0, BoundBy.NONE, {}, used)
     unit = max(per_unit, key=per_unit.__getitem__)
     return ComputeTime(per_unit[unit], unit, per_unit, used)

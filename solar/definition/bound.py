@@ -23,7 +23,7 @@ from solar.definition.schema import (
     load_workloads,
 )
 from solar.definition.shadow import RealValues
-from solar.graph.types import graph_info, set_graph_info
+from solar.graph.types import Graph
 from solar.hw import load_spec
 from solar.questions.executors import map_tasks
 
@@ -151,17 +151,18 @@ def traced_reference(defn: Definition, inputs: WorkloadInputs, module=None):
 GATHER_OPS = ("aten.index.Tensor", "aten.embedding.default", "aten.index_select.default")
 
 
-def charge_gathered_rows(g, reference, inputs: WorkloadInputs) -> None:
+def charge_gathered_rows(g: Graph, reference, inputs: WorkloadInputs) -> Graph:
     """Reads of an input gathered through real indices: at least the distinct rows the indices
     name (the IR counts a data-dependent gather at its minimum, all indices equal). The fused
     I/O gets the union over all gathers; each gather kernel its own call's rows, when the
-    gather kernels reading the input pair one to one with the calls recorded."""
+    gather kernels reading the input pair one to one with the calls recorded. Returns the new
+    graph (``g`` is left as it is)."""
 
     def row_bytes(name: str) -> int:
         t = inputs.values[name]
         return t.numel() // t.shape[0] * t.element_size() if t.shape[0] else 0
 
-    info = graph_info(g)
+    info = g.info
     reads = dict(info.fused_io.reads)
     for name, rows in reference.gathered.items():
         if name in reads:
@@ -176,7 +177,7 @@ def charge_gathered_rows(g, reference, inputs: WorkloadInputs) -> None:
                 k_reads = {**k.reads, name: max(k.reads[name], rows * row_bytes(name))}
                 kernels[i] = replace(k, io=replace(k.io, reads=k_reads))
     fused_io = replace(info.fused_io, reads=reads)
-    set_graph_info(g, replace(info, kernels=tuple(kernels), fused_io=fused_io))
+    return g.with_info(replace(info, kernels=tuple(kernels), fused_io=fused_io))
 
 
 def lift_workload(defn: Definition, wl: Workload, module=None, inputs=None):
@@ -187,7 +188,7 @@ def lift_workload(defn: Definition, wl: Workload, module=None, inputs=None):
     fn, tensors = traced_reference(defn, inputs, module)
     with gc_paused():
         program, g = trace_and_lift(fn, tensors, name=defn.name, notes=NOTES)
-        charge_gathered_rows(g, fn, inputs)
+        g = charge_gathered_rows(g, fn, inputs)
     return inputs, program, g
 
 

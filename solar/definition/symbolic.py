@@ -121,7 +121,6 @@ def trace_formula(defn: Definition, cand: Candidate, spec, module) -> SymbolicBo
     from solar.frontend.torch.symbolic import SymbolicShapes
     from solar.frontend.torch.trace import trace_torch
     from solar.graph.lift import lift
-    from solar.graph.types import graph_info, set_graph_info
 
     fn, tensors = traced_reference(defn, cand.inputs, module)
     names = [n for n in defn.inputs if isinstance(cand.inputs.values[n], torch.Tensor)]
@@ -135,9 +134,7 @@ def trace_formula(defn: Definition, cand: Candidate, spec, module) -> SymbolicBo
         shapes = SymbolicShapes(dims)
         traced = trace_torch(fn, tensors, name=defn.name, symbolic=shapes)
         shapes.record_guards(rec)
-        g = lift(traced.program, verified=True)
-    notes = (*NOTES, *traced.assumptions)
-    set_graph_info(g, dataclasses.replace(graph_info(g), trace_notes=notes))
+        g = lift(traced.program, verified=True, notes=(*NOTES, *traced.assumptions))
     var = [a for a, ax in defn.axes.items() if ax.kind == "var"]
     sizes = {a: cand.inputs.axes[a] for a in var}
     return SymbolicBound.of(g, spec, Region.of([symbol(a) for a in var], rec.guards), sizes)

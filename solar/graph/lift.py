@@ -22,34 +22,38 @@ each once). Rank names are consistent across the graph (:mod:`solar.graph.ranks`
 
 from __future__ import annotations
 
-import networkx as nx
+from collections.abc import Sequence
 
 from solar.graph.cache import KernelFacts, kernel_facts
 from solar.graph.ranks import assign_ranks
 from solar.graph.types import (
-    EDGE,
-    NODE,
     Access,
     DataDependent,
+    Graph,
     GraphInfo,
     GuardRange,
     IndexEntry,
     InputNode,
     IOBytes,
     KernelInfo,
+    Link,
+    NodeRecord,
     OpNode,
     OutputNode,
     TensorEdge,
     TensorInfo,
     ViewInfo,
-    set_graph_info,
 )
+from solar.graph.verify import checked
 from solar.ir.affine import Affine, index_tuple
 from solar.ir.cost import KernelIO, program_io
+from solar.ir.dtypes import is_complex
+from solar.ir.extern import routine_assumptions
 from solar.ir.footprint import Footprint
 from solar.ir.program import Extern, Kernel, Program, Scan, Statement, verify, with_loops
 from solar.ir.recurrence import kernel_chains
 from solar.ir.scalar import Indirect
+from solar.ir.vocabulary import OpClass, OpKind, Role
 
 
 def _entry(e: Affine | Indirect, rename: dict[str, str]) -> IndexEntry:
@@ -67,7 +71,7 @@ def _access(
     return Access(
         tensor=tensor,
         base=base,
-        role=roles[base],
+        role=Role(roles[base]),
         dtype=storage.dtype,
         itemsize=storage.itemsize,
         shape=tuple(decl.shape),
@@ -95,7 +99,7 @@ def _storage_tensors(program: Program, roles: dict[str, str]) -> dict[str, Tenso
     """Per storage tensor (views excluded): shape, dtype, role (``roles``: the program's),
     bytes."""
     return {
-        n: TensorInfo(n, tuple(t.shape), t.dtype, roles[n], t.nbytes)
+        n: TensorInfo(n, tuple(t.shape), t.dtype, Role(roles[n]), t.nbytes)
         for n, t in program.tensors.items()
         if t.view is None
     }
@@ -116,7 +120,8 @@ class _Lifter:
     def __init__(self, program: Program) -> None:
         self.program = program
         self.ranks = assign_ranks(program)
-        self.g = nx.MultiDiGraph(name=program.name)
+        self.records: dict[str, NodeRecord] = {}  # by id, in program order
+        self.links: list[Link] = []
         self.roles = program.roles()
         self.tensors = _storage_tensors(program, self.roles)
         # storage base -> op nodes that wrote it so far (tuples of names: the collector stops
@@ -127,7 +132,7 @@ class _Lifter:
         """One ``in:<tensor>`` node per graph input, weight and constant."""
         for n, info in self.tensors.items():
             if info.role in ("input", "weight", "constant"):
-                self.g.add_node(f"in:{n}", **{NODE: InputNode(f"in:{n}", info.role, n)})
+                self.records[f"in:{n}"] = InputNode(f"in:{n}", Role(info.role), n)
 
     def add_kernel(self, ki: int, k: Kernel) -> KernelInfo:
         """The op nodes and read edges of kernel ``k``; returns its record (statements, DRAM
@@ -166,14 +171,14 @@ class _Lifter:
         loads = list(dict.fromkeys((ld.tensor, ld.index) for ld in st.loads()))
         rec = OpNode(
             id=node,
-            op_kind=facts.kinds[si],
+            op_kind=OpKind(facts.kinds[si]),
             ranks={rename[d.name]: d.extent for d in whole.dims},
             reduction_ranks=tuple(rename[d.name] for d in st.reduction_dims),
             loops=tuple(rename[d.name] for d in k.loops),
             scan=rename[st.along] if isinstance(st, Scan) else None,
             extern=st.routine if isinstance(st, Extern) else None,
             reduce=st.reduce,
-            ops=facts.ops[si],
+            ops={OpClass(k): v for k, v in facts.ops[si].items()},
             operands=tuple(_access(program, self.roles, t, i, rename) for t, i in loads),
             output=_access(program, self.roles, st.out.tensor, st.out.index, rename),
             guards=tuple(GuardRange(gd.expr.rename(rename), gd.lo, gd.hi) for gd in st.guards),
@@ -184,7 +189,7 @@ class _Lifter:
             module=k.module,
             phase=k.phase,
         )
-        self.g.add_node(node, **{NODE: rec})
+        self.records[node] = rec
         return loads
 
     def add_reads(self, node: str, loads: list[tuple], footprints: tuple[Footprint, ...]) -> None:
@@ -202,26 +207,28 @@ class _Lifter:
                 bytes=tensors[base].bytes,
                 footprint_bytes=_bytes(program, fp.elements, base),
             )
-            has_input = self.g.has_node(f"in:{base}")
+            has_input = f"in:{base}" in self.records
             sources = self.writers.get(base) or ([f"in:{base}"] if has_input else [])
             for src in sources:
                 if src != node:
-                    self.g.add_edge(src, node, key=tensor, **{EDGE: edge})
+                    self.links.append(Link(src, node, tensor, edge))
 
     def add_outputs(self) -> None:
         """One ``out:<tensor>`` node per program output, fed by every op that wrote it (or by
         its input node: an output that is an input; an empty output nothing writes has no
         edge)."""
         for out in dict.fromkeys(self.program.base(o) for o in self.program.outputs):
-            self.g.add_node(f"out:{out}", **{NODE: OutputNode(f"out:{out}", out)})
+            self.records[f"out:{out}"] = OutputNode(f"out:{out}", out)
             info = self.tensors[out]
-            edge = TensorEdge(out, None, info.shape, info.dtype, "output", info.bytes, info.bytes)
-            has_input = self.g.has_node(f"in:{out}")
+            edge = TensorEdge(
+                out, None, info.shape, info.dtype, Role.OUTPUT, info.bytes, info.bytes
+            )
+            has_input = f"in:{out}" in self.records
             for src in self.writers.get(out) or ([f"in:{out}"] if has_input else []):
-                self.g.add_edge(src, f"out:{out}", key=out, **{EDGE: edge})
+                self.links.append(Link(src, f"out:{out}", out, edge))
 
 
-def lift(program: Program, *, verified: bool = False) -> nx.MultiDiGraph:
+def lift(program: Program, *, verified: bool = False, notes: Sequence[str] = ()) -> Graph:
     """The einsum graph of ``program`` (module docstring): input nodes, op nodes and their
     read edges kernel by kernel, output nodes, then the per-kernel and fused-program I/O.
     The program is verified first (:func:`solar.ir.program.verify`) unless ``verified``: a
@@ -238,6 +245,17 @@ def lift(program: Program, *, verified: bool = False) -> nx.MultiDiGraph:
         tensors=lifter.tensors,
         views=_views(program),
         fused_io=_io_bytes(program, program_io(program)),
+        trace_notes=tuple(notes),
+        routine_notes=tuple(
+            routine_assumptions(
+                {
+                    st.routine
+                    for k in program.kernels
+                    for st in k.statements
+                    if isinstance(st, Extern) and st.routine
+                }
+            )
+        ),
+        complex=any(is_complex(t.dtype) for t in lifter.tensors.values()),
     )
-    set_graph_info(lifter.g, info)
-    return lifter.g
+    return checked(Graph(info, tuple(lifter.records.values()), tuple(lifter.links)))

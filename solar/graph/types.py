@@ -13,17 +13,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import networkx as nx
 
 from solar.ir.affine import Affine
 from solar.ir.recurrence import Chain
-
-NODE = "node"  #: key of a node's record in its attribute dict
-EDGE = "edge"  #: key of an edge's record in its attribute dict
-INFO = "info"  #: key of the graph record in ``g.graph``
 
 
 @dataclass(frozen=True)
@@ -224,73 +220,129 @@ class GraphInfo:
     views: Mapping[str, ViewInfo]
     fused_io: IOBytes  # graph inputs, weights and outputs, each once
     trace_notes: tuple[str, ...] = ()  # the trace's assumptions, carried into every bound
-    narrow_notes: tuple[str, ...] | None = None  # set once narrow recharging has run
+    routine_notes: tuple[str, ...] = ()  # the published counts of the library routines called
+    complex: bool = False  # whether a tensor is of a complex dtype
 
 
-# ---------------------------------------------------------------------------------------------
-# accessors
+@dataclass(frozen=True)
+class Link:
+    """One edge: tensor ``key`` (the tensor or view read) flowing from ``src`` to ``dst``."""
+
+    src: str
+    dst: str
+    key: str
+    edge: TensorEdge
 
 
-def graph_info(g: nx.MultiDiGraph) -> GraphInfo:
-    return g.graph[INFO]
+@dataclass(frozen=True, eq=False)
+class Graph:
+    """The einsum graph, the compiler's middle IR: node records in program order, the edges
+    between them and the graph record. Immutable: a pass that changes something returns a
+    new graph (:meth:`with_nodes`, :meth:`with_info`), so a graph handed to an analysis is
+    the same graph after it. The per-node adjacency is derived once, at construction."""
 
+    info: GraphInfo
+    records: tuple[NodeRecord, ...]
+    links: tuple[Link, ...]
 
-def set_graph_info(g: nx.MultiDiGraph, info: GraphInfo) -> None:
-    g.graph[INFO] = info
-    g.graph["name"] = info.name
+    def __post_init__(self) -> None:
+        by_id: dict[str, NodeRecord] = {}
+        for r in self.records:
+            if r.id in by_id:
+                raise ValueError(f"einsum graph {self.info.name}: node {r.id} given twice")
+            by_id[r.id] = r
+        # grouped by neighbour in order of its first edge, then in edge order (networkx's
+        # adjacency order, which every reader's order of edges has always been)
+        into: dict[str, dict[str, list[Link]]] = {n: {} for n in by_id}
+        out: dict[str, dict[str, list[Link]]] = {n: {} for n in by_id}
+        for e in self.links:
+            out[e.src].setdefault(e.dst, []).append(e)
+            into[e.dst].setdefault(e.src, []).append(e)
+        flat = {n: [e for es in d.values() for e in es] for n, d in into.items()}
+        object.__setattr__(self, "_by_id", by_id)
+        object.__setattr__(self, "_into", flat)
+        flat_out = {n: [e for es in d.values() for e in es] for n, d in out.items()}
+        object.__setattr__(self, "_out", flat_out)
 
+    @property
+    def name(self) -> str:
+        return self.info.name
 
-def node(g: nx.MultiDiGraph, n: str) -> NodeRecord:
-    return g.nodes[n][NODE]
+    def __len__(self) -> int:
+        return len(self.records)
 
+    def __contains__(self, n: object) -> bool:
+        return n in self._by_id  # type: ignore[attr-defined]
 
-def op_node(g: nx.MultiDiGraph, n: str) -> OpNode | None:
-    """The op record of node ``n``; None for input and output nodes."""
-    rec = g.nodes[n][NODE]
-    return rec if isinstance(rec, OpNode) else None
+    def node(self, n: str) -> NodeRecord:
+        return self._by_id[n]  # type: ignore[attr-defined]
 
+    def op(self, n: str) -> OpNode | None:
+        """The op record of node ``n``; None for input and output nodes."""
+        rec = self._by_id[n]  # type: ignore[attr-defined]
+        return rec if isinstance(rec, OpNode) else None
 
-def nodes(g: nx.MultiDiGraph) -> Iterator[NodeRecord]:
-    for _, d in g.nodes(data=True):
-        yield d[NODE]
+    def nodes(self) -> Iterator[NodeRecord]:
+        """Every node record, in program order."""
+        return iter(self.records)
 
+    def ops(self) -> Iterator[OpNode]:
+        """The op nodes in program order."""
+        return (r for r in self.records if isinstance(r, OpNode))
 
-def op_nodes(g: nx.MultiDiGraph) -> Iterator[OpNode]:
-    """The op nodes in insertion (program) order."""
-    for _, d in g.nodes(data=True):
-        if isinstance(d[NODE], OpNode):
-            yield d[NODE]
+    def in_edges(self, n: str) -> Iterator[tuple[str, str, TensorEdge]]:
+        """``(source, key, edge)`` of each edge into ``n``."""
+        return ((e.src, e.key, e.edge) for e in self._into[n])  # type: ignore[attr-defined]
 
+    def out_edges(self, n: str) -> Iterator[tuple[str, str, TensorEdge]]:
+        """``(target, key, edge)`` of each edge out of ``n``."""
+        return ((e.dst, e.key, e.edge) for e in self._out[n])  # type: ignore[attr-defined]
 
-def replace_node(g: nx.MultiDiGraph, rec: NodeRecord) -> None:
-    """Store a changed record (records are frozen: ``dataclasses.replace`` makes one)."""
-    g.nodes[rec.id][NODE] = rec
+    def edges(self) -> Iterator[tuple[str, str, str, TensorEdge]]:
+        """``(source, target, key, edge)`` of every edge."""
+        return (
+            (e.src, e.dst, e.key, e.edge)
+            for r in self.records
+            for e in self._out[r.id]  # type: ignore[attr-defined]
+        )
 
+    def predecessors(self, n: str) -> list[str]:
+        """The distinct nodes with an edge into ``n``, in edge order."""
+        return list(dict.fromkeys(e.src for e in self._into[n]))  # type: ignore[attr-defined]
 
-def in_edges(g: nx.MultiDiGraph, n: str) -> Iterator[tuple[str, str, TensorEdge]]:
-    """``(source, key, edge)`` of each edge into ``n``."""
-    for src, _, key, d in g.in_edges(n, keys=True, data=True):
-        yield src, key, d[EDGE]
+    def successors(self, n: str) -> list[str]:
+        """The distinct nodes ``n`` has an edge to, in edge order."""
+        return list(dict.fromkeys(e.dst for e in self._out[n]))  # type: ignore[attr-defined]
 
+    def operands(self, n: str) -> list[TensorEdge]:
+        """The distinct tensors an op node reads, in edge order."""
+        seen: dict[str, TensorEdge] = {}
+        for e in self._into[n]:  # type: ignore[attr-defined]
+            seen.setdefault(e.key, e.edge)
+        return list(seen.values())
 
-def out_edges(g: nx.MultiDiGraph, n: str) -> Iterator[tuple[str, str, TensorEdge]]:
-    """``(target, key, edge)`` of each edge out of ``n``."""
-    for _, dst, key, d in g.out_edges(n, keys=True, data=True):
-        yield dst, key, d[EDGE]
+    def with_nodes(self, changed: Mapping[str, NodeRecord]) -> Graph:
+        """A new graph with the records of ``changed`` (by id) in place of the old ones."""
+        records = tuple(changed.get(r.id, r) for r in self.records)
+        return Graph(self.info, records, self.links)
 
+    def with_info(self, info: GraphInfo) -> Graph:
+        """A new graph with ``info`` as its graph record."""
+        return Graph(info, self.records, self.links)
 
-def edges(g: nx.MultiDiGraph) -> Iterator[tuple[str, str, str, TensorEdge]]:
-    """``(source, target, key, edge)`` of every edge."""
-    for u, v, key, d in g.edges(keys=True, data=True):
-        yield u, v, key, d[EDGE]
+    def with_notes(self, notes: Sequence[str]) -> Graph:
+        """A new graph whose record carries ``notes`` as the trace's assumptions."""
+        return self.with_info(dataclasses.replace(self.info, trace_notes=tuple(notes)))
 
-
-def operands(g: nx.MultiDiGraph, n: str) -> list[TensorEdge]:
-    """The distinct tensors an op node reads, in edge order."""
-    seen: dict[str, TensorEdge] = {}
-    for _, key, e in in_edges(g, n):
-        seen.setdefault(key, e)
-    return list(seen.values())
+    def to_networkx(self) -> nx.MultiDiGraph:
+        """The graph as a networkx ``MultiDiGraph`` (an export: graph algorithms, drawing),
+        each node's record under ``"node"``, each edge's under ``"edge"``."""
+        g = nx.MultiDiGraph(name=self.name)
+        for r in self.records:
+            g.add_node(r.id, node=r)
+        for e in self.links:
+            g.add_edge(e.src, e.dst, key=e.key, edge=e.edge)
+        return g
 
 
 # ---------------------------------------------------------------------------------------------

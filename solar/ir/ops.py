@@ -212,11 +212,6 @@ REDUCTION_COMBINE_COST: dict[str, tuple[int, int]] = {
     "logsumexp": (2, 1),
 }
 
-# A transcendental may also be emulated on the FMA pipe (FlashAttention-4 does this for exp2):
-# range reduction plus a degree-3 polynomial is at least 4 FMAs = 8 flops. The compute bound
-# lets the backend move SFU work there when that is faster, so it stays a lower bound.
-SFU_EMULATION_FLOPS = 8
-
 
 def scalar_op(name: str) -> ScalarOp:
     try:

@@ -33,7 +33,6 @@ from solar.backend.parallel.bound import ParallelModel
 from solar.backend.parallel.result import ParallelBound
 from solar.backend.result import Bound
 from solar.fmt import fmt_time
-from solar.graph.types import graph_info
 from solar.hw import list_specs, load_spec
 from solar.viewable import Viewable
 
@@ -130,7 +129,7 @@ def compare_graph(program, g, hw="all", gpus: int = 1) -> Comparison:
                 parallel.append(bound_parallel(program, g, spec, gpus, model=model, single=b))
             except ValueError as e:  # no interconnect, too few GPUs per host, no plan
                 errors[spec.key] = str(e).splitlines()[0]
-    return Comparison(graph_info(g).name, bounds, errors, gpus, parallel)
+    return Comparison(g.info.name, bounds, errors, gpus, parallel)
 
 
 def compare(

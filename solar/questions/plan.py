@@ -31,7 +31,6 @@ from solar.backend.memory import RESIDENT
 from solar.backend.parallel.bound import NoInterconnectError, ParallelModel
 from solar.backend.result import level_name
 from solar.backend.units import compute_time
-from solar.graph.types import graph_info
 from solar.hw import load_spec
 from solar.questions.executors import map_tasks, one_line, resolve_executor
 
@@ -72,7 +71,7 @@ class GpuCount:
 def at_least(single, g, spec, target_s: float) -> int:
     """Proven lower bound on the GPU count (see the module docstring); ``single`` is the
     bound of graph ``g`` on one GPU."""
-    resident = sum(t.bytes for t in graph_info(g).tensors.values() if t.role in RESIDENT)
+    resident = sum(t.bytes for t in g.info.tensors.values() if t.role in RESIDENT)
     ideal = max(compute_time(single.flops, spec).seconds, single.bytes_fused / spec.dram_bandwidth)
     return max(1, math.ceil(resident / spec.dram_capacity), math.ceil(ideal / target_s - 1e-12))
 

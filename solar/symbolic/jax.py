@@ -4,7 +4,6 @@ polynomials as :class:`~solar.algebra.size.Size` s (:mod:`solar.frontend.jax.sym
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 
 from solar.algebra.region import Region
@@ -43,7 +42,6 @@ def bound_symbolic_jax(
     from solar.frontend.jax.symbolic import SymbolicDims
     from solar.frontend.jax.trace import trace_jax
     from solar.graph.lift import lift
-    from solar.graph.types import graph_info, set_graph_info
     from solar.hw import load_spec
 
     spec = load_spec(hw)
@@ -52,8 +50,7 @@ def bound_symbolic_jax(
     with recording() as rec:
         traced = trace_jax(fn, inputs, name=name, precision=precision, symbolic=dims)
         dims.record_guards(rec)
-        g = lift(traced.program, verified=True)
-    set_graph_info(g, dataclasses.replace(graph_info(g), trace_notes=tuple(traced.assumptions)))
+        g = lift(traced.program, verified=True, notes=traced.assumptions)
     symbols = [symbol(n) for n in dims.values]
     b = SymbolicBound.of(g, spec, Region.of(symbols, rec.guards), dims.values)
     if numeric is not None:

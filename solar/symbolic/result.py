@@ -23,7 +23,6 @@ import dataclasses
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
-import networkx as nx
 import numpy as np
 import sympy
 
@@ -33,6 +32,7 @@ from solar.algebra.template import Template
 from solar.algebra.walk import evaluate, rehint
 from solar.backend.result import Bound
 from solar.collector import full_collections_deferred
+from solar.graph.types import Graph
 
 #: the quantities :meth:`SymbolicBound.formula` names, and how each is read off a Bound
 QUANTITIES = {
@@ -81,7 +81,7 @@ class SymbolicBound(Bound):
     retrace: Callable[[dict[str, int]], Bound] | None = field(
         default=None, repr=False, compare=False
     )
-    _graph: nx.MultiDiGraph | None = field(default=None, repr=False, compare=False)
+    _graph: Graph | None = field(default=None, repr=False, compare=False)
     _spec: object = field(default=None, repr=False, compare=False)
     _pieces: list[Piece] = field(default_factory=list, repr=False, compare=False)
     _template: Template | None = field(default=None, repr=False, compare=False)
@@ -95,7 +95,7 @@ class SymbolicBound(Bound):
 
     @staticmethod
     def of(
-        graph: nx.MultiDiGraph, spec, counts_region: Region, sizes: Mapping[str, int], notes=None
+        graph: Graph, spec, counts_region: Region, sizes: Mapping[str, int], notes=None
     ) -> SymbolicBound:
         """Analyse the symbolic ``graph`` on ``spec`` at its traced sizes."""
         piece = _analyse(graph, spec, counts_region.symbols, notes)
@@ -214,12 +214,11 @@ class SymbolicBound(Bound):
         numbers (equal to :meth:`at`; no piece is recorded: for one point away from the
         pieces met so far, a numeric analysis is much cheaper than a symbolic one)."""
         from solar.backend.analyze import analyze
-        from solar.graph.types import graph_info
 
         point = self._point(sizes)
         self._inside(point)
         g = evaluate(self._graph, point, self._graph_template())
-        return analyze(g, self._spec, notes=list(graph_info(g).trace_notes) or None)
+        return analyze(g, self._spec, notes=list(g.info.trace_notes) or None)
 
     def quick_at(self, **sizes: int) -> Bound:
         """The numeric Bound at these sizes the cheapest way (equal to :meth:`at` inside the
@@ -404,15 +403,14 @@ class SymbolicBound(Bound):
         return d
 
 
-def _analyse(graph: nx.MultiDiGraph, spec, symbols, notes) -> Piece:
+def _analyse(graph: Graph, spec, symbols, notes) -> Piece:
     from solar.backend.analyze import analyze
-    from solar.graph.types import graph_info
 
     with recording() as rec:
         b = analyze(
             graph,
             spec,
-            notes=notes if notes is not None else list(graph_info(graph).trace_notes) or None,
+            notes=notes if notes is not None else list(graph.info.trace_notes) or None,
         )
     return Piece(Region.of(symbols, rec.guards), b)
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 from collections.abc import Sequence
 
 from solar.algebra.region import Region
@@ -69,7 +68,6 @@ def trace_lifted(
     from solar.frontend.torch.trace import trace_torch
     from solar.frontend.torch.training import is_training_step, trace_training_step
     from solar.graph.lift import lift
-    from solar.graph.types import graph_info, set_graph_info
 
     with recording(rec):
         with within if within is not None else contextlib.nullcontext():
@@ -82,9 +80,7 @@ def trace_lifted(
             else:
                 traced = trace_torch(model, inputs, symbolic=shapes, **trace_kw)
         shapes.record_guards(rec)
-        g = lift(traced.program, verified=True)
-    info = dataclasses.replace(graph_info(g), trace_notes=(*notes, *traced.assumptions))
-    set_graph_info(g, info)
+        g = lift(traced.program, verified=True, notes=(*notes, *traced.assumptions))
     return traced, g
 
 

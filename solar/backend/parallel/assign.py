@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 
 from solar.backend.parallel.collectives import Collective
 from solar.backend.parallel.groups import SplitIndex
-from solar.graph.types import graph_info, op_node
 
 WHOLE, PARTIAL = "whole", "partial"
 
@@ -78,7 +77,7 @@ def shard(
     g = index.g
     degrees = _degrees(assign)
     split, factor = _split_nodes(index, assign)
-    kernels = graph_info(g).kernels
+    kernels = g.info.kernels
     kernel_ops = [dict() for _ in kernels]
     kernel_batch_ops = [dict() for _ in kernels]
     shares: dict[tuple[int, str, bool], set[str]] = {}  # (kernel, base, write) -> split meshes
@@ -88,7 +87,7 @@ def shard(
         k = index.node_kernel[n]
         f = factor.get(n, 1)
         in_batch = batch is not None and batch in index.node_groups[n]
-        for cls, cnt in op_node(g, n).ops.items():
+        for cls, cnt in g.op(n).ops.items():
             kernel_ops[k][cls] = kernel_ops[k].get(cls, 0.0) + cnt / f
             if in_batch:
                 kernel_batch_ops[k][cls] = kernel_batch_ops[k].get(cls, 0.0) + cnt / f
@@ -115,14 +114,14 @@ def shard(
             for base, nbytes in io.items():
                 total += nbytes * scale(shares.get((k, base, write), ()))
         kernel_bytes.append(total)
-    fio = graph_info(g).fused_io
+    fio = g.info.fused_io
     io_bytes: dict[str, float] = {}
     for io in (fio.reads, fio.writes):
         for base, nbytes in io.items():
             io_bytes[base] = io_bytes.get(base, 0.0) + nbytes * scale(io_meshes.get(base, ()))
     states = _states(index, split, degrees)
     storage = {}
-    for base, info in graph_info(g).tensors.items():
+    for base, info in g.info.tensors.items():
         sharded = [m for m, s in states.get(base, {}).items() if s.startswith("sharded")]
         storage[base] = info.bytes * scale(sharded)
     batch_tensors = (
@@ -152,7 +151,7 @@ def collectives_of(index: SplitIndex, assign: dict[int, tuple[str, int]]) -> lis
     degrees = _degrees(assign)
     split, _ = _split_nodes(index, assign)
     states = _states(index, split, degrees)
-    tensors = graph_info(index.g).tensors
+    tensors = index.g.info.tensors
     storage = {}
     for base, per in states.items():
         s = tensors[base].bytes
@@ -221,7 +220,7 @@ def _states(index: SplitIndex, split, degrees) -> dict[str, dict[str, str]]:
 
 
 def _collectives(index, split, states, degrees, storage, batch_tensors) -> list[Collective]:
-    tensors = graph_info(index.g).tensors
+    tensors = index.g.info.tensors
     out: list[Collective] = []
     for base in sorted(states):
         writers = index.writers.get(base)

@@ -46,8 +46,6 @@ from __future__ import annotations
 import dataclasses
 import math
 
-import networkx as nx
-
 from solar.backend.analyze import analyze
 from solar.backend.cache_aware import BarrierIO, CacheAwareModel, ContractionIO
 from solar.backend.memory import peak_memory
@@ -57,7 +55,7 @@ from solar.backend.parallel.pipeline import crossings, stage_paths, stage_ranges
 from solar.backend.parallel.result import ParallelBound, Plan, StageBound
 from solar.backend.result import LEVELS, Bound
 from solar.backend.units import compute_time
-from solar.graph.types import graph_info
+from solar.graph.types import Graph
 
 
 class NoInterconnectError(ValueError):
@@ -68,7 +66,7 @@ class ParallelModel:
     """One einsum graph prepared for plan evaluation: its split groups, a cache of shard
     costs per assignment, and its cache-aware I/O items. Spec-independent."""
 
-    def __init__(self, g: nx.MultiDiGraph) -> None:
+    def __init__(self, g: Graph) -> None:
         self.g = g
         self.index = SplitIndex(g)
         self._costs: dict = {}
@@ -85,7 +83,7 @@ class ParallelModel:
         """The bounds of ``plan`` on GPUs of ``spec`` (see the module docstring)."""
         link = link_bandwidth(spec, plan.gpus)
         costs = self.costs(plan)
-        n_k = len(graph_info(self.g).kernels)
+        n_k = len(self.g.info.kernels)
         ranges = stage_ranges(plan.starts, n_k)
         m = plan.micro_batches if plan.pp > 1 else 1
         cross, cross_b = crossings(self.g, costs.storage, costs.batch_tensors)
@@ -105,7 +103,7 @@ class ParallelModel:
         totals, by = _totals(stages, spec, deltas)
         single = single if single is not None else _single(self.g, spec)
         return ParallelBound(
-            program=graph_info(self.g).name,
+            program=self.g.info.name,
             hw=spec.name,
             hw_key=spec.key,
             gpus=plan.gpus,
@@ -132,7 +130,7 @@ class ParallelModel:
         )
 
     def _stage(self, work: _Work, r: range, cross, last: bool) -> StageBound:
-        kernels = graph_info(self.g).kernels
+        kernels = self.g.info.kernels
         whole = work.levels(r)
         send = cross[r.stop] if r.stop < len(cross) else 0.0
         recv = cross[r.start] if r.start > 0 else 0.0
@@ -142,7 +140,7 @@ class ParallelModel:
         mb_sizes = {
             b: v / m
             if b in costs.batch_tensors
-            and graph_info(self.g).tensors[b].role not in ("input", "weight", "constant")
+            and self.g.info.tensors[b].role not in ("input", "weight", "constant")
             else v
             for b, v in costs.storage.items()
         }
@@ -350,7 +348,7 @@ def _ideal(single: Bound, spec, n: int) -> float:
 def _group_row(index: SplitIndex, gid: int) -> dict:
     grp = index.groups[gid]
     kernels = sorted({index.node_kernel[n] for n in grp.nodes})
-    names = [graph_info(index.g).kernels[k].name for k in kernels]
+    names = [index.g.info.kernels[k].name for k in kernels]
     return {
         "label": grp.label,
         "extent": grp.extent,

@@ -27,9 +27,7 @@ import math
 from dataclasses import dataclass
 from functools import cached_property
 
-import networkx as nx
-
-from solar.graph.types import ViewInfo, graph_info, in_edges, op_node, op_nodes
+from solar.graph.types import Graph, ViewInfo
 
 RESIDENT = ("input", "weight", "constant")
 
@@ -129,22 +127,22 @@ class SplitIndex:
     """The split groups of one einsum graph and, per statement, its accesses in their terms.
     Built once per graph; spec-independent."""
 
-    def __init__(self, g: nx.MultiDiGraph) -> None:
+    def __init__(self, g: Graph) -> None:
         self.g = g
-        tensors = graph_info(g).tensors
-        views = graph_info(g).views
-        kernel_index = {k.name: i for i, k in enumerate(graph_info(g).kernels)}
-        self.op_nodes = [d.id for d in op_nodes(g)]
-        self.node_kernel = {d.id: kernel_index[d.kernel] for d in op_nodes(g)}
+        tensors = g.info.tensors
+        views = g.info.views
+        kernel_index = {k.name: i for i, k in enumerate(g.info.kernels)}
+        self.op_nodes = [d.id for d in g.ops()]
+        self.node_kernel = {d.id: kernel_index[d.kernel] for d in g.ops()}
         direct, groups = _UnionFind(), _UnionFind()
         raw: dict[str, list] = {}
         imposed: list[tuple[tuple, tuple[int, int]]] = []  # (storage axis, (start, length))
-        for d in op_nodes(g):
+        for d in g.ops():
             n, ranks = d.id, d.ranks
             for r in ranks:
                 direct.find(("rank", r))
                 groups.find(("rank", r))
-            touched = {k: e.footprint_bytes for _, k, e in in_edges(g, n)}
+            touched = {k: e.footprint_bytes for _, k, e in g.in_edges(n)}
             out = []
             for acc, write in [(d.output, True)] + [(a, False) for a in d.operands]:
                 tensor, base = acc.tensor, acc.base
@@ -184,13 +182,13 @@ class SplitIndex:
                 infos.append(AccessInfo(base, role, write, linked, touched, fp))
             self.accesses[n] = infos
         self.node_groups = {
-            n: frozenset(self.rank_group[r] for r in op_node(g, n).ranks) for n in self.op_nodes
+            n: frozenset(self.rank_group[r] for r in g.op(n).ranks) for n in self.op_nodes
         }
 
     # -- groups -------------------------------------------------------------------------------
 
     def _build_groups(self, g, uf: _UnionFind, direct: _UnionFind, imposed) -> None:
-        tensors = graph_info(g).tensors
+        tensors = g.info.tensors
         members: dict = {}
         for x in list(uf.parent):
             members.setdefault(uf.find(x), []).append(x)
@@ -200,7 +198,7 @@ class SplitIndex:
         self.axis_group: dict[tuple[str, int], int] = {}
         rank_nodes: dict[str, list[str]] = {}
         bad_rank: dict[str, str] = {}
-        for d in op_nodes(g):
+        for d in g.ops():
             n = d.id
             for r in d.ranks:
                 rank_nodes.setdefault(r, []).append(n)
@@ -222,9 +220,7 @@ class SplitIndex:
             nodes = sorted({n for r in ranks for n in rank_nodes.get(r, ())})
             extents = [_extent(tensors[t].shape[j]) for t, j in axes]
             for n in nodes:
-                extents += [
-                    _extent(op_node(g, n).ranks[r]) for r in ranks if r in op_node(g, n).ranks
-                ]
+                extents += [_extent(g.op(n).ranks[r]) for r in ranks if r in g.op(n).ranks]
             extent = 0 if any(e is None for e in extents) else math.gcd(*extents)
             reason = next((bad_rank[r] for r in ranks if r in bad_rank), None)
             if reason is None:
@@ -277,12 +273,12 @@ class SplitIndex:
     def batch_group(self, tensor: str | None = None, axis: int = 0) -> int | None:
         """The group of ``tensor``'s ``axis`` (default: axis 0 of the first graph input whose
         axis 0 is splittable): what data parallelism and micro-batches split."""
-        tensors = graph_info(self.g).tensors
+        tensors = self.g.info.tensors
         names = [tensor] if tensor else [t for t, i in tensors.items() if i.role == "input"]
         for t in names:
             if t not in tensors:
                 raise ValueError(
-                    f"no tensor {t!r} in {graph_info(self.g).name}; inputs: "
+                    f"no tensor {t!r} in {self.g.info.name}; inputs: "
                     + ", ".join(x for x, i in tensors.items() if i.role == "input")
                 )
             gid = self.axis_group.get((t, axis))
@@ -316,7 +312,7 @@ def _shape_conflict(g, ranks, axes, nodes) -> str | None:
             return f"two axes of {t} in one group"
     rs = set(ranks)
     for n in nodes:
-        if len(rs & set(op_node(g, n).ranks)) > 1:
+        if len(rs & set(g.op(n).ranks)) > 1:
             return f"two loops of {n} in one group"
     return None
 

@@ -17,23 +17,21 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from itertools import accumulate
 
-import networkx as nx
-
-from solar.graph.types import graph_info
+from solar.graph.types import Graph
 
 RESIDENT = ("input", "weight", "constant")
 
 
 def crossings(
-    g: nx.MultiDiGraph, sizes: Mapping[str, float], batch: set[str] = frozenset()
+    g: Graph, sizes: Mapping[str, float], batch: set[str] = frozenset()
 ) -> tuple[list[float], list[float]]:
     """``(cross, cross_batch)``: per boundary ``c`` (between kernels ``c - 1`` and ``c``;
     index 0 unused) the per-GPU bytes that must cross it, and the part of them with a batch
     axis (it shrinks with micro-batches). A tensor made before the cut crosses it with what
     the kernels after the cut read of it: at least the largest of their footprints (a slice
     read later needs only its part sent)."""
-    tensors = graph_info(g).tensors
-    kernels = graph_info(g).kernels
+    tensors = g.info.tensors
+    kernels = g.info.kernels
     made: dict[str, int] = {}
     reads: dict[str, list[tuple[int, int]]] = {}
     for i, k in enumerate(kernels):
@@ -142,14 +140,14 @@ def _spread(starts: list[int], cuts: list[int], stages: int, prefix) -> tuple[in
     return tuple(starts)
 
 
-def stage_paths(g: nx.MultiDiGraph, r: range) -> tuple[list[int], list[int]]:
+def stage_paths(g: Graph, r: range) -> tuple[list[int], list[int]]:
     """``(to_next, to_end)``: the kernels of stage ``r`` that a micro-batch must pass on its way
     through: those that depend on what the stage receives (every kernel of the first stage)
     and that what it sends to the next stage (``to_next``), or that and its graph outputs
     (``to_end``), depend on. Other kernels (work on weights alone, side outputs) may run
     while other stages fill or drain the pipeline."""
-    tensors = graph_info(g).tensors
-    kernels = graph_info(g).kernels
+    tensors = g.info.tensors
+    kernels = g.info.kernels
     made: dict[str, int] = {}
     for i, k in enumerate(kernels):
         for b in k.writes:

@@ -29,7 +29,6 @@ from solar.backend.parallel.pipeline import candidate_cuts, crossings, partition
 from solar.backend.parallel.result import ParallelBound, Plan
 from solar.backend.result import Bound, level_name
 from solar.backend.units import compute_time
-from solar.graph.types import graph_info, op_node
 
 
 def factorisations(n: int) -> list[tuple[int, int, int]]:
@@ -49,7 +48,7 @@ def tp_groups(model: ParallelModel, spec, tp: int, batch: int | None) -> tuple[i
     if tp <= 1:
         return ()
     index = model.index
-    tensors = graph_info(model.g).tensors
+    tensors = model.g.info.tensors
     cand = [
         grp.id
         for grp in index.splittable
@@ -80,10 +79,10 @@ def _score(model: ParallelModel, spec, gid: int, tp: int) -> float:
     grp = model.index.groups[gid]
     ops: dict[str, float] = {}
     for n in grp.nodes:
-        for cls, c in op_node(g, n).ops.items():
+        for cls, c in g.op(n).ops.items():
             ops[cls] = ops.get(cls, 0.0) + c
-    reads = graph_info(g).fused_io.reads
-    weights = {t for t, _ in grp.axes if graph_info(g).tensors[t].role == "weight"}
+    reads = g.info.fused_io.reads
+    weights = {t for t, _ in grp.axes if g.info.tensors[t].role == "weight"}
     saved = (
         compute_time(ops, spec).seconds
         + sum(reads.get(t, 0) for t in weights) / spec.dram_bandwidth
@@ -128,7 +127,7 @@ def candidate_plans(
     """Every plan the search bounds for ``gpus`` GPUs (see the module docstring); ``fixed``
     pins degrees (``{"tp": 2}``), ``split`` the groups tensor parallelism splits."""
     batch_extent = model.index.groups[batch].extent if batch is not None else 1
-    n_k = len(graph_info(model.g).kernels)
+    n_k = len(model.g.info.kernels)
     fixed = {k: v for k, v in (fixed or {}).items() if v is not None}
     for tp, pp, dp in factorisations(gpus):
         if any(dict(tp=tp, pp=pp, dp=dp)[k] != v for k, v in fixed.items()):
@@ -175,7 +174,7 @@ def _stage_starts(model: ParallelModel, spec, base: Plan, pp: int) -> tuple[int,
     weights_at = [0.0] * len(costs.kernel_ops)
     for b, v in costs.io_bytes.items():
         ks = costs.io_kernels.get(b)
-        if ks and graph_info(model.g).tensors[b].role == "weight":
+        if ks and model.g.info.tensors[b].role == "weight":
             weights_at[ks[0]] += v
     per_kernel = [
         compute_time(ops, spec).seconds + w / spec.dram_bandwidth
