@@ -15,7 +15,6 @@ from solar.backend.cache_aware import (
     RULE_SEGMENT_ONCHIP,
     RULE_SMITH,
     CacheAwareModel,
-    access_indices,
     cache_aware_bytes,
     contraction_io,
     traffic_curve,
@@ -23,6 +22,7 @@ from solar.backend.cache_aware import (
 from solar.backend.io_bounds import MU_GRID, SegmentBound
 from solar.backend.roofline import fused_bytes
 from solar.graph import lift
+from solar.graph.access_shapes import access_indices
 from solar.graph.types import GuardRange
 from solar.hw import load_spec
 from solar.ir.affine import Affine

@@ -37,7 +37,7 @@ from solar.algebra.total import sum_times
 from solar.backend.chain_paths import Tail, chain_tail, dp, tail_best
 from solar.backend.units import compute_time
 from solar.fmt import fmt_time
-from solar.ir.recurrence import Chain
+from solar.graph.types import Chain
 
 LEVELS = ("unfused", "fused", "cache_aware")
 

@@ -17,8 +17,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from solar.graph.types import Graph, InputNode, OpNode
-from solar.ir.vocabulary import OpClass, OpKind
+from solar.graph.types import Graph, InputNode, OpClass, OpKind, OpNode
 
 #: narrow input dtype -> the op class a native kernel would use
 NARROW_CLASS = {

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from solar.backend.levels import BoundBy, Unit
-from solar.ir.vocabulary import OpClass
+from solar.graph.types import OpClass
 
 #: the unit each rate runs on (every tensor-core class shares the tensor cores)
 UNIT_OF_RATE: dict[str, Unit] = {

@@ -20,6 +20,10 @@ import networkx as nx
 
 from solar.ir.affine import Affine
 from solar.ir.recurrence import Chain
+from solar.ir.vocabulary import OpClass, OpKind, Role
+
+# The IR's vocabulary (OpClass, OpKind, Role) and chain records are part of the graph's
+# schema: a reader of the graph imports them from here (the backend reads graphs, not the IR).
 
 
 @dataclass(frozen=True)
@@ -42,7 +46,7 @@ class Access:
 
     tensor: str  # the tensor or view accessed
     base: str  # its storage tensor
-    role: str  # the base's role: input, weight, constant, output, intermediate, local, ...
+    role: Role  # the base's role
     dtype: str
     itemsize: int  # bytes per element
     shape: tuple[int, ...]  # of the tensor or view accessed
@@ -82,14 +86,14 @@ class OpNode:
     """One IR statement (id ``"<kernel>/<i>"``), its dims renamed to the graph's ranks."""
 
     id: str
-    op_kind: str  # contraction, map, reduction, copy, scan, gather, scatter, extern
+    op_kind: OpKind
     ranks: Mapping[str, int]  # rank -> extent, the kernel's sequential loop ranks included
     reduction_ranks: tuple[str, ...]
     loops: tuple[str, ...]  # the kernel's sequential loop ranks, outermost first
     scan: str | None  # the scanned rank
     extern: str | None  # the library routine of an extern statement
     reduce: str | None  # the reduction operator
-    ops: Mapping[str, int]  # op class -> count over all instances
+    ops: Mapping[OpClass, int]  # op class -> count over all instances
     operands: tuple[Access, ...]  # the distinct loads, in order
     output: Access
     guards: tuple[GuardRange, ...]  # from the statement's guards
@@ -117,7 +121,7 @@ class InputNode:
     """A graph input, weight or constant (id ``"in:<tensor>"``)."""
 
     id: str
-    kind: str  # its role: input, weight or constant
+    kind: Role  # its role: input, weight or constant
     tensor: str
 
 
@@ -142,7 +146,7 @@ class TensorEdge:
     view: str | None  # the view read, None when the base itself
     shape: tuple[int, ...]  # of what is read (the view's when a view)
     dtype: str
-    role: str
+    role: Role
     bytes: int  # the whole storage tensor
     footprint_bytes: int  # what this access touches
 
@@ -154,7 +158,7 @@ class TensorInfo:
     name: str
     shape: tuple[int, ...]
     dtype: str
-    role: str
+    role: Role
     bytes: int
 
 

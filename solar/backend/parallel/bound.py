@@ -49,6 +49,7 @@ import math
 from solar.backend.analyze import analyze
 from solar.backend.cache_aware import BarrierIO, CacheAwareModel, ContractionIO
 from solar.backend.memory import peak_memory
+from solar.backend.narrow import recharge_narrow
 from solar.backend.parallel.assign import ShardCosts, shard
 from solar.backend.parallel.groups import SplitIndex
 from solar.backend.parallel.pipeline import crossings, stage_paths, stage_ranges
@@ -67,6 +68,8 @@ class ParallelModel:
     costs per assignment, and its cache-aware I/O items. Spec-independent."""
 
     def __init__(self, g: Graph) -> None:
+        # the graph the single-GPU bound analyses: dequantised contractions recharged
+        g = recharge_narrow(g).graph
         self.g = g
         self.index = SplitIndex(g)
         self._costs: dict = {}
