@@ -1,6 +1,7 @@
 """The package's layering (docs/architecture.md), enforced on every import statement of solar,
-function-local ones included: a module imports only from its own layer or the layers below,
-and the import graph has no cycle beyond a pair of modules."""
+function-local ones included: a module imports only from its own folder, the open siblings of
+its layer and the layers below, except the declared plug-in points; the import graph has no
+cycle."""
 
 from __future__ import annotations
 
@@ -14,38 +15,29 @@ import solar.cli
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "solar"
 
-#: lowest first; a module may import from its own layer and every layer below it
-LAYERS: list[tuple[str, ...]] = [
-    # formatting helpers, the results' bridge to their views, the garbage collector around
-    # batches of analyses; symbolic sizes (ints and floats
-    # that carry their formula), the regions where formulas hold, walks that evaluate them,
-    # expressions compiled for evaluation at many points, sums of symbolic times in one pass,
-    # a graph's sizes located once and rebuilt at other points
-    (
-        "solar.fmt",
-        "solar.viewable",
-        "solar.collector",
-        "solar.algebra",
-    ),
-    ("solar.ir", "solar.hw"),  # the Affine Loop IR (pure data, no torch or jax); GPU specs
-    ("solar.interp",),  # interpreters of the IR on a framework's arrays (torch)
-    ("solar.frontend",),  # PyTorch and JAX programs -> IR
-    ("solar.graph",),  # IR -> einsum graph
-    ("solar.backend",),  # einsum graph + spec -> bounds (results: solar.backend.result)
-    (
-        "solar.api",
-        "solar.problem",
-        "solar.hub",
-        "solar.symbolic",
-    ),  # trace + lift + bound; problem files; models by name; bounds as formulas of sizes
-    ("solar.questions", "solar.definition"),  # compare, provision, sweep, batches; definitions
-    ("solar.gpu",),  # validation and measurement on a device
-    ("solar.report",),  # views: text, HTML, DataFrames, plots
+#: lowest first, one folder (or top-level module) per entry: a module imports from its own
+#: folder and from the folders of the layers below. Folders of one layer are independent (none
+#: imports another) unless the layer is marked open: the API layers combine their siblings.
+LAYERS: list[tuple[tuple[str, ...], bool]] = [
+    # numbers that carry their formula; formatting; the results' bridge to their views; the
+    # garbage collector around batches of analyses
+    (("solar.algebra", "solar.fmt", "solar.viewable", "solar.collector"), True),
+    (("solar.ir", "solar.hw"), False),  # the Affine Loop IR (pure data); GPU specs
+    (("solar.interp", "solar.graph"), False),  # execute the IR; lift it to the einsum graph
+    (("solar.frontend", "solar.backend"), False),  # programs -> IR; graph + spec -> bounds
+    # trace + lift + bound; problem files; models by name; bounds as formulas of sizes
+    (("solar.api", "solar.problem", "solar.hub", "solar.symbolic"), True),
+    (("solar.questions", "solar.definition"), True),  # compare, provision, sweep; definitions
+    (("solar.gpu",), False),  # validation and measurement on a device
+    (("solar.report",), False),  # views: text, HTML, DataFrames, plots
     # commands, the benchmark, and the public API surface (the package and its re-exports)
-    ("solar.cli", "solar.bench", "solar.__main__", "solar.llm", "solar"),
+    (("solar.cli", "solar.bench", "solar.__main__", "solar.llm", "solar"), True),
 ]
-#: the one import that runs upwards: results reach their views, lazily (solar/viewable.py)
-ALLOWED_UP = {("solar.viewable", "solar.report")}
+#: The declared plug-in points: imports that run upwards, each lazy (inside a function) and
+#: named with why in docs/architecture.md ("Plug-in points").
+ALLOWED_UP = {
+    ("solar.viewable", "solar.report"),  # a result finds its views on first use
+}
 
 
 def module_name(path: Path) -> str:
@@ -56,15 +48,20 @@ def module_name(path: Path) -> str:
 MODULES = {module_name(p): p for p in PACKAGE.rglob("*.py")}
 
 
-def layer_of(module: str) -> int:
+def _folder(module: str) -> tuple[int, str]:
+    """(layer, folder) of ``module``: the longest entry of :data:`LAYERS` it lies in."""
     best, depth = None, -1
-    for i, prefixes in enumerate(LAYERS):
+    for i, (prefixes, _) in enumerate(LAYERS):
         for prefix in prefixes:
             inside = module == prefix or (prefix != "solar" and module.startswith(prefix + "."))
             if inside and len(prefix) > depth:
-                best, depth = i, len(prefix)
+                best, depth = (i, prefix), len(prefix)
     assert best is not None, f"{module} is in no layer of tests/test_layering.py"
     return best
+
+
+def layer_of(module: str) -> int:
+    return _folder(module)[0]
 
 
 def imports_of(module: str) -> set[str]:
@@ -102,24 +99,49 @@ def test_every_module_has_a_layer():
         layer_of(m)
 
 
-def test_no_import_runs_up_the_layers():
-    upward = []
+def _top_level_imports(module: str) -> set[str]:
+    """The modules ``module`` imports outside any function (at import time)."""
+    out = set()
+    for node in ast.parse(MODULES[module].read_text()).body:
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            out |= {node.module, *(f"{node.module}.{a.name}" for a in node.names)}
+    return out
+
+
+def test_no_import_runs_up_the_layers_or_across_independent_folders():
+    bad = []
     for m in sorted(MODULES):
+        layer, folder = _folder(m)
         for target in sorted(imports_of(m)):
-            if layer_of(target) > layer_of(m) and (m, _prefix(target)) not in ALLOWED_UP:
-                upward.append(f"{m} (layer {layer_of(m)}) imports {target} ({layer_of(target)})")
-    assert not upward, "imports up the layers:\n" + "\n".join(upward)
+            t_layer, t_folder = _folder(target)
+            if (folder, t_folder) in ALLOWED_UP:
+                assert target not in _top_level_imports(m), f"plug-in {m} -> {target} not lazy"
+            elif t_layer > layer:
+                bad.append(f"{m} (layer {layer}) imports {target} (layer {t_layer})")
+            elif t_layer == layer and t_folder != folder and not LAYERS[layer][1]:
+                bad.append(f"{m} imports {target}: folders of one layer are independent")
+    assert not bad, "imports up the layers:\n" + "\n".join(bad)
 
 
-def _prefix(module: str) -> str:
-    return ".".join(module.split(".")[:2])
-
-
-def test_no_import_cycle_beyond_a_module_pair():
+def test_no_import_cycle():
     g = import_graph()
     g.remove_node("solar")  # the API surface re-exports from everywhere
-    big = [sorted(c) for c in nx.strongly_connected_components(g) if len(c) > 2]
-    assert not big, f"import cycles: {big}"
+    cycles = [sorted(c) for c in nx.strongly_connected_components(g) if len(c) > 1]
+    assert not cycles, f"import cycles: {cycles}"
+
+
+def test_the_backend_reads_graphs_not_the_ir():
+    """The graph is the middle IR: nothing in solar.backend imports solar.ir."""
+    bad = [
+        (m, t)
+        for m in MODULES
+        if m.startswith("solar.backend")
+        for t in imports_of(m)
+        if t == "solar.ir" or t.startswith("solar.ir.")
+    ]
+    assert not bad, bad
 
 
 def test_every_subpackage_says_its_job():
