@@ -29,6 +29,7 @@ from solar.graph.ranks import assign_ranks
 from solar.graph.types import (
     Access,
     DataDependent,
+    ExternNode,
     Graph,
     GraphInfo,
     GuardRange,
@@ -37,9 +38,10 @@ from solar.graph.types import (
     IOBytes,
     KernelInfo,
     Link,
+    NestNode,
     NodeRecord,
-    OpNode,
     OutputNode,
+    ScanNode,
     TensorEdge,
     TensorInfo,
     ViewInfo,
@@ -169,14 +171,18 @@ class _Lifter:
         whole = with_loops(st, k.loops)  # the loop dims are dims of every statement
         rename = {d.name: self.ranks[("stmt", ki, si, d.name)] for d in whole.dims}
         loads = list(dict.fromkeys((ld.tensor, ld.index) for ld in st.loads()))
-        rec = OpNode(
+        if isinstance(st, Scan):
+            kind, extra = ScanNode, {"scan": rename[st.along]}
+        elif isinstance(st, Extern):
+            kind, extra = ExternNode, {"extern": st.routine}
+        else:
+            kind, extra = NestNode, {}
+        rec = kind(
             id=node,
             op_kind=OpKind(facts.kinds[si]),
             ranks={rename[d.name]: d.extent for d in whole.dims},
             reduction_ranks=tuple(rename[d.name] for d in st.reduction_dims),
             loops=tuple(rename[d.name] for d in k.loops),
-            scan=rename[st.along] if isinstance(st, Scan) else None,
-            extern=st.routine if isinstance(st, Extern) else None,
             reduce=st.reduce,
             ops={OpClass(k): v for k, v in facts.ops[si].items()},
             operands=tuple(_access(program, self.roles, t, i, rename) for t, i in loads),
@@ -188,6 +194,7 @@ class _Lifter:
             source=k.source,
             module=k.module,
             phase=k.phase,
+            **extra,
         )
         self.records[node] = rec
         return loads

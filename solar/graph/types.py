@@ -83,15 +83,16 @@ class GuardRange:
 
 @dataclass(frozen=True)
 class OpNode:
-    """One IR statement (id ``"<kernel>/<i>"``), its dims renamed to the graph's ranks."""
+    """One IR statement (id ``"<kernel>/<i>"``), its dims renamed to the graph's ranks: the
+    fields every statement node has. A node is one of its three kinds: :class:`NestNode` (a
+    loop nest), :class:`ScanNode` (a recurrence along one rank), :class:`ExternNode` (a
+    library routine over rows)."""
 
     id: str
     op_kind: OpKind
     ranks: Mapping[str, int]  # rank -> extent, the kernel's sequential loop ranks included
     reduction_ranks: tuple[str, ...]
     loops: tuple[str, ...]  # the kernel's sequential loop ranks, outermost first
-    scan: str | None  # the scanned rank
-    extern: str | None  # the library routine of an extern statement
     reduce: str | None  # the reduction operator
     ops: Mapping[OpClass, int]  # op class -> count over all instances
     operands: tuple[Access, ...]  # the distinct loads, in order
@@ -114,6 +115,25 @@ class OpNode:
     def box(self) -> int:
         """Instances of the loop box (guards ignored)."""
         return math.prod(self.ranks.values())
+
+
+@dataclass(frozen=True)
+class NestNode(OpNode):
+    """A loop nest: each instance of the box (minus guards) runs the statement once."""
+
+
+@dataclass(frozen=True)
+class ScanNode(OpNode):
+    """A scan: instances along ``scan`` run in order, each reading the one before."""
+
+    scan: str = field(kw_only=True)  # the scanned rank
+
+
+@dataclass(frozen=True)
+class ExternNode(OpNode):
+    """A library routine (an FFT, a factorization) applied to rows, with a published count."""
+
+    extern: str = field(kw_only=True)  # the routine's name (solar.ir.extern.EXTERN_OPS)
 
 
 @dataclass(frozen=True)
@@ -361,6 +381,7 @@ def plain(x):
     if dataclasses.is_dataclass(x) and not isinstance(x, type):
         d = {f.name: plain(getattr(x, f.name)) for f in dataclasses.fields(x)}
         if isinstance(x, OpNode):
+            d.update(scan=getattr(x, "scan", None), extern=getattr(x, "extern", None))
             d["einsum"] = x.einsum
         if isinstance(x, KernelInfo):
             d.update(d.pop("io"))

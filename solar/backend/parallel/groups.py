@@ -27,7 +27,7 @@ import math
 from dataclasses import dataclass
 from functools import cached_property
 
-from solar.graph.types import Graph, ViewInfo
+from solar.graph.types import ExternNode, Graph, ScanNode, ViewInfo
 
 RESIDENT = ("input", "weight", "constant")
 
@@ -203,9 +203,9 @@ class SplitIndex:
             for r in d.ranks:
                 rank_nodes.setdefault(r, []).append(n)
             fixed = list(d.loops)
-            if d.scan:
+            if isinstance(d, ScanNode):
                 fixed.append(d.scan)
-            if d.extern:
+            if isinstance(d, ExternNode):
                 fixed += list(d.reduction_ranks)
             for r in fixed:
                 bad_rank.setdefault(r, f"{r} is a sequential loop, scan or extern row of {n}")
