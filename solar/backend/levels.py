@@ -1,15 +1,16 @@
 """The bounds' vocabulary as enums: the three levels and what binds a time.
 
-:class:`~enum.StrEnum` s, so a member *is* its string: the JSON of a Bound, its views and the
-files written from it keep the strings they always had (``"cache_aware"``, ``"dram"``).
+:class:`~solar.ir.vocabulary.Word` s (string enums), so a member *is* its string: the JSON
+of a Bound, its views and the files written from it keep the strings they always had
+(``"cache_aware"``, ``"dram"``).
 """
 
 from __future__ import annotations
 
-from enum import StrEnum
+from solar.graph.types import Word
 
 
-class Level(StrEnum):
+class Level(Word):
     """A bound level (docs/bounds.md)."""
 
     UNFUSED = "unfused"  # one kernel per source operator, DRAM in between
@@ -17,7 +18,7 @@ class Level(StrEnum):
     CACHE_AWARE = "cache_aware"  # everything fused, finite on-chip memory
 
 
-class Unit(StrEnum):
+class Unit(Word):
     """A physical unit of the GPU that runs op classes (:mod:`solar.backend.units`)."""
 
     TENSOR = "tensor"
@@ -27,7 +28,7 @@ class Unit(StrEnum):
     SFU = "sfu"
 
 
-class BoundBy(StrEnum):
+class BoundBy(Word):
     """What binds a time: a compute unit (the values of :class:`Unit`), DRAM bandwidth, the
     launch/dependence latency floor, or nothing (no work)."""
 

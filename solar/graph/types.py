@@ -21,9 +21,11 @@ import networkx as nx
 from solar.ir.affine import Affine
 from solar.ir.recurrence import Chain
 from solar.ir.vocabulary import OpClass, OpKind, Role
+from solar.ir.vocabulary import Word as Word  # re-exported: the base of every vocabulary
 
-# The IR's vocabulary (OpClass, OpKind, Role) and chain records are part of the graph's
-# schema: a reader of the graph imports them from here (the backend reads graphs, not the IR).
+# The IR's vocabulary (OpClass, OpKind, Role, their base Word) and chain records are part of
+# the graph's schema: a reader of the graph imports them from here (the backend reads graphs,
+# not the IR).
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,15 @@ from __future__ import annotations
 from enum import StrEnum
 
 
-class OpClass(StrEnum):
+class Word(StrEnum):
+    """A member of the vocabulary: its string, also when printed inside a dict or a list
+    (``{'cuda_fp32': 32768}``, as a bound's ``flops`` always printed)."""
+
+    def __repr__(self) -> str:
+        return repr(self.value)
+
+
+class OpClass(Word):
     """What an operation runs as: tensor-core matrix flops (``tc_*``), CUDA-core flops
     (``cuda_*``) of a dtype, or special-function instructions (``sfu``)."""
 
@@ -40,7 +48,7 @@ class OpClass(StrEnum):
         return self is not OpClass.SFU
 
 
-class OpKind(StrEnum):
+class OpKind(Word):
     """The einsum-graph node kind of a statement (:func:`solar.ir.cost.statement_kind`)."""
 
     CONTRACTION = "contraction"
@@ -53,7 +61,7 @@ class OpKind(StrEnum):
     EXTERN = "extern"
 
 
-class Role(StrEnum):
+class Role(Word):
     """What a tensor is to the program: graph inputs, weights and constants live in DRAM
     before it runs, outputs after; intermediates move between kernels; locals stay inside
     one kernel."""
