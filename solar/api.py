@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from solar.backend import analyze
-from solar.backend.parallel.bound import ParallelModel, link_bandwidth
+from solar.backend.parallel.model import ParallelModel, link_bandwidth
 from solar.backend.parallel.result import ParallelBound
 from solar.backend.parallel.search import best_plan
 from solar.backend.result import Bound

@@ -12,7 +12,6 @@ import solar
 from solar.graph import lift
 from solar.graph.export import to_json
 from solar.graph.types import (
-    Access,
     DataDependent,
     Graph,
     GraphInfo,
@@ -21,6 +20,7 @@ from solar.graph.types import (
     KernelInfo,
     OpNode,
     OutputNode,
+    TensorAccess,
     TensorEdge,
     TensorInfo,
     ViewInfo,
@@ -70,7 +70,7 @@ def test_the_graph_holds_only_typed_records(g):
         assert isinstance(e, TensorEdge)
     for op in g.ops():
         for acc in (*op.operands, op.output):
-            assert isinstance(acc, Access)
+            assert isinstance(acc, TensorAccess)
             assert all(isinstance(e, Affine | DataDependent) for e in acc.index)
             assert len(acc.index) == len(acc.shape)
         with pytest.raises(dataclasses.FrozenInstanceError):

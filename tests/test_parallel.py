@@ -9,8 +9,8 @@ from torch import nn
 
 import solar
 from solar.api import bound_parallel, trace_and_lift
-from solar.backend.parallel.bound import ParallelModel
 from solar.backend.parallel.collectives import per_gpu_bytes
+from solar.backend.parallel.model import ParallelModel
 from solar.backend.parallel.pipeline import partition
 from solar.backend.parallel.result import Plan
 from solar.backend.units import compute_time

@@ -30,7 +30,7 @@ Which nodes, which bound:
   does with ``P``, and no extra traffic is charged):
 
   - index analysis: each tensor axis is an affine form of the node's ranks (the access
-    records' ``Affine`` index entries, :class:`solar.graph.types.Access`). An axis over one
+    records' ``Affine`` index entries, :class:`solar.graph.types.TensorAccess`). An axis over one
     rank, or over several in mixed radix (``8g + c`` with ``c < 8``), is injective; an axis
     ``σp + δr`` over two ranks that can collide is a *tap axis* (conv windows); anything else,
     a rank in two axes of one tensor, or a data-dependent index makes the node unanalysable
@@ -87,7 +87,7 @@ from solar.algebra.size import gcd, to_real
 from solar.backend.io_bounds import SegmentBound, barrier_spill_bytes, smith_matmul_words
 from solar.backend.roofline import fused_bytes
 from solar.graph.access_shapes import AccessShape, access_indices, access_shape, layout
-from solar.graph.types import Access, Graph, OpNode
+from solar.graph.types import Graph, OpNode, TensorAccess
 
 DRAM_RESIDENT = ("input", "weight", "constant")
 
@@ -248,7 +248,7 @@ def _edge_footprint(g: Graph, node: str, tensor: str) -> int | None:
 
 
 def _injective_storage(
-    g, node: str, acc: Access, shape: AccessShape, known: bool, is_output: bool
+    g, node: str, acc: TensorAccess, shape: AccessShape, known: bool, is_output: bool
 ) -> bool:
     """Distinct index tuples touch distinct storage elements."""
     if known or is_output:
@@ -384,7 +384,7 @@ def contraction_io(g: Graph) -> list[ContractionIO]:
     return out
 
 
-def _plain_ranks(acc: Access) -> tuple[str, ...] | None:
+def _plain_ranks(acc: TensorAccess) -> tuple[str, ...] | None:
     ranks = acc.ranks
     if any(r is None for r in ranks) or len(set(ranks)) != len(ranks):
         return None
@@ -432,7 +432,9 @@ def barrier_io(g: Graph) -> list[BarrierIO]:
     return out
 
 
-def _reduction_group(g, y: str, z_acc: Access, t_acc: Access, t_ranks, full: int) -> int:
+def _reduction_group(
+    g, y: str, z_acc: TensorAccess, t_acc: TensorAccess, t_ranks, full: int
+) -> int:
     """Elements per group when ``z_acc`` (read by ``y``) is a reduction of ``t_acc``'s tensor
     over some of its ranks, reached through maps; 0 otherwise."""
     z_ranks = _plain_ranks(z_acc)

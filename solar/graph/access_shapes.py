@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from solar.algebra.size import Size
-from solar.graph.types import Access, OpNode
+from solar.graph.types import OpNode, TensorAccess
 from solar.ir.affine import Affine
 from solar.ir.footprint.domain import domain
 from solar.ir.footprint.forms import form_set
@@ -113,7 +113,7 @@ def access_shape(axes: Sequence[Form], shape: Sequence[int], ranks: dict[str, in
     return AccessShape(frozenset(seen), tuple(taps), min(size, numel), mult, tuples)
 
 
-def layout(acc: Access, axes: list[Form]):
+def layout(acc: TensorAccess, axes: list[Form]):
     """Drop broadcast (stride-0) axes of a view whose layout does not overlap; returns
     (axes, shape, layout known injective?) or None for an access of another rank. A row-major
     tensor is injective; an overlapping view is left to the footprint check."""

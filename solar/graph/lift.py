@@ -5,7 +5,7 @@ Deterministic and IR-only. The records are those of :mod:`solar.graph.types` (th
 - one :class:`~solar.graph.types.OpNode` per statement, id ``"<kernel>/<i>"``: its kind, rank
   extents (the kernel's sequential loop dims included), reduction, loop and scan ranks, extern
   routine, reduce operator, work per op class, guards, and one
-  :class:`~solar.graph.types.Access` per distinct operand and for the output (tensor, storage
+  :class:`~solar.graph.types.TensorAccess` per distinct operand and for the output (tensor, storage
   base, role, dtype, shape, view strides and offset, the index as ``Affine`` entries in rank
   names, a data-dependent entry as :class:`~solar.graph.types.DataDependent`);
 - one :class:`~solar.graph.types.InputNode` per graph input / weight / constant
@@ -27,7 +27,6 @@ from collections.abc import Sequence
 from solar.graph.cache import KernelFacts, kernel_facts
 from solar.graph.ranks import assign_ranks
 from solar.graph.types import (
-    Access,
     DataDependent,
     ExternNode,
     Graph,
@@ -42,6 +41,7 @@ from solar.graph.types import (
     NodeRecord,
     OutputNode,
     ScanNode,
+    TensorAccess,
     TensorEdge,
     TensorInfo,
     ViewInfo,
@@ -67,10 +67,10 @@ def _entry(e: Affine | Indirect, rename: dict[str, str]) -> IndexEntry:
 
 def _access(
     program: Program, roles: dict[str, str], tensor: str, index: tuple, rename: dict[str, str]
-) -> Access:
+) -> TensorAccess:
     base = program.base(tensor)
     decl, storage = program.tensors[tensor], program.tensors[base]
-    return Access(
+    return TensorAccess(
         tensor=tensor,
         base=base,
         role=Role(roles[base]),

@@ -43,7 +43,7 @@ IndexEntry = Affine | DataDependent
 
 
 @dataclass(frozen=True)
-class Access:
+class TensorAccess:
     """One tensor access of an op node: an operand it reads or the output it writes."""
 
     tensor: str  # the tensor or view accessed
@@ -97,8 +97,8 @@ class OpNode:
     loops: tuple[str, ...]  # the kernel's sequential loop ranks, outermost first
     reduce: str | None  # the reduction operator
     ops: Mapping[OpClass, int]  # op class -> count over all instances
-    operands: tuple[Access, ...]  # the distinct loads, in order
-    output: Access
+    operands: tuple[TensorAccess, ...]  # the distinct loads, in order
+    output: TensorAccess
     guards: tuple[GuardRange, ...]  # from the statement's guards
     precision: str | None
     kernel: str  # the launched kernel it belongs to
@@ -387,7 +387,7 @@ def plain(x):
             d["einsum"] = x.einsum
         if isinstance(x, KernelInfo):
             d.update(d.pop("io"))
-        if isinstance(x, Access):
+        if isinstance(x, TensorAccess):
             d.update(ranks=list(x.ranks), indirect=x.indirect)
         return d
     if isinstance(x, Mapping):

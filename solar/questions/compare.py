@@ -29,7 +29,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from solar.api import bound_graph, bound_parallel, trace_and_lift
-from solar.backend.parallel.bound import ParallelModel
+from solar.backend.parallel.model import ParallelModel
 from solar.backend.parallel.result import ParallelBound
 from solar.backend.result import Bound
 from solar.fmt import fmt_time

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from solar.api import bound_graph, bound_parallel
 from solar.backend.memory import RESIDENT
-from solar.backend.parallel.bound import NoInterconnectError, ParallelModel
+from solar.backend.parallel.model import NoInterconnectError, ParallelModel
 from solar.backend.result import level_name
 from solar.backend.units import compute_time
 from solar.hw import load_spec

@@ -9,7 +9,7 @@ Cuts are chosen among the kernel boundaries that the least data crosses (between
 stack: the residual stream and what every layer reads), balancing a per-kernel cost (compute
 time plus the time to read the stage's weights, per GPU) by bisection on the bottleneck with
 a greedy fill, which is optimal for contiguous ranges with positive costs. The bound of the
-chosen cuts is exact for them (:mod:`solar.backend.parallel.bound`); other cuts may be faster.
+chosen cuts is exact for them (:mod:`solar.backend.parallel.model`); other cuts may be faster.
 """
 
 from __future__ import annotations

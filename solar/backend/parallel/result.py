@@ -1,5 +1,5 @@
 """The result of a parallel bound, as data: :class:`Plan`, :class:`StageBound` and
-:class:`ParallelBound` (computed by :mod:`solar.backend.parallel.bound`; its views are
+:class:`ParallelBound` (computed by :mod:`solar.backend.parallel.model`; its views are
 :mod:`solar.report.parallel`).
 
 JSON schema ``solar.parallel/1``::

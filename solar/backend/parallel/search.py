@@ -24,7 +24,7 @@ import math
 from collections.abc import Iterator
 
 from solar.backend.parallel.assign import collectives_of
-from solar.backend.parallel.bound import ParallelModel, link_bandwidth
+from solar.backend.parallel.model import ParallelModel, link_bandwidth
 from solar.backend.parallel.pipeline import candidate_cuts, crossings, partition
 from solar.backend.parallel.result import ParallelBound, Plan
 from solar.backend.result import Bound, level_name
