@@ -489,24 +489,40 @@ class CacheAwareBytes:
     rules: dict[str, str]  # node -> the rule giving that extra
 
 
+@dataclass(frozen=True, init=False)
 class CacheAwareModel:
     """The cache-aware traffic of one graph as a function of capacity (build once, evaluate
     at many capacities: the ski slope). Its data are the fused bytes and the chosen items:
     :meth:`to_dict` / :meth:`from_dict` carry it without the graph (a stored
-    :class:`~solar.backend.result.Bound` evaluates it at any capacity)."""
+    :class:`~solar.backend.result.Bound` evaluates it at any capacity). Frozen; equal when the
+    fused bytes and the chosen items are."""
 
-    def __init__(self, g: Graph) -> None:
-        self.fused = fused_bytes(g)
-        self.candidates: list[IOItem] = [*contraction_io(g), *barrier_io(g)]
-        self.items: list[IOItem] = select(self.candidates)
+    fused: float
+    items: tuple[IOItem, ...]
+    candidates: tuple[IOItem, ...] = field(compare=False, repr=False)  # before the choice
+
+    def __init__(
+        self,
+        g: Graph | None = None,
+        *,
+        fused: float | None = None,
+        items: Sequence[IOItem] = (),
+        candidates: Sequence[IOItem] | None = None,
+    ) -> None:
+        """The model of graph ``g``, or of already chosen tensor-disjoint ``items`` over
+        ``fused`` bytes (what a stored bound carries)."""
+        if g is not None:
+            fused = fused_bytes(g)
+            candidates = (*contraction_io(g), *barrier_io(g))
+            items = select(candidates)
+        object.__setattr__(self, "fused", fused)
+        object.__setattr__(self, "items", tuple(items))
+        object.__setattr__(self, "candidates", tuple(items if candidates is None else candidates))
 
     @classmethod
     def of_items(cls, fused: float, items: Sequence[IOItem]) -> CacheAwareModel:
         """The model of already chosen tensor-disjoint ``items`` over ``fused`` bytes."""
-        model = cls.__new__(cls)
-        model.fused, model.items = fused, list(items)
-        model.candidates = list(items)
-        return model
+        return cls(fused=fused, items=items)
 
     def to_dict(self) -> dict:
         return {"fused_bytes": self.fused, "items": [i.to_dict() for i in self.items]}
@@ -514,11 +530,6 @@ class CacheAwareModel:
     @classmethod
     def from_dict(cls, d: dict) -> CacheAwareModel:
         return cls.of_items(d["fused_bytes"], [io_item(i) for i in d["items"]])
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, CacheAwareModel):
-            return NotImplemented
-        return self.fused == other.fused and self.items == other.items
 
     def at(self, capacity: float) -> CacheAwareBytes:
         capacity = float(capacity)

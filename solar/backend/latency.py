@@ -73,9 +73,10 @@ class ChainFloor:
         return dict(self.__dict__)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Latency:
-    """The latency terms of a bound: launch floor, critical path, and the levels they give."""
+    """The latency terms of a bound: launch floor, critical path, and the levels they give.
+    Frozen: the sequences are tuples (lists given are frozen)."""
 
     launch_floor_s: float
     sync_floor_s: float
@@ -84,13 +85,17 @@ class Latency:
     critical_steps: int  # edges on that path
     critical_sum_s: float  # Σ of the step floors along it (before the overlap halving)
     critical_max_s: float  # the largest step floor along it
-    chains: list[ChainFloor] = field(default_factory=list)
-    kernel_s: list[float] = field(default_factory=list)  # per kernel: max(λ, its chains' cp)
+    chains: tuple[ChainFloor, ...] = ()
+    kernel_s: tuple[float, ...] = ()  # per kernel: max(λ, its chains' cp)
     throughput: dict[str, float] = field(default_factory=dict)  # level -> without latency
     bounds: dict[str, float] = field(default_factory=dict)  # level -> the latency bound
     # level -> the final bound: max(throughput, latency); the unfused level adds per kernel,
     # Σ max(roofline_i, latency_i), and is at least the critical path
     final: dict[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "chains", tuple(self.chains))
+        object.__setattr__(self, "kernel_s", tuple(self.kernel_s))
 
     def binds(self, level: str) -> bool:
         """Whether latency raised the bound at ``level`` above the throughput bound."""
