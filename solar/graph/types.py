@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 import networkx as nx
@@ -336,10 +336,6 @@ class Graph:
         """The distinct nodes with an edge into ``n``, in edge order."""
         return list(dict.fromkeys(e.src for e in self._into[n]))  # type: ignore[attr-defined]
 
-    def successors(self, n: str) -> list[str]:
-        """The distinct nodes ``n`` has an edge to, in edge order."""
-        return list(dict.fromkeys(e.dst for e in self._out[n]))  # type: ignore[attr-defined]
-
     def operands(self, n: str) -> list[TensorEdge]:
         """The distinct tensors an op node reads, in edge order."""
         seen: dict[str, TensorEdge] = {}
@@ -355,10 +351,6 @@ class Graph:
     def with_info(self, info: GraphInfo) -> Graph:
         """A new graph with ``info`` as its graph record."""
         return Graph(info, self.records, self.links)
-
-    def with_notes(self, notes: Sequence[str]) -> Graph:
-        """A new graph whose record carries ``notes`` as the trace's assumptions."""
-        return self.with_info(dataclasses.replace(self.info, trace_notes=tuple(notes)))
 
     def to_networkx(self) -> nx.MultiDiGraph:
         """The graph as a networkx ``MultiDiGraph`` (an export: graph algorithms, drawing),
