@@ -300,15 +300,15 @@ def lift_problem(problem, *, precision: str | None = None):
     )
 
 
-def bound_graph(program: Program | None, g, spec) -> Bound:
-    """Bounds of an already lifted graph on one spec (a HardwareSpec, name or path).
-    ``program`` (the IR ``g`` was lifted from, or None) is not kept: a Bound is data."""
+def bound_graph(g, spec) -> Bound:
+    """Bounds of an already lifted graph on one spec (a HardwareSpec, name or path); the
+    graph holds every fact the bounds read (a Bound is data: it keeps neither graph nor IR)."""
     return analyze(g, load_spec(spec), notes=list(graph_info(g).trace_notes) or None)
 
 
 def bound_program(program: Program, hw="H100") -> Bound:
     """Bounds of an already-built IR program (any frontend)."""
-    return bound_graph(program, lift(program), hw)
+    return bound_graph(lift(program), hw)
 
 
 #: the keywords of :func:`plan` that :func:`bound` names it for
@@ -378,7 +378,7 @@ def bound(
             framework=framework,
             **_sizes(observe, routing),
         )
-        return bound_graph(program, g, spec)
+        return bound_graph(g, spec)
 
 
 def _bound_symbolic(model, inputs, hw, marks, kwargs, precision, name, framework, observe, routing):
@@ -494,7 +494,7 @@ def bound_parallel(
     model = model or ParallelModel(g)
     batch_gid = model.index.batch_group(*_batch_axis(batch))
     split_gids = None if split is None else tuple(_split_group(model, s) for s in split)
-    single = single or bound_graph(program, g, spec)
+    single = single or bound_graph(g, spec)
     best = best_plan(
         model,
         spec,

@@ -104,7 +104,7 @@ def run_stage(workload: str, stage: str) -> dict:
 
     def numeric(n: int):
         program, g = trace_and_lift(*build(n))
-        return bound_graph(program, g, spec)
+        return bound_graph(g, spec)
 
     if stage == "numeric":
         t0 = time.perf_counter()

@@ -94,7 +94,7 @@ def run(args) -> int:
         if multi:
             b = bound_parallel(program, g, spec, args.gpus, **plan_kwargs(args))
         else:
-            b = bound_graph(program, g, spec)
+            b = bound_graph(g, spec)
     emit(b.to_json() if args.json else str(b), args.out)
     return 0
 

@@ -40,7 +40,7 @@ def save_all(
     out.mkdir(parents=True, exist_ok=True)
     program, g = lifted(file, precision)
     spec = load_spec(hw)
-    b = bound_graph(program, g, spec)
+    b = bound_graph(g, spec)
     written = []
     for kind in kinds:
         if kind in ("roofline", "capacity", "kernels"):

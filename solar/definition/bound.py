@@ -197,7 +197,7 @@ def bound_workload(defn: Definition, wl: Workload, spec, module=None, inputs=Non
     try:
         inputs, program, g = lift_workload(defn, wl, module, inputs)
         with gc_paused():
-            b = bound_graph(program, g, spec)
+            b = bound_graph(g, spec)
     except Exception as e:  # one workload's failure is a row, not the end of the batch
         return failed_row(wl, e, t0)
     return WorkloadBound.of(wl.uuid, inputs.axes, b, time.perf_counter() - t0)

@@ -176,7 +176,7 @@ def bound_hub(
             model_id, batch, seq, phase=phase, context=context, dtype=dtype, cache=cache,
             precision=precision,
         )  # fmt: skip
-        return bound_graph(program, g, spec)
+        return bound_graph(g, spec)
 
 
 def plan_hub(

@@ -82,7 +82,7 @@ def bound_problem(path: str | Path, hw="H100", *, precision: str | None = None):
     spec = load_spec(hw)
     with gc_paused():
         program, g = lift_problem(load_problem(path), precision=precision)
-        return bound_graph(program, g, spec)
+        return bound_graph(g, spec)
 
 
 def analyse_file(
