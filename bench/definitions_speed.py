@@ -10,7 +10,7 @@ imports ``torch.distributed``). After it the import-time objects are frozen (``g
 as ``solar bound`` on definitions does, so that a full collection of Python's cyclic garbage
 collector during a workload walks the analysis's objects only, not the ~300,000 objects of
 the imported frameworks (0.2-0.6 s per full collection on the project's machine); and each
-definition's workloads run with full collections deferred, as ``bound_definition`` runs them
+definition's workloads run with full collections deferred, as ``solar bound`` runs them
 (:mod:`solar.collector`). ``--no-freeze`` leaves the imports to the collector, as
 a library call does.
 
@@ -34,10 +34,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from solar.bench.__main__ import machine  # noqa: E402
+from solar.cli.targets.definitions import freeze_imports  # noqa: E402
 from solar.collector import full_collections_deferred  # noqa: E402
 from solar.definition import discover_definitions, load_definition  # noqa: E402
 from solar.definition.bound import bound_workload  # noqa: E402
-from solar.definition.commandline import freeze_imports  # noqa: E402
 from solar.definition.inputs import reference_module  # noqa: E402
 from solar.definition.schema import default_workloads_path, load_workloads  # noqa: E402
 from solar.hw import load_spec  # noqa: E402
@@ -45,7 +45,7 @@ from solar.hw import load_spec  # noqa: E402
 
 def start_up(freeze: bool) -> float:
     """Seconds of the one-time imports every process pays before its first trace, frozen
-    after as ``solar bound`` does (:func:`~solar.definition.commandline.freeze_imports`),
+    after as ``solar bound`` does (:func:`~solar.cli.targets.definitions.freeze_imports`),
     unless not ``freeze``."""
     t0 = time.perf_counter()
     freeze_imports()
@@ -61,7 +61,7 @@ def bound_one(path: Path, hws: list[str]) -> list[dict]:
     module = reference_module(defn)
     wls = load_workloads(default_workloads_path(path), defn)
     rows = []
-    with full_collections_deferred():  # as bound_definition runs a definition's workloads
+    with full_collections_deferred():  # as solar bound runs a definition's workloads
         for hw in hws:
             rows.append(_bound_on(defn, module, wls, hw))
     return rows

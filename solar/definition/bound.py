@@ -11,8 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
-from solar.api import bound_graph, gc_paused, trace_and_lift
-from solar.collector import full_collections_deferred
+from solar.api import bound_graph, trace_and_lift
 from solar.definition.inputs import WorkloadInputs, make_inputs, reference_module
 from solar.definition.schema import (
     Definition,
@@ -185,9 +184,8 @@ def lift_workload(defn: Definition, wl: Workload, module=None, inputs=None):
     module = module or reference_module(defn)
     inputs = inputs or make_inputs(defn, wl, module=module)
     fn, tensors = traced_reference(defn, inputs, module)
-    with gc_paused():
-        program, g = trace_and_lift(fn, tensors, name=defn.name, notes=NOTES)
-        charge_gathered_rows(g, fn, inputs)
+    program, g = trace_and_lift(fn, tensors, name=defn.name, notes=NOTES)
+    charge_gathered_rows(g, fn, inputs)
     return inputs, program, g
 
 
@@ -196,8 +194,7 @@ def bound_workload(defn: Definition, wl: Workload, spec, module=None, inputs=Non
     t0 = time.perf_counter()
     try:
         inputs, program, g = lift_workload(defn, wl, module, inputs)
-        with gc_paused():
-            b = bound_graph(g, spec)
+        b = bound_graph(g, spec)
     except Exception as e:  # one workload's failure is a row, not the end of the batch
         return failed_row(wl, e, t0)
     return WorkloadBound.of(wl.uuid, inputs.axes, b, time.perf_counter() - t0)
@@ -233,8 +230,7 @@ def workload_task(task: WorkloadTask) -> tuple[WorkloadBound, list[str]]:
         spec = load_spec(task.hw)
     except Exception as e:  # a definition or GPU that no longer loads: this workload's row
         return _task_failed(task, f"{type(e).__name__}: {str(e).strip().splitlines()[0]}")
-    with full_collections_deferred():  # a worker's task: collected between tasks
-        row = bound_workload(defn, task.workload, spec)
+    row = bound_workload(defn, task.workload, spec)
     assumptions = list(row.bound.assumptions) if row.bound is not None else list(NOTES)
     row.bound = None
     return row, assumptions
@@ -295,11 +291,9 @@ def bound_definition(
     :mod:`solar.definition.symbolic`); with ``jobs``/``ray``/``timeout`` the definition is one
     task (its workloads share the formulas; ``timeout`` is the whole definition's limit).
 
-    Python's garbage collector starts no full collection while the call runs (each would
-    walk every object of the process: :mod:`solar.collector`); its thresholds are
-    put back before it returns."""
-    with full_collections_deferred():
-        return _bound_definition(definition, workloads, hw, sample, jobs, ray, timeout, symbolic)
+    Python's garbage collector is left as the caller has it (``solar bound`` defers full
+    collections around its batch: :mod:`solar.collector`)."""
+    return _bound_definition(definition, workloads, hw, sample, jobs, ray, timeout, symbolic)
 
 
 def _bound_definition(
@@ -365,10 +359,8 @@ def bound_definitions(
     tasks on worker processes or a Ray cluster (default: one after another here).
     ``symbolic=True``: each definition's workloads from one formula where it holds (with
     ``jobs``/``ray``/``timeout``: one task per definition, its workloads sharing the
-    formulas). The garbage collector as in :func:`bound_definition`: no full collection
-    during the batch, the thresholds put back before it returns."""
-    with full_collections_deferred():
-        return _bound_definitions(paths, hw, sample, jobs, ray, timeout, symbolic)
+    formulas). The garbage collector as in :func:`bound_definition`: the caller's."""
+    return _bound_definitions(paths, hw, sample, jobs, ray, timeout, symbolic)
 
 
 def _bound_definitions(paths, hw, sample, jobs, ray, timeout, symbolic) -> list[DefinitionBound]:

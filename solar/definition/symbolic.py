@@ -27,7 +27,6 @@ from math import prod
 
 from solar.algebra.region import Region
 from solar.algebra.size import Size, recording, symbol
-from solar.collector import full_collections_deferred
 from solar.definition.axes import evaluate
 from solar.definition.inputs import WorkloadInputs, make_inputs
 from solar.definition.schema import Definition, Workload
@@ -116,7 +115,6 @@ def trace_formula(defn: Definition, cand: Candidate, spec, module) -> SymbolicBo
     """Trace the reference once at ``cand``'s axes with the axes as symbols."""
     import torch
 
-    from solar.api import gc_paused
     from solar.definition.bound import NOTES, traced_reference
     from solar.frontend.torch.symbolic import SymbolicShapes
     from solar.frontend.torch.trace import trace_torch
@@ -125,7 +123,7 @@ def trace_formula(defn: Definition, cand: Candidate, spec, module) -> SymbolicBo
 
     fn, tensors = traced_reference(defn, cand.inputs, module)
     names = [n for n in defn.inputs if isinstance(cand.inputs.values[n], torch.Tensor)]
-    with gc_paused(), recording() as rec:
+    with recording() as rec:
         axes = symbolic_axes(defn, cand.inputs.axes)
         dims = {}
         for i, name in enumerate(names):
@@ -169,8 +167,7 @@ def definition_task(task: DefinitionTask) -> tuple[list, list[str]]:
         module = reference_module(defn)
     except Exception as e:  # a definition or GPU that no longer loads: every workload's row
         return _definition_failed(task, f"{type(e).__name__}: {_first_line(e)}")
-    with full_collections_deferred():  # a worker's task: collected between tasks
-        rows = bound_with_formulas(defn, list(task.workloads), spec, module)
+    rows = bound_with_formulas(defn, list(task.workloads), spec, module)
     first = next((r.bound for r in rows if r.bound is not None), None)
     assumptions = list(first.assumptions) if first is not None else list(NOTES)
     for r in rows:

@@ -39,6 +39,8 @@ from collections.abc import Callable, Sequence
 from multiprocessing.connection import wait as mp_wait
 from pathlib import Path
 
+from solar.collector import full_collections_deferred, gc_paused
+
 EXECUTORS = ("serial", "process", "ray")
 
 
@@ -197,7 +199,9 @@ _PRELOAD = ["torch", "solar.api", "solar.frontend.torch", "solar.questions.batch
 
 def _serve(conn, fn: Callable) -> None:
     """A worker process: warm up, then for each ``(i, item)`` received say ``("start", i)``
-    and send ``("done", i, ok, fn(*item) or the exception)``; stop on ``None`` or EOF."""
+    and send ``("done", i, ok, fn(*item) or the exception)``; stop on ``None`` or EOF. The
+    process is the batch's, so it tunes its collector (:mod:`solar.collector`): no full
+    collection during a task (one may start between tasks), paused with ``SOLAR_PAUSE_GC=1``."""
     _warm()
     while True:
         try:
@@ -209,7 +213,9 @@ def _serve(conn, fn: Callable) -> None:
         i, item = task
         conn.send(("start", i))
         try:
-            conn.send(("done", i, True, fn(*item)))
+            with full_collections_deferred(), gc_paused():
+                result = fn(*item)
+            conn.send(("done", i, True, result))
         except Exception as e:  # fn broke its contract: the driver re-raises it
             conn.send(("done", i, False, e))
 
