@@ -37,9 +37,9 @@ from solar.bench.__main__ import machine  # noqa: E402
 from solar.cli.targets.definitions import freeze_imports  # noqa: E402
 from solar.collector import full_collections_deferred  # noqa: E402
 from solar.definition import discover_definitions, load_definition  # noqa: E402
-from solar.definition.bound import bound_workload  # noqa: E402
 from solar.definition.inputs import reference_module  # noqa: E402
 from solar.definition.schema import default_workloads_path, load_workloads  # noqa: E402
+from solar.definition.workload import bound_workload  # noqa: E402
 from solar.hw import load_spec  # noqa: E402
 
 
@@ -115,8 +115,8 @@ def stages(path: str, uuid: str, hw: str, repeat: int = 3, cold: bool = False) -
     from torch.fx.experimental.proxy_tensor import make_fx
 
     from solar.api import bound_graph, lift, trace
-    from solar.definition.bound import charge_gathered_rows, traced_reference
     from solar.definition.inputs import make_inputs
+    from solar.definition.workload import charge_gathered_rows, traced_reference
 
     defn = load_definition(path)
     module = reference_module(defn)

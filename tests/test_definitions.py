@@ -14,8 +14,8 @@ import torch
 from console import run_solar
 
 from solar.definition import DefinitionError, bound_definition, load_definition
-from solar.definition.bound import lift_workload
 from solar.definition.schema import load_workloads
+from solar.definition.workload import lift_workload
 from solar.graph.types import graph_info
 from solar.hw import load_spec
 
