@@ -187,7 +187,7 @@ def markdown(meta: dict, rows: list[dict], hws: list[str]) -> str:
         "frontend and PyTorch's FakeTensorMode (its first instance imports torch._dynamo, "
         "which imports torch.distributed), once per process before the first trace. The "
         f"objects those imports made are {freeze}. Each definition's workloads run with the "
-        "collector's full collections deferred, as `bound_definition` runs them "
+        "collector's full collections deferred, as `solar bound` runs them "
         "(`solar/collector.py`).",
         "",
         "A workload's time is its trace (PyTorch's make_fx on fake tensors, with the index "
