@@ -10,7 +10,7 @@ imports ``torch.distributed``). After it the import-time objects are frozen (``g
 as ``solar bound`` on definitions does, so that a full collection of Python's cyclic garbage
 collector during a workload walks the analysis's objects only, not the ~300,000 objects of
 the imported frameworks (0.2-0.6 s per full collection on the project's machine); and each
-definition's workloads run with full collections deferred, as ``bound_definition`` runs them
+definition's workloads run with full collections deferred, as ``solar bound`` runs them
 (:mod:`solar.collector`). ``--no-freeze`` leaves the imports to the collector, as
 a library call does.
 
@@ -34,18 +34,18 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from solar.bench.__main__ import machine  # noqa: E402
+from solar.cli.targets.definitions import freeze_imports  # noqa: E402
 from solar.collector import full_collections_deferred  # noqa: E402
 from solar.definition import discover_definitions, load_definition  # noqa: E402
-from solar.definition.bound import bound_workload  # noqa: E402
-from solar.definition.commandline import freeze_imports  # noqa: E402
 from solar.definition.inputs import reference_module  # noqa: E402
 from solar.definition.schema import default_workloads_path, load_workloads  # noqa: E402
+from solar.definition.workload import bound_workload  # noqa: E402
 from solar.hw import load_spec  # noqa: E402
 
 
 def start_up(freeze: bool) -> float:
     """Seconds of the one-time imports every process pays before its first trace, frozen
-    after as ``solar bound`` does (:func:`~solar.definition.commandline.freeze_imports`),
+    after as ``solar bound`` does (:func:`~solar.cli.targets.definitions.freeze_imports`),
     unless not ``freeze``."""
     t0 = time.perf_counter()
     freeze_imports()
@@ -61,7 +61,7 @@ def bound_one(path: Path, hws: list[str]) -> list[dict]:
     module = reference_module(defn)
     wls = load_workloads(default_workloads_path(path), defn)
     rows = []
-    with full_collections_deferred():  # as bound_definition runs a definition's workloads
+    with full_collections_deferred():  # as solar bound runs a definition's workloads
         for hw in hws:
             rows.append(_bound_on(defn, module, wls, hw))
     return rows
@@ -115,8 +115,8 @@ def stages(path: str, uuid: str, hw: str, repeat: int = 3, cold: bool = False) -
     from torch.fx.experimental.proxy_tensor import make_fx
 
     from solar.api import bound_graph, lift, trace
-    from solar.definition.bound import charge_gathered_rows, traced_reference
     from solar.definition.inputs import make_inputs
+    from solar.definition.workload import charge_gathered_rows, traced_reference
 
     defn = load_definition(path)
     module = reference_module(defn)
@@ -135,7 +135,7 @@ def stages(path: str, uuid: str, hw: str, repeat: int = 3, cold: bool = False) -
         g = lift(traced.program, verified=True)
         charge_gathered_rows(g, fn, inputs)
         clock.append(time.process_time())
-        bound_graph(traced.program, g, spec)
+        bound_graph(g, spec)
         if cold:
             clear_caches()
         clock.append(time.process_time())
@@ -187,7 +187,7 @@ def markdown(meta: dict, rows: list[dict], hws: list[str]) -> str:
         "frontend and PyTorch's FakeTensorMode (its first instance imports torch._dynamo, "
         "which imports torch.distributed), once per process before the first trace. The "
         f"objects those imports made are {freeze}. Each definition's workloads run with the "
-        "collector's full collections deferred, as `bound_definition` runs them "
+        "collector's full collections deferred, as `solar bound` runs them "
         "(`solar/collector.py`).",
         "",
         "A workload's time is its trace (PyTorch's make_fx on fake tensors, with the index "

@@ -52,9 +52,9 @@ def input_bytes(inputs) -> int:
 
 
 def check_definition(path: Path, spec, device: str, n_workloads: int, small: bool) -> list[dict]:
-    from solar.definition.bound import bound_workload, traced_reference
     from solar.definition.inputs import make_inputs, reference_module
     from solar.definition.schema import default_workloads_path, load_definition, load_workloads
+    from solar.definition.workload import bound_workload, traced_reference
     from solar.gpu.measure import time_fn
     from solar.gpu.validate import validate
 

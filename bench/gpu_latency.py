@@ -87,7 +87,7 @@ def bounds_with(path, spec) -> dict:
     from solar.cli.common import lifted
 
     program, g = lifted(str(path), None)
-    b = bound_graph(program, g, spec)
+    b = bound_graph(g, spec)
     return {
         "bounds": {lv: b.time(lv) for lv in LEVELS},
         "bound_by": {lv: b.bound_by(lv) for lv in LEVELS},

@@ -189,7 +189,7 @@ def analyse(name: str, size: str, dtype, spec) -> dict:
 
     model, x = build(name, size, dtype, "meta")
     program, g = solar.trace_and_lift(model, [x], name=name)
-    one = solar.api.bound_graph(program, g, spec)
+    one = solar.api.bound_graph(g, spec)
     pb = bound_parallel(program, g, spec, WORLD, tp=WORLD, split=SPLIT[name], single=one)
     found = bound_parallel(program, g, spec, WORLD, tp=WORLD, single=one)
     return {

@@ -11,8 +11,6 @@ modules, the views and the CLI.
 
 from __future__ import annotations
 
-import gc
-import os
 import sys
 import threading
 from collections.abc import Iterator, Sequence
@@ -197,7 +195,7 @@ def trace(
     (lifting, the bounds) runs in parallel in several threads."""
     _check_inputs(model, inputs, kwargs, framework)
     fw = framework_of(model, inputs, kwargs, framework)
-    with gc_paused(), _TRACE_LOCK, _fake_tensor_log_quiet():
+    with _TRACE_LOCK, _fake_tensor_log_quiet():
         try:
             return _trace(model, inputs, fw, kwargs=kwargs, precision=precision, name=name, **sizes)
         except Exception as e:
@@ -266,18 +264,17 @@ def trace_and_lift(
     train mode, ...) and ``notes`` (how the program was built) travel with the graph (its
     :class:`~solar.graph.types.GraphInfo`'s ``trace_notes``) into every bound
     :func:`bound_graph` makes of it."""
-    with gc_paused():
-        traced = trace(
-            model,
-            inputs,
-            kwargs=kwargs,
-            precision=precision,
-            name=name,
-            framework=framework,
-            **sizes,
-        )
-        notes = (*notes, *(getattr(traced, "assumptions", None) or []))
-        g = lift(traced.program, verified=True, notes=notes)  # the frontend verified it
+    traced = trace(
+        model,
+        inputs,
+        kwargs=kwargs,
+        precision=precision,
+        name=name,
+        framework=framework,
+        **sizes,
+    )
+    notes = (*notes, *(getattr(traced, "assumptions", None) or []))
+    g = lift(traced.program, verified=True, notes=notes)  # the frontend verified it
     return traced.program, g
 
 
@@ -297,15 +294,15 @@ def lift_problem(problem, *, precision: str | None = None):
     )
 
 
-def bound_graph(program: Program | None, g, spec) -> Bound:
-    """Bounds of an already lifted graph on one spec (a HardwareSpec, name or path).
-    ``program`` (the IR ``g`` was lifted from, or None) is not kept: a Bound is data."""
+def bound_graph(g, spec) -> Bound:
+    """Bounds of an already lifted graph on one spec (a HardwareSpec, name or path); the
+    graph holds every fact the bounds read (a Bound is data: it keeps neither graph nor IR)."""
     return analyze(g, load_spec(spec), notes=list(g.info.trace_notes) or None)
 
 
 def bound_program(program: Program, hw="H100") -> Bound:
     """Bounds of an already-built IR program (any frontend)."""
-    return bound_graph(program, lift(program), hw)
+    return bound_graph(lift(program), hw)
 
 
 #: the keywords of :func:`plan` that :func:`bound` names it for
@@ -365,17 +362,16 @@ def bound(
             model, inputs, hw, symbolic, kwargs, precision, name, framework, observe, routing
         )
     spec = load_spec(hw)
-    with gc_paused():
-        program, g = trace_and_lift(
-            model,
-            inputs,
-            kwargs=kwargs,
-            precision=precision,
-            name=name,
-            framework=framework,
-            **_sizes(observe, routing),
-        )
-        return bound_graph(program, g, spec)
+    _, g = trace_and_lift(
+        model,
+        inputs,
+        kwargs=kwargs,
+        precision=precision,
+        name=name,
+        framework=framework,
+        **_sizes(observe, routing),
+    )
+    return bound_graph(g, spec)
 
 
 def _bound_symbolic(model, inputs, hw, marks, kwargs, precision, name, framework, observe, routing):
@@ -387,16 +383,14 @@ def _bound_symbolic(model, inputs, hw, marks, kwargs, precision, name, framework
 
         if kwargs:
             raise ValueError("symbolic= of a JAX function takes positional inputs only (kwargs=)")
-        with gc_paused():
-            return bound_symbolic_jax(
-                model, inputs, hw, marks, precision=precision, name=name, numeric=bound
-            )
+        return bound_symbolic_jax(
+            model, inputs, hw, marks, precision=precision, name=name, numeric=bound
+        )
     from solar.symbolic.trace import bound_symbolic
 
-    with gc_paused():
-        return bound_symbolic(
-            model, inputs, hw, marks, kwargs=kwargs, precision=precision, name=name, numeric=bound
-        )
+    return bound_symbolic(
+        model, inputs, hw, marks, kwargs=kwargs, precision=precision, name=name, numeric=bound
+    )
 
 
 def _reject_plan_keywords(fn: str, keywords: dict) -> None:
@@ -437,29 +431,28 @@ def plan(
     keywords as in :func:`bound`); ``level``, ``tp``, ``pp``, ``dp``, ``micro_batches``,
     ``batch`` and ``split`` pin or steer it (:func:`bound_parallel`)."""
     spec = load_spec(hw)
-    with gc_paused():
-        program, g = trace_and_lift(
-            model,
-            inputs,
-            kwargs=kwargs,
-            precision=precision,
-            name=name,
-            framework=framework,
-            **_sizes(observe, routing),
-        )
-        return bound_parallel(
-            program,
-            g,
-            spec,
-            gpus,
-            level=level,
-            tp=tp,
-            pp=pp,
-            dp=dp,
-            micro_batches=micro_batches,
-            batch=batch,
-            split=split,
-        )
+    program, g = trace_and_lift(
+        model,
+        inputs,
+        kwargs=kwargs,
+        precision=precision,
+        name=name,
+        framework=framework,
+        **_sizes(observe, routing),
+    )
+    return bound_parallel(
+        program,
+        g,
+        spec,
+        gpus,
+        level=level,
+        tp=tp,
+        pp=pp,
+        dp=dp,
+        micro_batches=micro_batches,
+        batch=batch,
+        split=split,
+    )
 
 
 def bound_parallel(
@@ -491,7 +484,7 @@ def bound_parallel(
     model = model or ParallelModel(g)
     batch_gid = model.index.batch_group(*_batch_axis(batch))
     split_gids = None if split is None else tuple(_split_group(model, s) for s in split)
-    single = single or bound_graph(program, g, spec)
+    single = single or bound_graph(g, spec)
     best = best_plan(
         model,
         spec,
@@ -570,41 +563,3 @@ def bound_training(
         name=name or f"{type(model).__name__} step",
         framework="torch",
     )
-
-
-PAUSE_GC = "SOLAR_PAUSE_GC"  # environment variable: "1" pauses the collector per analysis
-
-
-def pause_gc_wanted(default: bool = False) -> bool:
-    """Whether an analysis pauses the garbage collector: ``SOLAR_PAUSE_GC`` (``1`` or ``0``)
-    when set, else ``default``."""
-    value = os.environ.get(PAUSE_GC, "").strip()
-    return default if value == "" else value not in ("0", "false", "no")
-
-
-@contextmanager
-def gc_paused(default: bool = False) -> Iterator[None]:
-    """Pause Python's cyclic garbage collector for one analysis, only where asked
-    (:func:`pause_gc_wanted`): with ``SOLAR_PAUSE_GC=1`` in the environment, or ``default=True``
-    (``solar bound FILE``, whose process is its own). The collector is process-wide (a pause
-    stops every thread's collections), so a library call leaves it alone by default.
-
-    What the pause saves: an analysis keeps hundreds of thousands of objects alive at once
-    (fx nodes and fake tensors, the IR, the einsum graph), CPython starts a full collection
-    whenever those promoted to its oldest generation exceed a quarter of it, and each full
-    collection walks every object of the process (0.15-0.4 s with a framework imported). The
-    library keeps its own share small (equal Affines, index tuples and Dims are one object
-    each; the structure cache's keys and facts are strings and tuples of numbers, which the
-    collector does not track). Full collections during ``solar.bound`` in a fresh process
-    (``python -m solar.bench`` models, after building the model; the bare make_fx trace's in
-    brackets): GPT-2 small 0 (0), LLaMA-7B 1 (1), LLaMA-70B 3 (1), a LLaMA-7B training step
-    4 (2). Paused → on, on the project's 2-core machine: GPT-2 small 0.42 → 0.42 s, LLaMA-7B
-    1.66 → 1.80 s. The objects are collected once the analysis is done."""
-    if not pause_gc_wanted(default) or not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()

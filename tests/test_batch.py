@@ -154,11 +154,9 @@ def test_cli_ray_without_ray_says_how_to_install(capsys, corpus, monkeypatch):
 
 
 def _graph_dump(g) -> tuple:
-    nodes = sorted((n, repr(sorted(d.items()))) for n, d in g.nodes(data=True))
-    edges = sorted(
-        (u, v, k, repr(sorted(d.items()))) for u, v, k, d in g.edges(keys=True, data=True)
-    )
-    return nodes, edges, repr(sorted(g.graph.items()))
+    nodes = sorted((d.id, repr(d)) for d in g.nodes())
+    edges = sorted((u, v, k, repr(e)) for u, v, k, e in g.edges())
+    return nodes, edges, repr(g.info)
 
 
 class Block(torch.nn.Module):

@@ -234,9 +234,9 @@ def test_nvfp4_definition_declares_fp4_and_executes_exactly():
     """The NVFP4 GEMM definition takes ``float4_e2m1fn_x2`` operands and unpacks them as its
     reference is written (``.view(torch.uint8)``, ``& 0x0F``, ``>> 4``, a lookup table); its IR
     reproduces the reference exactly on the first workload."""
-    from solar.definition.bound import traced_reference
     from solar.definition.inputs import make_inputs, reference_module
     from solar.definition.schema import default_workloads_path, load_definition, load_workloads
+    from solar.definition.workload import traced_reference
     from solar.gpu.validate import validate
 
     path = ROOT / "examples/definitions/gemm_nvfp4_block_scaled_n4096_k4096.json"

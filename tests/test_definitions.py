@@ -14,8 +14,8 @@ import torch
 from console import run_solar
 
 from solar.definition import DefinitionError, bound_definition, load_definition
-from solar.definition.bound import lift_workload
 from solar.definition.schema import load_workloads
+from solar.definition.workload import lift_workload
 from solar.hw import load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -322,7 +322,7 @@ def test_solar_bound_on_definitions_freezes_the_imports():
     import gc
     import sys
 
-    from solar.definition.commandline import freeze_imports
+    from solar.cli.targets.definitions import freeze_imports
 
     try:
         freeze_imports()
@@ -332,18 +332,38 @@ def test_solar_bound_on_definitions_freezes_the_imports():
         gc.unfreeze()
 
 
-def test_a_library_batch_starts_no_full_collection_and_puts_the_collector_back():
-    """``bound_definition`` defers full collections (each would walk every object of the
-    process) and leaves the caller's collector as it was: thresholds, enabled, frozen."""
+def test_a_library_batch_leaves_the_collector_as_it_is():
+    """``bound_definition`` changes nothing of the caller's collector, during the call or
+    after: thresholds, enabled, frozen objects (the collector is the process's)."""
     import gc
 
-    from gc_probe import EAGER, full_collections
+    from gc_probe import EAGER, collections
 
-    with full_collections() as full:
+    with collections() as seen:
         frozen = gc.get_freeze_count()
         db = bound_definition(CORPUS / "gqa_paged_decode_h32_kv8_d128_ps16.json", sample=2)
-        assert db.ok and full == []
+        assert db.ok and seen.thresholds == {EAGER}
         assert gc.get_threshold() == EAGER and gc.isenabled()
         assert gc.get_freeze_count() == frozen
-        bound_definition(CORPUS / "rmsnorm_h4096.json", sample=1)  # a batch of 1 no different
-        assert full == []
+
+
+def test_solar_bound_on_definitions_defers_full_collections(capsys):
+    """The command's process is its own: no full collection starts during its batch (the
+    oldest generation's threshold raised), and the thresholds are put back after."""
+    import gc
+
+    from gc_probe import EAGER, collections
+
+    import solar.cli
+    from solar.collector import DEFERRED
+
+    try:
+        with collections() as seen:
+            path = str(CORPUS / "rmsnorm_h4096.json")
+            assert solar.cli.main(["bound", path, "--sample", "2", "--jobs", "1"]) == 0
+            deferred = (*EAGER[:2], DEFERRED)
+            assert deferred in seen.thresholds and seen.full_under(deferred) == 0
+            assert gc.get_threshold() == EAGER and gc.isenabled()
+    finally:
+        gc.unfreeze()
+    assert "rmsnorm_h4096" in capsys.readouterr().out

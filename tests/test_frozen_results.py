@@ -106,7 +106,7 @@ def test_bound_keeps_no_graph_ir_or_spec(bound_and_loaded):
 
 def test_the_graph_is_freed_once_the_bound_is_made():
     program, g = solar.trace_and_lift(*_attention())
-    b = solar.api.bound_graph(program, g, "H100")
+    b = solar.api.bound_graph(g, "H100")
     ref = weakref.ref(g)
     del g, program
     gc.collect()
@@ -118,7 +118,7 @@ def test_cache_model_round_trip_gives_the_curve_at_any_capacity():
     """The stored items of causal attention give the same DRAM bytes as the graph's model, at
     capacities the analysis never evaluated."""
     program, g = solar.trace_and_lift(*_attention())
-    b = solar.api.bound_graph(program, g, "H100")
+    b = solar.api.bound_graph(g, "H100")
     model = CacheAwareModel(g)
     loaded = Bound.from_json(b.to_json()).cache_model
     assert loaded == model and loaded.items  # QKᵀ and PV of the attention
@@ -131,7 +131,7 @@ def test_cache_model_round_trip_gives_the_curve_at_any_capacity():
 def test_provision_on_a_loaded_bound_equals_the_original():
     model, inputs = _attention()
     program, g = solar.trace_and_lift(model, inputs)
-    b = solar.api.bound_graph(program, g, "H100")
+    b = solar.api.bound_graph(g, "H100")
     loaded = Bound.from_json(b.to_json())
     for level in ("cache_aware", "fused", "unfused"):
         mine = provision_bound(b, target_s=1e-4, level=level)

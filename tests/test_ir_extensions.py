@@ -130,6 +130,23 @@ def test_rnn_costs_are_steps_times_per_step(rolling):
         assert not io.reads["h"].exact if "h" in io.reads else True
 
 
+def test_loop_tags_are_remembered_by_structure():
+    """Every statement of a looped kernel asks for the kernel's loop tags; they are computed
+    once per structure (statements, loops, the declarations they touch, the limits), whichever
+    program or kernel object asks, and the memo holds those values, not kernels."""
+    from solar.ir import cost
+
+    cost._tags_of.cache_clear()
+    first, same = rnn_program(4, 2, 8, rolling=True), rnn_program(4, 2, 8, rolling=True)
+    ops = [statement_ops(first, st) for st in first.kernels[0].statements]  # 4 statements
+    assert cost._tags_of.cache_info()[:2] == (3, 1)  # (hits, misses)
+    assert [statement_ops(same, st) for st in same.kernels[0].statements] == ops
+    assert cost._tags_of.cache_info()[:2] == (7, 1)  # another program of the same structure
+    wider = rnn_program(4, 2, 16, rolling=True)
+    statement_ops(wider, wider.kernels[0].statements[0])
+    assert cost._tags_of.cache_info()[:2] == (7, 2)  # another structure: its own entry
+
+
 def test_loop_invariant_statements_are_counted_once():
     T, N = 10, 64
     b = ProgramBuilder("inv")

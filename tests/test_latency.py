@@ -126,7 +126,7 @@ def test_gru_stack_of_the_issue():
     stays the tensor-core time (23.2 Gflop at 535 Tflop/s = 43.3 µs)."""
     p = load_problem(ROOT / "examples" / "model_gru_stack.py")
     program, g = trace_and_lift(p.model, p.inputs, name="gru")
-    b = bound_graph(program, g, H100)
+    b = bound_graph(g, H100)
     lane = {"tc_tf32": 3 * 256 * 256 * 2, "cuda_fp32": 11 * 256, "sfu": 3 * 256}
     chains = b.latency.chains
     assert [c.state for c in chains] == [f"gru_l{i}_h" for i in range(6)]
@@ -147,7 +147,7 @@ def test_gru_stack_of_the_issue():
     assert b.fused_bound_by == "tensor"
     # a GPU whose SMs hand values over slowly: one SM (96.97 ns per step) is then the floor
     slow = dataclasses.replace(H100, latency={"kernel_launch": LAUNCH, "sm_sync": 1e-6})
-    s = bound_graph(program, g, slow).latency
+    s = bound_graph(g, slow).latency
     assert s.chains[0].step_s == pytest.approx(cycles(192), rel=1e-12)
     assert s.critical_path_s == pytest.approx(515 * cycles(192) / 2, rel=1e-12)
 
@@ -168,7 +168,7 @@ def test_bidirectional_lstm():
     torch.manual_seed(0)
     model = torch.nn.LSTM(32, 64, num_layers=2, bidirectional=True)
     program, g = solar.trace_and_lift(model, [torch.randn(200, 4, 32)])
-    b = solar.api.bound_graph(program, g, "H100")
+    b = solar.api.bound_graph(g, "H100")
     phi = cycles(16)
     chains = b.latency.chains
     assert [c.state for c in chains] == [
@@ -226,7 +226,7 @@ def test_jax_scan_recurrence():
 
     fn, inputs = load_jax_problem(load_module(ROOT / "examples" / "jax_scan_rnn.py"))
     program, g = solar.trace_and_lift(fn, inputs)
-    b = solar.api.bound_graph(program, g, "H100")
+    b = solar.api.bound_graph(g, "H100")
     (raw,) = g.info.kernels[0].chains
     assert (raw.steps, raw.lanes, raw.state) == (1000, 4, "scan_carry_hist")
     assert raw.ops == {"tc_tf32": 4 * 131072, "cuda_fp32": 4 * 256, "sfu": 4 * 256}

@@ -189,7 +189,7 @@ def test_gpt_block_peak_memory_by_hand_one_gpu_and_tp2():
     peak 5A while gelu runs, beside half of the split weights."""
     model, x = gpt_block(2, 1024, 1024, 16)
     program, g = trace_and_lift(model, [x])
-    one = solar.api.bound_graph(program, g, "H100")
+    one = solar.api.bound_graph(g, "H100")
     a, s = 2 * 1024 * 1024 * BF, 2 * 1024 * BF
     weights = {n: p.numel() * BF for n, p in model.named_parameters()}
     r = a + sum(weights.values())

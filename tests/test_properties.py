@@ -286,10 +286,9 @@ def test_ir_matches_pytorch_on_random_programs(chain, dtype):
 
 
 def _dump(g) -> tuple:
-    nodes = sorted((n, repr(sorted(d.items()))) for n, d in g.nodes(data=True))
-    edges = g.edges(keys=True, data=True)
-    edges = sorted((u, v, k, repr(sorted(d.items()))) for u, v, k, d in edges)
-    return nodes, edges, repr(sorted(g.graph.items()))
+    nodes = sorted((d.id, repr(d)) for d in g.nodes())
+    edges = sorted((u, v, k, repr(e)) for u, v, k, e in g.edges())
+    return nodes, edges, repr(g.info)
 
 
 @SETTINGS

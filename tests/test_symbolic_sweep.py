@@ -246,17 +246,18 @@ def test_cover_gives_each_point_one_piece_that_holds_it_and_values_and_along_sha
     assert len(fresh.pieces) == 2 and left.any()
 
 
-def test_points_from_formulas_start_no_full_collection(attention):
-    """``values`` and ``along`` (what sweeps read) defer full collections, each of which walks
-    every object of the process, and put the caller's thresholds back."""
+def test_points_from_formulas_leave_the_collector_as_it_is(attention):
+    """``values`` and ``along`` (what sweeps read) are library calls: the caller's
+    collector thresholds stay in force while they run (the commands defer full collections
+    around a sweep themselves: :mod:`solar.collector`)."""
     import gc
 
-    from gc_probe import EAGER, full_collections
+    from gc_probe import EAGER, collections
 
     from solar.questions.along import along
 
-    with full_collections() as full:
+    with collections() as seen:
         fused = attention.values("fused", "S", range(2, 400))
         rows = along(attention, "S", range(2, 400))
-        assert full == [] and gc.get_threshold() == EAGER
+        assert seen.thresholds == {EAGER} and gc.get_threshold() == EAGER
     assert fused[298] == pytest.approx(rows.columns["fused"][298], rel=1e-12)

@@ -80,7 +80,6 @@ import jax.numpy as jnp  # noqa: E402
 
 from solar.frontend.jax import load_jax_problem, trace_jax  # noqa: E402
 from solar.frontend.jax.training import make_train_step  # noqa: E402
-from solar.graph.types import graph_info  # noqa: E402
 from solar.interp.torch.execute import execute  # noqa: E402
 
 
@@ -183,19 +182,19 @@ def test_twins_train_with_the_same_fused_bound():
     step count (read and written) and JAX's literal constants."""
     fn, inputs = load_jax_problem(load_module(EX / "jax_twin_train_gpt.py"))
     program, gj = solar.trace_and_lift(fn, inputs)
-    bj = solar.api.bound_graph(program, gj, "H100")
+    bj = solar.api.bound_graph(gj, "H100")
     p = load_problem(EX / "jax_twin_train_gpt_torch.py")
     program, gt = solar.trace_and_lift(p.model, p.inputs)
-    bt = solar.api.bound_graph(program, gt, "H100")
+    bt = solar.api.bound_graph(gt, "H100")
     assert bj.fused == bt.fused and bj.fused_bound_by == bt.fused_bound_by == "tensor"
     for a, b in zip(bj.phases, bt.phases, strict=True):
         assert a.phase == b.phase and a.flops.get("tc_bf16") == b.flops.get("tc_bf16")
 
     def io(g, keep):
-        io = graph_info(g).fused_io
+        io = g.info.fused_io
         return sum(v for t, v in [*io.reads.items(), *io.writes.items()] if keep(t))
 
-    tensors_j = graph_info(gj).tensors
+    tensors_j = gj.info.tensors
     tokens_j = io(gj, lambda t: t.startswith("batch"))
     count_j = io(gj, lambda t: "count" in t or t.startswith("select_n"))
     consts_j = io(gj, lambda t: t in tensors_j and tensors_j[t].role == "constant")

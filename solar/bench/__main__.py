@@ -23,9 +23,9 @@ import sys
 import time
 from pathlib import Path
 
-from solar.api import pause_gc_wanted
 from solar.bench.models import MODELS, ROOT, SCALING_LAYERS
 from solar.bench.report import ISSUE_MODELS, markdown
+from solar.collector import pause_gc_wanted
 
 RESULTS = ROOT / "bench" / "results"
 # the issue's models, then the other frontends' (run when their framework is installed)

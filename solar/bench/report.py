@@ -23,7 +23,7 @@ def markdown(doc: dict) -> str:
         "was paused during each analysis (`SOLAR_PAUSE_GC=1`)"
         if m.get("pause_gc")
         else "ran as in any library call (on; `SOLAR_PAUSE_GC=1` pauses it, see "
-        "`solar.api.gc_paused`), as in the bare trace"
+        "`solar.collector.gc_paused`), as in the bare trace"
     )
     out = [
         "# Analysis speed and memory",

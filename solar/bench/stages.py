@@ -93,6 +93,7 @@ def run_stage(workload: str, stage: str, jobs: int = 1) -> dict:
     import solar
     import solar.api
     from solar.bench.models import build
+    from solar.collector import gc_paused
     from solar.graph.cache import CACHE
 
     t0 = time.perf_counter()
@@ -115,7 +116,8 @@ def run_stage(workload: str, stage: str, jobs: int = 1) -> dict:
     if stage == "trace":
         out["graph_nodes"] = bare_trace(model, inputs)
     elif stage in ("bound", "bound_nocache"):
-        b = solar.bound(model, inputs, hw="H100", name=workload)
+        with gc_paused():  # the stage's process is its own: SOLAR_PAUSE_GC=1 pauses it
+            b = solar.bound(model, inputs, hw="H100", name=workload)
         out.update(kernels=len(b.kernels), fused_s=b.fused, cache_aware_s=b.cache_aware)
         out.update(unfused_s=b.unfused, cache=CACHE.stats())
     else:

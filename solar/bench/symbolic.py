@@ -93,6 +93,7 @@ def run_stage(workload: str, stage: str) -> dict:
     """Measure ``stage`` of ``workload`` in this process (see the module docstring)."""
     _warm()
     from solar.api import bound_graph, trace_and_lift
+    from solar.collector import full_collections_deferred
     from solar.hw import load_spec
     from solar.questions.formula import probe_sizes
 
@@ -104,7 +105,7 @@ def run_stage(workload: str, stage: str) -> dict:
 
     def numeric(n: int):
         program, g = trace_and_lift(*build(n))
-        return bound_graph(program, g, spec)
+        return bound_graph(g, spec)
 
     if stage == "numeric":
         t0 = time.perf_counter()
@@ -118,7 +119,8 @@ def run_stage(workload: str, stage: str) -> dict:
         from solar.questions.sweep import sweep
 
         t0 = time.perf_counter()
-        s = sweep(None, build, POINTS, spec, param=param, symbolic=True)
+        with full_collections_deferred():  # as the commands run a sweep
+            s = sweep(None, build, POINTS, spec, param=param, symbolic=True)
         out["sweep_s"] = time.perf_counter() - t0
         out["how"] = s.how
         out["sources"] = {k: sum(p.source == k for p in s.points) for k in ("formula", "graph")}
@@ -128,6 +130,7 @@ def run_stage(workload: str, stage: str) -> dict:
 
 
 def _symbolic(build, param: str, n0: int, n1: int, spec) -> dict:
+    from solar.collector import full_collections_deferred
     from solar.questions.along import along
     from solar.questions.executors import one_line
     from solar.questions.marks import size_marks
@@ -147,7 +150,8 @@ def _symbolic(build, param: str, n0: int, n1: int, spec) -> dict:
     if specialized:
         return {**out, "why": f"the trace specializes {param} at {specialized}"}
     t0 = time.perf_counter()
-    rows = along(sb, param, POINTS)
+    with full_collections_deferred():  # as the commands take a sweep's points
+        rows = along(sb, param, POINTS)
     out["eval_s"] = time.perf_counter() - t0
     out["pieces"] = rows.pieces
     out["inside"] = int(rows.inside.sum())

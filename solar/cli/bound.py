@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from solar.api import bound_graph, bound_parallel, gc_paused
+from solar.api import bound_graph, bound_parallel
 from solar.cli.common import (
     Progress,
     add_gpus_args,
@@ -22,10 +22,10 @@ from solar.cli.common import (
     lifted,
     plan_kwargs,
 )
+from solar.cli.targets.definitions import add_definition_args, definitions_report
+from solar.cli.targets.hub import add_hub_args, bound_hub_from_args
+from solar.collector import full_collections_deferred, gc_paused
 from solar.definition import is_definition_path
-from solar.definition.commandline import add_definition_args, definitions_report
-from solar.hub.bound import add_arguments as add_hub_arguments
-from solar.hub.bound import bound_from_args as bound_hub_from_args
 from solar.hub.bound import is_hub_name
 from solar.hw import load_spec
 from solar.problem import discover
@@ -67,7 +67,7 @@ def add_parser(sub):
         "trace's formula where it holds (the 'from' column says which)",
     )
     add_timeout_option(sp)
-    add_hub_arguments(sp)  # hf:ID / hf:FOLDER: a Hugging Face model built from its config.json
+    add_hub_args(sp)  # hf:ID / hf:FOLDER: a Hugging Face model built from its config.json
     add_definition_args(sp)
     return sp
 
@@ -94,7 +94,7 @@ def run(args) -> int:
         if multi:
             b = bound_parallel(program, g, spec, args.gpus, **plan_kwargs(args))
         else:
-            b = bound_graph(program, g, spec)
+            b = bound_graph(g, spec)
     emit(b.to_json() if args.json else str(b), args.out)
     return 0
 
@@ -128,15 +128,16 @@ def _run_batch(args) -> int:
     files = discover(args.paths)
     bar = Progress.maybe(len(files), "bound")
     try:
-        results = bound_paths(
-            files,
-            hw,
-            precision=args.precision,
-            jobs=args.jobs,
-            ray=args.ray,
-            on_done=(lambda i, r: bar.advance(r.name, _status(r))) if bar else None,
-            timeout=args.timeout,
-        )
+        with full_collections_deferred():  # the command's batch: one full collection after it
+            results = bound_paths(
+                files,
+                hw,
+                precision=args.precision,
+                jobs=args.jobs,
+                ray=args.ray,
+                on_done=(lambda i, r: bar.advance(r.name, _status(r))) if bar else None,
+                timeout=args.timeout,
+            )
     finally:
         if bar:
             bar.close()

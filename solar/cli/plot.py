@@ -7,6 +7,7 @@ from pathlib import Path
 
 from solar.api import bound_graph
 from solar.cli.common import add_hw_option, add_problem_args, hw_from_args, lifted
+from solar.collector import full_collections_deferred
 from solar.hw import load_spec
 from solar.questions.compare import compare_graph
 from solar.questions.provision import provision_graph
@@ -40,7 +41,7 @@ def save_all(
     out.mkdir(parents=True, exist_ok=True)
     program, g = lifted(file, precision)
     spec = load_spec(hw)
-    b = bound_graph(program, g, spec)
+    b = bound_graph(g, spec)
     written = []
     for kind in kinds:
         if kind in ("roofline", "capacity", "kernels"):
@@ -55,7 +56,8 @@ def save_all(
         written.append(_save(fig, out / f"{kind}.png"))
     if sweep:
         param, sizes = parse_sweep(sweep)
-        s = sweep_problem(file, param, sizes, spec, target_ms=target_ms, precision=precision)
+        with full_collections_deferred():  # the command's batch of sizes
+            s = sweep_problem(file, param, sizes, spec, target_ms=target_ms, precision=precision)
         written.append(_save(sweep_plot(s), out / "sweep.png"))
     return written
 

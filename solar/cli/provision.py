@@ -14,6 +14,7 @@ from solar.cli.common import (
     hw_from_args,
     lifted,
 )
+from solar.collector import full_collections_deferred
 from solar.fmt import jsonable
 from solar.questions.provision import provision_graph
 from solar.questions.sweep import parse_sweep, sweep_problem
@@ -78,9 +79,10 @@ def run(args) -> int:
     sw = None
     if args.sweep:
         param, sizes = parse_sweep(args.sweep)
-        sw = sweep_problem(
-            args.file, param, sizes, hw, target_ms=args.target_ms, precision=args.precision
-        )
+        with full_collections_deferred():  # the command's batch of sizes
+            sw = sweep_problem(
+                args.file, param, sizes, hw, target_ms=args.target_ms, precision=args.precision
+            )
     if args.json:
         d = p.to_dict()
         if sw is not None:

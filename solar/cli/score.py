@@ -96,8 +96,8 @@ def score_workload(defn, wl, solution, module, spec, level: str, device: str = "
     """Check, time and score one workload (``device``: where both run)."""
     import torch
 
-    from solar.definition.bound import bound_workload
     from solar.definition.inputs import make_inputs
+    from solar.definition.workload import bound_workload
     from solar.gpu.measure import time_fn
 
     wb = bound_workload(defn, wl, spec, module)

@@ -27,10 +27,16 @@ from math import prod
 
 from solar.algebra.region import Region
 from solar.algebra.size import Size, recording, symbol
-from solar.collector import full_collections_deferred
 from solar.definition.axes import evaluate
 from solar.definition.inputs import WorkloadInputs, make_inputs
 from solar.definition.schema import Definition, Workload
+from solar.definition.workload import (
+    NOTES,
+    WorkloadBound,
+    bound_workload,
+    failed_row,
+    traced_reference,
+)
 from solar.symbolic.result import SymbolicBound
 
 #: what a row's ``method`` is: the formula, or a trace of the workload's own and why
@@ -116,15 +122,13 @@ def trace_formula(defn: Definition, cand: Candidate, spec, module) -> SymbolicBo
     """Trace the reference once at ``cand``'s axes with the axes as symbols."""
     import torch
 
-    from solar.api import gc_paused
-    from solar.definition.bound import NOTES, traced_reference
     from solar.frontend.torch.symbolic import SymbolicShapes
     from solar.frontend.torch.trace import trace_torch
     from solar.graph.lift import lift
 
     fn, tensors = traced_reference(defn, cand.inputs, module)
     names = [n for n in defn.inputs if isinstance(cand.inputs.values[n], torch.Tensor)]
-    with gc_paused(), recording() as rec:
+    with recording() as rec:
         axes = symbolic_axes(defn, cand.inputs.axes)
         dims = {}
         for i, name in enumerate(names):
@@ -155,7 +159,6 @@ def definition_task(task: DefinitionTask) -> tuple[list, list[str]]:
     """``(rows, assumptions)`` of one definition's workloads bounded from formulas, in any
     process (the batch executors' task function): the rows carry no Bound, so that they
     pickle small. Never raises."""
-    from solar.definition.bound import NOTES
     from solar.definition.inputs import reference_module
     from solar.definition.schema import load_definition
     from solar.hw import load_spec
@@ -166,8 +169,7 @@ def definition_task(task: DefinitionTask) -> tuple[list, list[str]]:
         module = reference_module(defn)
     except Exception as e:  # a definition or GPU that no longer loads: every workload's row
         return _definition_failed(task, f"{type(e).__name__}: {_first_line(e)}")
-    with full_collections_deferred():  # a worker's task: collected between tasks
-        rows = bound_with_formulas(defn, list(task.workloads), spec, module)
+    rows = bound_with_formulas(defn, list(task.workloads), spec, module)
     first = next((r.bound for r in rows if r.bound is not None), None)
     assumptions = list(first.assumptions) if first is not None else list(NOTES)
     for r in rows:
@@ -178,7 +180,6 @@ def definition_task(task: DefinitionTask) -> tuple[list, list[str]]:
 def _definition_failed(task: DefinitionTask, reason: str, status: str = "error"):
     """The result of a definition task that failed outside its analysis (its worker died, it
     passed the time limit): one row per workload."""
-    from solar.definition.bound import NOTES, WorkloadBound
 
     rows = [WorkloadBound(wl.uuid, {}, status, error=reason) for wl in task.workloads]
     return rows, list(NOTES)
@@ -189,7 +190,6 @@ definition_task.crash_result = _definition_failed  # type: ignore[attr-defined]
 
 def bound_with_formulas(defn: Definition, wls: Sequence[Workload], spec, module) -> list:
     """One row per workload (see the module docstring); never raises for one workload."""
-    from solar.definition.bound import bound_workload, failed_row
 
     rows: list = [None] * len(wls)
     groups: dict[tuple, list[Candidate]] = {}
@@ -214,7 +214,6 @@ def _bound_group(defn: Definition, todo: list[Candidate], spec, module, rows: li
     """Workloads of one set of scalars: a formula traced at the largest uncovered workload
     (one whose sizes coincide with no other, where there is one), again while the last one
     covered two or more; the rest traced."""
-    from solar.definition.bound import bound_workload
 
     why, b = "", None
     failed: dict[int, str] = {}
@@ -278,7 +277,6 @@ def _first_line(e: Exception) -> str:
 
 def formula_row(c: Candidate, b, seconds: float, traced: str):
     """The row of a workload bounded from the formula traced at workload ``traced``."""
-    from solar.definition.bound import WorkloadBound
 
     note = f"the formula traced at workload {traced[:12]}"
     return WorkloadBound.of(c.workload.uuid, c.inputs.axes, b, seconds, method=FORMULA, note=note)

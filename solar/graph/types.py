@@ -1,12 +1,13 @@
-"""The einsum graph's schema: frozen records, one per node, edge and graph.
+"""The einsum graph, the compiler's middle IR: an immutable :class:`Graph` of frozen records.
 
-The container stays a networkx ``MultiDiGraph`` (paths, predecessors, export); what it holds
-is typed. Each node's attribute dict holds its record under :data:`NODE` (an :class:`OpNode`,
-:class:`InputNode` or :class:`OutputNode`), each edge's under :data:`EDGE` (a
-:class:`TensorEdge`), and ``g.graph`` holds the :class:`GraphInfo` under :data:`INFO`.
-Readers use the accessors below (:func:`op_nodes`, :func:`graph_info`, :func:`in_edges`, ...),
-never the dicts. Index expressions are :class:`~solar.ir.affine.Affine` objects in the graph's
-rank names (:mod:`solar.graph.ranks`), as the IR held them: nothing downstream parses text.
+One record per node (:class:`NestNode`, :class:`ScanNode`, :class:`ExternNode` — the op nodes, on
+their :class:`OpNode` base — :class:`InputNode`, :class:`OutputNode`), one :class:`Link` per edge
+(its :class:`TensorEdge`), and one :class:`GraphInfo` for the graph (kernels, tensors, views, the
+fused I/O, the notes). Readers use the graph's methods (:meth:`Graph.ops`, :meth:`Graph.in_edges`,
+...); a pass that changes something builds a new graph (:meth:`Graph.with_nodes`);
+:func:`solar.graph.verify.verify_graph` checks the invariants, and :meth:`Graph.to_networkx` is the
+networkx export. Index expressions are :class:`~solar.ir.affine.Affine` objects in the graph's rank
+names (:mod:`solar.graph.ranks`), as the IR held them: nothing downstream parses text.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from solar.api import bound_graph, bound_parallel, gc_paused, trace_and_lift
+from solar.api import bound_graph, bound_parallel, trace_and_lift
 from solar.backend.parallel.result import ParallelBound
 from solar.backend.result import Bound
 from solar.hub.models import PREFIX, HubError, hub_model, strip_prefix
@@ -171,12 +171,11 @@ def bound_hub(
     ``"prefill"``, ``"decode"`` (``context`` cached tokens) or ``"train"``; ``dtype``
     overrides the config's ``torch_dtype``. Several GPUs: :func:`plan_hub`."""
     spec = load_spec(hw)
-    with gc_paused():
-        program, g = lift_hub(
-            model_id, batch, seq, phase=phase, context=context, dtype=dtype, cache=cache,
-            precision=precision,
-        )  # fmt: skip
-        return bound_graph(program, g, spec)
+    program, g = lift_hub(
+        model_id, batch, seq, phase=phase, context=context, dtype=dtype, cache=cache,
+        precision=precision,
+    )  # fmt: skip
+    return bound_graph(g, spec)
 
 
 def plan_hub(
@@ -196,53 +195,13 @@ def plan_hub(
     """The best plan of ``gpus`` GPUs of ``hw`` for a Hugging Face model (the model as in
     :func:`bound_hub`; ``plan``: the keywords of :func:`solar.api.bound_parallel`)."""
     spec = load_spec(hw)
-    with gc_paused():
-        program, g = lift_hub(
-            model_id, batch, seq, phase=phase, context=context, dtype=dtype, cache=cache,
-            precision=precision,
-        )  # fmt: skip
-        return bound_parallel(program, g, spec, gpus, **plan)
-
-
-# ----------------------------------------------------------------------------- command line
+    program, g = lift_hub(
+        model_id, batch, seq, phase=phase, context=context, dtype=dtype, cache=cache,
+        precision=precision,
+    )  # fmt: skip
+    return bound_parallel(program, g, spec, gpus, **plan)
 
 
 def is_hub_name(path: str) -> bool:
+    """Whether ``path`` names a model by name (``hf:ID`` or ``hf:FOLDER``)."""
     return str(path).startswith(PREFIX)
-
-
-def add_arguments(sp) -> None:
-    """The options of ``solar bound hf:ID`` (``--batch`` is the batch size there)."""
-    g = sp.add_argument_group("models by name (hf:ID or hf:FOLDER; --batch B is the batch size)")
-    g.add_argument("--seq", type=int, default=None, metavar="S", help="tokens per sequence")
-    g.add_argument("--prefill", action="store_true", help="the prefill of a prompt of S tokens")
-    g.add_argument("--decode", action="store_true", help="one decode step after --context C")
-    g.add_argument("--context", type=int, default=None, metavar="C", help="cached tokens")
-    g.add_argument("--train", action="store_true", help="one training step (AdamW)")
-    g.add_argument("--dtype", default=None, help="override the config's torch_dtype")
-
-
-def bound_from_args(args, plan: dict):
-    """``solar bound hf:ID ...``: the bound of the asked phase (one model; ``plan`` the pinned
-    parallel plan keywords, ``batch`` excluded)."""
-    if len(args.paths) != 1:
-        raise HubError("hf: bounds one model at a time")
-    chosen = [p for p in ("prefill", "decode", "train") if getattr(args, p)]
-    if len(chosen) > 1:
-        raise HubError(f"--{' and --'.join(chosen)}: choose one phase")
-    try:
-        batch = 1 if args.batch is None else int(args.batch)
-    except ValueError:
-        raise HubError(f"--batch {args.batch}: for hf: models, the batch size") from None
-    what = dict(
-        batch=batch,
-        seq=args.seq,
-        hw=args.hw,
-        phase=chosen[0] if chosen else "forward",
-        context=args.context,
-        dtype=args.dtype,
-        precision=args.precision,
-    )
-    if args.gpus != 1 or plan:
-        return plan_hub(args.paths[0], gpus=args.gpus, **what, **plan)
-    return bound_hub(args.paths[0], **what)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import os
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -70,7 +72,11 @@ def catalogue_dirs() -> list[Path]:
     return out
 
 
-_FILE_CACHE: dict[tuple[Path, bool], tuple[tuple[int, int], HardwareSpec]] = {}
+#: parsed spec files by (resolved path, strictness), each with the version it was read at
+#: (mtime, size); the least recently used beyond :data:`_FILE_CACHE_MAX` are dropped
+_FILE_CACHE: OrderedDict[tuple[Path, bool], tuple[tuple[int, int], HardwareSpec]] = OrderedDict()
+_FILE_CACHE_MAX = 64
+_FILE_CACHE_LOCK = threading.Lock()
 
 
 def _load_file_cached(path: Path, strict: bool = True) -> HardwareSpec:
@@ -79,11 +85,18 @@ def _load_file_cached(path: Path, strict: bool = True) -> HardwareSpec:
     path = path.resolve()
     st = path.stat()
     stamp = (st.st_mtime_ns, st.st_size)
-    hit = _FILE_CACHE.get((path, strict))
-    if hit is not None and hit[0] == stamp:
-        return hit[1]
+    key = (path, strict)
+    with _FILE_CACHE_LOCK:
+        hit = _FILE_CACHE.get(key)
+        if hit is not None and hit[0] == stamp:
+            _FILE_CACHE.move_to_end(key)
+            return hit[1]
     spec = _read_file(path, strict)
-    _FILE_CACHE[path, strict] = (stamp, spec)
+    with _FILE_CACHE_LOCK:
+        _FILE_CACHE[key] = (stamp, spec)
+        _FILE_CACHE.move_to_end(key)
+        while len(_FILE_CACHE) > _FILE_CACHE_MAX:
+            _FILE_CACHE.popitem(last=False)
     return spec
 
 

@@ -185,9 +185,16 @@ class Affine:
     __repr__ = __str__
 
 
-def affines(xs: Iterable[AffineLike]) -> tuple[Affine, ...]:
-    """Index entries: ints, dim names and Affines become Affines; a data-dependent
-    :class:`~solar.ir.scalar.Indirect` entry is kept as it is."""
-    from solar.ir.scalar import Indirect
+class DataDependentEntry:
+    """Base of the index entries that are not affine: their value is data at each loop
+    instance (:class:`solar.ir.scalar.Indirect`, which holds a scalar expression)."""
 
-    return index_tuple(tuple(x if isinstance(x, Indirect) else Affine.of(x) for x in xs))
+    __slots__ = ()
+
+
+def affines(
+    xs: Iterable[AffineLike | DataDependentEntry],
+) -> tuple[Affine | DataDependentEntry, ...]:
+    """Index entries: ints, dim names and Affines become Affines; a data-dependent entry
+    (:class:`DataDependentEntry`) is kept as it is."""
+    return index_tuple(tuple(x if isinstance(x, DataDependentEntry) else Affine.of(x) for x in xs))

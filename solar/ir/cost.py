@@ -99,7 +99,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from math import prod
 
-from solar.algebra.memo import captured, replay
+from solar.algebra.memo import memo
 from solar.algebra.size import integer
 from solar.ir.affine import Affine
 from solar.ir.complex_cost import call_cost, complex_value, contraction_multiplier
@@ -112,7 +112,7 @@ from solar.ir.footprint import (
     union_footprint,
 )
 from solar.ir.footprint import flat_form as _flat_form
-from solar.ir.limits import current_limits
+from solar.ir.limits import Limits, current_limits
 from solar.ir.ops import REDUCTION_COMBINE_COST
 from solar.ir.program import (
     Dim,
@@ -122,6 +122,7 @@ from solar.ir.program import (
     Scan,
     Statement,
     StatementVisitor,
+    TensorDecl,
     with_loops,
 )
 from solar.ir.scalar import Call, Expr, Index, Load
@@ -273,24 +274,44 @@ def _signature(program: Program, e: Expr, tags: _Tags = _NO_TAGS) -> list[Affine
     return forms
 
 
-# keyed on the limits too; each entry keeps the guards symbolic sizes decided (replayed)
-_TAG_CACHE: dict[int, tuple[object, tuple, list[_Tags], tuple]] = {}
+@dataclass(frozen=True)
+class _LoopedKernel:
+    """What :func:`_tags` reads of a looped kernel and its program, as a value: its
+    statements and loops, the declarations of the tensors they touch (and of their bases),
+    and the counting limits in force. Equal values have equal tags, whichever program or
+    kernel object they come from."""
+
+    statements: tuple[Statement, ...]
+    loops: tuple[Dim, ...]
+    decls: tuple[TensorDecl, ...]
+    limits: Limits
+
+    @staticmethod
+    def of(program: Program, kernel: Kernel) -> _LoopedKernel:
+        names = {t for st in kernel.statements for t in (st.out.tensor, *_loaded(st))}
+        names |= {program.base(t) for t in names}
+        decls = tuple(program.tensors[t] for t in sorted(names))
+        return _LoopedKernel(tuple(kernel.statements), kernel.loops, decls, current_limits())
 
 
-def _loop_tags(program: Program, kernel: Kernel) -> list[_Tags]:
+def _loaded(st: Statement) -> Iterable[str]:
+    return (ld.tensor for ld in st.loads())
+
+
+@memo(maxsize=256)
+def _tags_of(looped: _LoopedKernel) -> tuple[_Tags, ...]:
+    """:func:`_tags` of a looped kernel given as a value (a bounded memo keyed by structure,
+    exact for symbolic sizes: a hit records the guards its computation decided)."""
+    program = Program("", tensors={d.name: d for d in looped.decls})
+    kernel = Kernel("", "", list(looped.statements), loops=looped.loops)
+    return tuple(_tags(program, kernel))
+
+
+def _loop_tags(program: Program, kernel: Kernel) -> tuple[_Tags, ...]:
     """Per statement of a looped kernel: its :class:`_Tags` (a fixpoint: tagging loads makes
-    statements varying, whose rolling writes tag more loads)."""
-    key = (tuple(map(id, kernel.statements)), kernel.loops, current_limits())
-    hit = _TAG_CACHE.get(id(kernel))
-    if hit is not None and hit[0] is kernel and hit[1] == key:
-        replay(hit[3])
-        return hit[2]
-    with captured() as rec:
-        out = _tags(program, kernel)
-    if len(_TAG_CACHE) > 256:
-        _TAG_CACHE.clear()
-    _TAG_CACHE[id(kernel)] = (kernel, key, out, tuple(rec.guards.items()))
-    return out
+    statements varying, whose rolling writes tag more loads), computed once per structure
+    (every statement of the kernel asks)."""
+    return _tags_of(_LoopedKernel.of(program, kernel))
 
 
 def _tags(program: Program, kernel: Kernel) -> list[_Tags]:

@@ -54,7 +54,11 @@ from __future__ import annotations
 import math
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
-from functools import cache
+from functools import lru_cache
+
+#: entries of each memo table below (by length or factorization: a program has a few lengths,
+#: the dynamic program visits their divisors)
+_MEMO = 4096
 
 WINOGRAD: dict[int, int] = {3: 4 + 12, 5: 10 + 34, 7: 16 + 72, 9: 20 + 84}  # multiplies + adds
 WINOGRAD_TABLE: dict[int, int] = {11: 40 + 168, 13: 40 + 188, 17: 70 + 314, 19: 76 + 372}
@@ -72,7 +76,7 @@ class Plan:
     parts: tuple[int, ...] = ()
 
 
-@cache
+@lru_cache(maxsize=_MEMO)
 def factorize(n: int) -> tuple[tuple[int, int], ...]:
     """Prime factorization of n >= 1 as ((p, e), ...), by trial division."""
     out, m, p = [], n, 2
@@ -98,7 +102,7 @@ def _factor_scaled(n: int, num: int, den: int) -> tuple[tuple[int, int], ...]:
     return tuple(sorted((p, e) for p, e in exps.items() if e))
 
 
-@cache
+@lru_cache(maxsize=_MEMO)
 def _divisors(factors: tuple[tuple[int, int], ...]) -> tuple[int, ...]:
     divs = [1]
     for p, e in factors:
@@ -117,7 +121,7 @@ def twiddle_flops(e: int, n: int) -> int:
     return 4 if (8 * e) % n == 0 else 6
 
 
-@cache
+@lru_cache(maxsize=_MEMO)
 def _cheap_products(n: int) -> tuple[tuple[int, int, tuple[int, ...]], ...]:
     """The twiddle exponents t in [1, n) that are cheaper than 6 flops: j n / 4 (j = 1..3,
     +-1 and +-i: 6 saved) and j n / 8 (j odd: 4 flops, 2 saved), each with its saving and its
@@ -163,7 +167,7 @@ _TIE_ORDER = (
 )
 
 
-@cache
+@lru_cache(maxsize=_MEMO)
 def complex_plan(n: int) -> Plan:
     """The cheapest plan of the family for a complex n-point DFT (ties: the simpler kind, in
     the order of the module doc)."""

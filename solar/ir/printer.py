@@ -1,8 +1,9 @@
-"""Print programs as loop nests, the way docs/ir.md shows them."""
+"""The text of a statement as a loop nest, the way docs/ir.md shows them (a program's text,
+its declarations and kernels around these, is :func:`solar.ir.program.format_program`)."""
 
 from __future__ import annotations
 
-from solar.ir.program import Extern, Kernel, Program, Scan, Statement, StatementVisitor
+from solar.ir.statement import Extern, Scan, Statement, StatementVisitor
 
 _ASSIGN = {
     None: "=",
@@ -50,30 +51,3 @@ def format_statement(st: Statement) -> str:
     if tail:
         line += "   " + "; ".join(tail)
     return f"  {head}\n  {line}"
-
-
-def format_kernel(k: Kernel) -> str:
-    where = f"   # {k.op}" + (f" at {k.source}" if k.source else "")
-    if k.phase:  # a training step's kernel: its phase and what it belongs to
-        where += f"; {k.phase}" + (f": {k.origin}" if k.origin else "")
-    body = [format_statement(st) for st in k.statements]
-    if k.loops:
-        seq = ", ".join(f"{d.name}<{d.extent}" for d in k.loops)
-        body = [f"  for {seq} (sequential):"] + ["  " + ln for b in body for ln in b.split("\n")]
-    return "\n".join([f"kernel {k.name}:{where}", *body])
-
-
-def format_program(p: Program) -> str:
-    lines = [f"program {p.name}:"]
-    for name, t in p.tensors.items():
-        if t.view:
-            v = t.view
-            cast = f" {t.dtype}" if t.dtype != p.tensors[v.base].dtype else ""  # reinterpreted
-            lines.append(
-                f"  view   {name}{list(t.shape)}{cast} = as_strided({v.base}, "
-                f"stride={list(v.strides)}, offset={v.offset})"
-            )
-        elif t.role != "intermediate" or name in p.outputs:
-            lines.append(f"  {p.role(name):<6} {name}{list(t.shape)} {t.dtype}")
-    lines.append(f"  outputs: {', '.join(p.outputs)}")
-    return "\n".join(lines + [format_kernel(k) for k in p.kernels])

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
-from solar.ir.affine import Affine, AffineLike
+from solar.ir.affine import Affine, AffineLike, DataDependentEntry
 
 
 class Expr:
@@ -111,7 +111,7 @@ def call(op: str, *args: Expr, **attrs: object) -> Call:
 
 
 @dataclass(frozen=True)
-class Indirect:
+class Indirect(DataDependentEntry):
     """A data-dependent index entry: the integer value of ``expr`` at each loop instance.
 
     ``expr`` is a scalar expression over the statement's loop dims, usually a load of an

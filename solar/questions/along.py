@@ -26,7 +26,6 @@ import sympy
 from solar.algebra.numeric import compile_exprs
 from solar.algebra.size import Real, Size, symbol
 from solar.backend.result import Bound
-from solar.collector import full_collections_deferred
 from solar.symbolic.result import QUANTITIES, SymbolicBound
 
 LEVELS = ("unfused", "fused", "cache_aware")
@@ -66,13 +65,7 @@ class Along:
 
 def along(b: SymbolicBound, size: str, values: Sequence[int], **fixed: int) -> Along:
     """The rows of ``b`` at each of ``values`` of ``size`` (the other sizes at ``fixed`` or
-    their traced values); see the module docstring. Full garbage collections wait for its end
-    (:mod:`solar.collector`)."""
-    with full_collections_deferred():
-        return _along(b, size, values, **fixed)
-
-
-def _along(b: SymbolicBound, size: str, values: Sequence[int], **fixed: int) -> Along:
+    their traced values); see the module docstring."""
     if size not in b.sizes:
         raise ValueError(f"unknown size {size!r}; this bound's sizes are {', '.join(b.sizes)}")
     xs = np.asarray(list(values), dtype=np.int64)

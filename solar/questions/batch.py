@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from solar.api import bound_graph, gc_paused, lift_problem
+from solar.api import bound_graph, lift_problem
 from solar.hw import load_spec
 from solar.problem import discover, load_problem
 from solar.questions.executors import (
@@ -80,9 +80,8 @@ def bound_problem(path: str | Path, hw="H100", *, precision: str | None = None):
     """:func:`solar.bound` of a problem file, PyTorch or JAX (:func:`solar.problem.load_problem`
     builds either)."""
     spec = load_spec(hw)
-    with gc_paused():
-        program, g = lift_problem(load_problem(path), precision=precision)
-        return bound_graph(program, g, spec)
+    program, g = lift_problem(load_problem(path), precision=precision)
+    return bound_graph(g, spec)
 
 
 def analyse_file(

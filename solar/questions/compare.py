@@ -119,7 +119,7 @@ def compare_graph(program, g, hw="all", gpus: int = 1) -> Comparison:
     model = ParallelModel(g) if gpus > 1 else None
     for spec in resolve_hw(hw):
         try:
-            b = bound_graph(program, g, spec)
+            b = bound_graph(g, spec)
         except ValueError as e:  # a unit the GPU lacks
             errors[spec.key] = str(e).splitlines()[0]
             continue

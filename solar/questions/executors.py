@@ -39,6 +39,8 @@ from collections.abc import Callable, Sequence
 from multiprocessing.connection import wait as mp_wait
 from pathlib import Path
 
+from solar.collector import full_collections_deferred, pause_gc_wanted, paused
+
 EXECUTORS = ("serial", "process", "ray")
 
 
@@ -195,9 +197,13 @@ def _start_method() -> str:
 _PRELOAD = ["torch", "solar.api", "solar.frontend.torch", "solar.questions.batch"]
 
 
-def _serve(conn, fn: Callable) -> None:
+def _serve(conn, fn: Callable, pause: bool) -> None:
     """A worker process: warm up, then for each ``(i, item)`` received say ``("start", i)``
-    and send ``("done", i, ok, fn(*item) or the exception)``; stop on ``None`` or EOF."""
+    and send ``("done", i, ok, fn(*item) or the exception)``; stop on ``None`` or EOF. The
+    process is the batch's, so it tunes its collector (:mod:`solar.collector`): no full
+    collection during a task (one may start between tasks), paused when ``pause`` (the
+    driver's ``SOLAR_PAUSE_GC=1``, decided there: a fork server's children inherit the
+    server's environment, not the driver's of now)."""
     _warm()
     while True:
         try:
@@ -209,7 +215,9 @@ def _serve(conn, fn: Callable) -> None:
         i, item = task
         conn.send(("start", i))
         try:
-            conn.send(("done", i, True, fn(*item)))
+            with full_collections_deferred(), paused(pause):
+                result = fn(*item)
+            conn.send(("done", i, True, result))
         except Exception as e:  # fn broke its contract: the driver re-raises it
             conn.send(("done", i, False, e))
 
@@ -220,7 +228,8 @@ class _Worker:
 
     def __init__(self, ctx, fn: Callable) -> None:
         self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_serve, args=(child, fn), name="solar-worker")
+        args = (child, fn, pause_gc_wanted())
+        self.proc = ctx.Process(target=_serve, args=args, name="solar-worker")
         self.proc.start()
         child.close()
         self.task: int | None = None

@@ -90,7 +90,7 @@ def gpus_needed(
     ``level`` (up to ``max_gpus``, default the host's GPUs)."""
     level = level_name(level)
     spec = load_spec(hw)
-    single = bound_graph(program, g, spec)
+    single = bound_graph(g, spec)
     low = at_least(single, g, spec, target_s)
     ic = spec.interconnect
     top = max_gpus or (ic.host_gpus if ic is not None else 1)

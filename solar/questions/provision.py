@@ -229,7 +229,7 @@ def _catalog(program, g, level: str, target: float, specs) -> list[CatalogFit]:
     out = []
     for spec in specs:
         try:
-            b = bound_graph(program, g, spec)
+            b = bound_graph(g, spec)
         except ValueError as e:  # e.g. no unit for an op class
             out.append(
                 CatalogFit(
@@ -316,7 +316,7 @@ def provision_graph(
     """:func:`provision` on an already lifted graph (``program`` may be None):
     :func:`provision_bound` of its bound on ``hw``, with the catalogue's GPUs bounded."""
     level = level_name(level)
-    ref = bound_graph(program, g, load_spec(hw))
+    ref = bound_graph(g, load_spec(hw))
     p = provision_bound(ref, target_s=target_s, level=level)  # checks the target first
     specs = list_specs() if catalog is None else [load_spec(s) for s in catalog]
     p.catalog = _catalog(program, g, level, target_s, specs)

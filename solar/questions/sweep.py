@@ -212,7 +212,7 @@ def sweep(
     def trace(n, built) -> Bound:
         m, inputs = built
         program, g = trace_and_lift(m, inputs, precision=precision, name=name)
-        return bound_graph(program, g, spec)
+        return bound_graph(g, spec)
 
     wanted = symbolic if symbolic is not None else len(set(map(repr, sizes))) >= MIN_FORMULA_POINTS
     found = None

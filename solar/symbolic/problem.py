@@ -160,7 +160,6 @@ def bound_problem(
     and the caches that compare sizes by value out of the way (the structure cache off, the
     footprint caches emptied: :func:`clear_value_caches`)."""
     from solar.algebra.region import Region
-    from solar.api import gc_paused
     from solar.frontend.torch.symbolic import SymbolicShapes
     from solar.graph.cache import structure_cache
     from solar.hw import load_spec
@@ -172,7 +171,7 @@ def bound_problem(
     shapes = SymbolicShapes(problem.dims)
     rec = problem.recording
     clear_value_caches()
-    with gc_paused(), structure_cache(False):
+    with structure_cache(False):
         _, g = trace_lifted(
             problem.step if problem.step is not None else problem.model,
             problem.inputs,

@@ -31,7 +31,6 @@ from solar.algebra.size import Real, Size, expr_of, recording, symbol
 from solar.algebra.template import Template
 from solar.algebra.walk import evaluate, rehint
 from solar.backend.result import Bound
-from solar.collector import full_collections_deferred
 from solar.graph.types import Graph
 
 #: the quantities :meth:`SymbolicBound.formula` names, and how each is read off a Bound
@@ -264,12 +263,7 @@ class SymbolicBound(Bound):
     def values(self, quantity: str, size: str, values: Sequence[int], **fixed: int) -> np.ndarray:
         """``quantity`` at each value of ``size`` (the other sizes at ``fixed`` or their traced
         values): pieces are found once each (:meth:`cover`), then their formulas are
-        evaluated at all the points they hold at once (full garbage collections deferred:
-        :mod:`solar.collector`)."""
-        with full_collections_deferred():
-            return self._values(quantity, size, values, **fixed)
-
-    def _values(self, quantity: str, size: str, values: Sequence[int], **fixed: int) -> np.ndarray:
+        evaluated at all the points they hold at once."""
         xs = np.asarray(values, dtype=np.int64)
         out = np.full(xs.shape, np.nan)
         todo = np.ones(xs.shape, dtype=bool)

@@ -1,6 +1,6 @@
 """Oracle cases for the backward operators of real models' training steps and the other
-operators lowered for issue 19's leftovers (slices, activations, pooling, searching),
-registered into :data:`oracle_cases_torch.CASES` (``oracle_cases_ops19`` imports this module).
+operators lowered with them (slices, activations, pooling, searching),
+registered into :data:`oracle_cases_torch.CASES` (``oracle_cases_upsampling`` imports this module).
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Training steps of real transformers models (GPT-2, BERT, T5, LLaMA; tiny configs, train mode,
 the config's default dropout) bounded end to end, and the operators added for them and for
-issue 19's leftovers executed against PyTorch: slice/select backward and scatters, the pointwise
+other real models executed against PyTorch: slice/select backward and scatters, the pointwise
 backward of activations and losses, average-pooling backward, ``_cdist_backward``,
 ``searchsorted``/``bucketize``. Counts are checked by the counting oracle
-(``oracle_cases_backward19``); here, values and a few counts by hand."""
+(``oracle_cases_backward``); here, values and a few counts by hand."""
 
 from __future__ import annotations
 

@@ -1,11 +1,13 @@
-"""What ``solar bound`` does with definition files: its options, and the report of one
-definition (one row per workload) or of a folder (one line per definition)."""
+"""``solar bound`` on definition files: its options, the collector of its process, and the
+report of one definition (one row per workload) or of a folder (one line per definition);
+:mod:`solar.definition` holds the library calls."""
 
 from __future__ import annotations
 
 import gc
 import json
 
+from solar.collector import full_collections_deferred
 from solar.definition.bound import bound_definition, bound_definitions
 from solar.definition.table import definitions_batch_table
 
@@ -45,19 +47,22 @@ def freeze_imports() -> None:
 
 def definitions_report(args) -> tuple[str, bool]:
     """``(text, all bounded)`` for ``solar bound`` on definition files (``--json``: data;
-    ``--symbolic``, with no names: the var axes as symbols, :mod:`solar.definition.symbolic`)."""
+    ``--symbolic``, with no names: the var axes as symbols, :mod:`solar.definition.symbolic`).
+    The command's process is its own: the imports are frozen and no full collection starts
+    during the batch (:mod:`solar.collector`)."""
     if args.symbolic:
         raise ValueError(
             f"--symbolic {args.symbolic}: a definition's symbols are its var axes; give "
             "--symbolic alone"
         )
     freeze_imports()
-    if len(args.paths) == 1 and args.paths[0].endswith(".json"):
-        db = bound_definition(args.paths[0], args.workloads, args.hw, **_batch(args))
-        return (db.to_json() if args.json else str(db)), db.ok
-    if args.workloads:
-        raise ValueError("--workloads goes with one definition file, not a folder")
-    results = bound_definitions(args.paths, args.hw, **_batch(args))
+    with full_collections_deferred():
+        if len(args.paths) == 1 and args.paths[0].endswith(".json"):
+            db = bound_definition(args.paths[0], args.workloads, args.hw, **_batch(args))
+            return (db.to_json() if args.json else str(db)), db.ok
+        if args.workloads:
+            raise ValueError("--workloads goes with one definition file, not a folder")
+        results = bound_definitions(args.paths, args.hw, **_batch(args))
     if args.json:
         text = json.dumps({"hw": args.hw, "definitions": [r.to_dict() for r in results]}, indent=2)
     else:

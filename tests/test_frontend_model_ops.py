@@ -1,4 +1,4 @@
-"""Operators of real models (issue 19): upsampling in every mode against ``F.interpolate`` and
+"""Operators of real models: upsampling in every mode against ``F.interpolate`` and
 autograd, ``F.unfold``/``F.fold``, creation and elementwise additions; the one report of every
 missing operator; compiled and wrapped modules; the core ATen coverage."""
 
@@ -19,7 +19,7 @@ from solar.frontend.torch.registry import find_lowering
 from solar.ir.cost import kernel_io, statement_ops
 
 aten = torch.ops.aten
-HERE = "test_frontend_ops19.py"
+HERE = "test_frontend_model_ops.py"
 
 
 def rand(*shape, seed=0):

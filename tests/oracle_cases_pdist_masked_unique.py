@@ -1,7 +1,7 @@
-"""Oracle cases for the last operators of issue 19's item 1: ``torch.pdist`` (forward and
-backward), ``masked_scatter`` (and the backward autograd launches for it), ``unique(dim=)``
-and ``nn.EmbeddingBag``'s backward, registered into :data:`oracle_cases_torch.CASES`
-(``oracle_cases_ops19`` imports this module)."""
+"""Oracle cases for ``torch.pdist`` (forward and backward), ``masked_scatter`` (and the
+backward autograd launches for it), ``unique(dim=)`` and ``nn.EmbeddingBag``'s backward,
+registered into :data:`oracle_cases_torch.CASES` (``oracle_cases_upsampling`` imports this
+module)."""
 
 from __future__ import annotations
 

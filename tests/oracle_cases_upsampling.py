@@ -1,4 +1,4 @@
-"""Oracle cases for the operators of real models added for issue 19: upsampling in every mode
+"""Oracle cases for the upsampling operators of real models: upsampling in every mode
 (forward and backward), registered into :data:`oracle_cases_torch.CASES` (that module imports
 this one at its end).
 
@@ -246,5 +246,5 @@ def _cudnn_grid_sampler(draw):
     return aten.cudnn_grid_sampler, (rand((2, 2, h, w)), grid)
 
 
-import oracle_cases_backward19  # noqa: E402,F401  (backward operators, slices, searching)
-import oracle_cases_leftovers19  # noqa: E402,F401  (pdist, masked_scatter, unique_dim, ...)
+import oracle_cases_backward  # noqa: E402,F401  (backward operators, slices, searching)
+import oracle_cases_pdist_masked_unique  # noqa: E402,F401  (pdist, masked_scatter, unique_dim, ...)

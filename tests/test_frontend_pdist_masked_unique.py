@@ -1,7 +1,7 @@
-"""The last operators of issue 19's item 1, executed as IR against PyTorch (and lifted, so
-every statement is costed): ``torch.pdist`` and its backward, ``masked_scatter`` and its
-backward, ``unique(dim=)``, ``nn.EmbeddingBag``'s backward; a few counts by hand. The
-counting oracle checks every count on drawn cases (``oracle_cases_leftovers19``)."""
+"""``torch.pdist`` and its backward, ``masked_scatter`` and its backward, ``unique(dim=)``,
+``nn.EmbeddingBag``'s backward, executed as IR against PyTorch (and lifted, so every
+statement is costed); a few counts by hand. The counting oracle checks every count on drawn
+cases (``oracle_cases_pdist_masked_unique``)."""
 
 from __future__ import annotations
 
