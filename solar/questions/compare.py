@@ -25,7 +25,7 @@ interconnect block, fewer GPUs per host) is listed in ``errors``.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from solar.api import bound_graph, bound_parallel, trace_and_lift
@@ -33,6 +33,7 @@ from solar.backend.parallel.bound import ParallelModel
 from solar.backend.parallel.result import ParallelBound
 from solar.backend.result import Bound
 from solar.fmt import fmt_time
+from solar.frozen import Frozen, thaw
 from solar.graph.types import graph_info
 from solar.hw import list_specs, load_spec
 from solar.viewable import Viewable
@@ -56,15 +57,15 @@ def resolve_hw(hw) -> list:
     return specs
 
 
-@dataclass(repr=False)
-class Comparison(Viewable):
+@dataclass(frozen=True, repr=False)
+class Comparison(Frozen, Viewable):
     """One program's bounds on several GPUs (``errors``: GPUs that cannot run it, and why)."""
 
     program: str
-    bounds: list[Bound]
-    errors: dict[str, str] = field(default_factory=dict)
+    bounds: tuple[Bound, ...]
+    errors: Mapping[str, str] = field(default_factory=dict)
     gpus: int = 1
-    parallel: list[ParallelBound] = field(default_factory=list)  # with gpus > 1
+    parallel: tuple[ParallelBound, ...] = ()  # with gpus > 1
 
     def bound(self, hw: str) -> Bound:
         """The bound on the GPU with this key or name."""
@@ -100,7 +101,7 @@ class Comparison(Viewable):
                     "compute_s": d["totals"]["compute_s"],
                 }
             )
-        out = {"schema": SCHEMA, "program": self.program, "gpus": gpus, "errors": self.errors}
+        out = {"schema": SCHEMA, "program": self.program, "gpus": gpus, "errors": thaw(self.errors)}
         if self.gpus > 1:
             out["gpus_per_plan"] = self.gpus
             out["parallel"] = [p.to_dict() for p in self.parallel]

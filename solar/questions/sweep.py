@@ -18,12 +18,13 @@ point traced: ...").
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from solar.api import bound_graph, trace_and_lift
 from solar.backend.result import Bound, level_name
+from solar.frozen import Frozen
 from solar.hw import load_spec
 from solar.problem import problem_at
 from solar.viewable import Viewable
@@ -107,8 +108,8 @@ class SweepPoint:
         }
 
 
-@dataclass(repr=False)
-class Sweep(Viewable):
+@dataclass(frozen=True, repr=False)
+class Sweep(Frozen, Viewable):
     """Bounds of one program at several sizes of one parameter, on one GPU: a
     :class:`SweepPoint` per size, and :attr:`how` they were found (one line)."""
 
@@ -116,13 +117,14 @@ class Sweep(Viewable):
     hw: str
     hw_key: str
     param: str
-    sizes: list
-    points: list[SweepPoint]
+    sizes: tuple
+    points: tuple[SweepPoint, ...]
     target_s: float | None = None
     how: str = ""
     formula: object = field(default=None, compare=False)  # the SymbolicBound, when one was used
-    traced: dict = field(default_factory=dict, compare=False)  # size -> its traced Bound
-    _evaluated: dict = field(default_factory=dict, compare=False)  # size -> Bound from formula
+    traced: Mapping = field(default_factory=dict, compare=False)  # size -> its traced Bound
+    #: size -> Bound from formula, a memo of :attr:`bounds` (the one part that grows)
+    _evaluated: dict = field(default_factory=dict, compare=False)
 
     @property
     def bounds(self) -> Sequence[Bound]:

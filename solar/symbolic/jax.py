@@ -55,10 +55,10 @@ def bound_symbolic_jax(
         g = lift(traced.program, verified=True)
     set_graph_info(g, dataclasses.replace(graph_info(g), trace_notes=tuple(traced.assumptions)))
     symbols = [symbol(n) for n in dims.values]
-    b = SymbolicBound.of(g, spec, Region.of(symbols, rec.guards), dims.values)
+    retrace = None
     if numeric is not None:
-        b.retrace = _retrace(numeric, fn, inputs, spec, where, precision=precision, name=name)
-    return b
+        retrace = _retrace(numeric, fn, inputs, spec, where, precision=precision, name=name)
+    return SymbolicBound.of(g, spec, Region.of(symbols, rec.guards), dims.values, retrace=retrace)
 
 
 def _retrace(numeric, fn, inputs, spec, where: dict, **keywords):
