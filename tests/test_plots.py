@@ -114,7 +114,7 @@ def test_each_plot(mpl, ffn_bound, tmp_path):
     assert region_plot(p).axes
     assert compare_plot(compare_graph(program, g, ["A100", "H100"])).axes
     lin = torch.nn.Linear(256, 256, device="meta")
-    s = sweep(lin, lambda n: [torch.empty(n, 256, device="meta")], [64, 256], target_ms=1.0)
+    s = sweep(lin, lambda n: [torch.empty(n, 256, device="meta")], [64, 256], target_s=1e-3)
     assert sweep_plot(s).axes
     path = tmp_path / "r.png"
     plot_bound(b, "roofline").savefig(path)

@@ -79,7 +79,7 @@ def run(args) -> int:
     if args.sweep:
         param, sizes = parse_sweep(args.sweep)
         sw = sweep_problem(
-            args.file, param, sizes, hw, target_ms=args.target_ms, precision=args.precision
+            args.file, param, sizes, hw, target_s=args.target_ms * 1e-3, precision=args.precision
         )
     if args.json:
         d = p.to_dict()

@@ -39,6 +39,8 @@ from solar.hw import list_specs, load_spec
 from solar.viewable import Viewable
 
 SCHEMA = "solar.compare/1"
+#: the GPUs :func:`compare` and :func:`compare_graph` bound when none are named
+DEFAULT_HW = ("A100", "H100", "B200")
 
 
 def resolve_hw(hw) -> list:
@@ -115,7 +117,7 @@ class Comparison(Frozen, Viewable):
         return f"Comparison({self.program!r}: cache-aware {parts})"
 
 
-def compare_graph(program, g, hw="all", gpus: int = 1) -> Comparison:
+def compare_graph(program, g, hw=DEFAULT_HW, gpus: int = 1) -> Comparison:
     """:func:`compare` on an already lifted graph."""
     bounds, errors, parallel = [], {}, []
     model = ParallelModel(g) if gpus > 1 else None
@@ -137,7 +139,7 @@ def compare_graph(program, g, hw="all", gpus: int = 1) -> Comparison:
 def compare(
     model,
     inputs,
-    hw=("A100", "H100", "B200"),
+    hw=DEFAULT_HW,
     *,
     precision: str | None = None,
     name: str | None = None,

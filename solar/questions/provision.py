@@ -1,6 +1,6 @@
 """Inverse roofline (docs/overview.md): what a GPU needs to run a program in a target time.
 
-``provision(model, inputs, target_ms=2.0, level="cache_aware", hw="H100")`` traces once and
+``provision(model, inputs, hw="H100", target_s=2e-3, level="cache_aware")`` traces once and
 answers, for the bound at ``level`` to be at most the target ``T``:
 
 - **compute**: each level is ``max(compute, memory)``, so the two separate. The compute time
@@ -306,10 +306,10 @@ def provision_bound(
 def provision_graph(
     program,
     g,
+    hw="H100",
     *,
     target_s: float,
     level: str = "cache_aware",
-    hw="H100",
     catalog=None,
     max_gpus: int | None = None,
     jobs: int | None = 1,
@@ -333,10 +333,10 @@ def provision_graph(
 def provision(
     model,
     inputs,
-    target_ms: float = 2.0,
-    level: str = "cache_aware",
     hw="H100",
     *,
+    target_s: float = 2e-3,
+    level: str = "cache_aware",
     precision: str | None = None,
     name: str | None = None,
     catalog: Iterable | None = None,
@@ -345,7 +345,8 @@ def provision(
     ray: str | None = None,
 ) -> Provision:
     """What a GPU needs for the ``level`` bound of ``model(*inputs)`` to be at most
-    ``target_ms`` milliseconds: peaks per unit, the DRAM bandwidth ↔ on-chip capacity
+    ``target_s`` seconds (as every time of the library; ``solar provision --target-ms`` takes
+    milliseconds): peaks per unit, the DRAM bandwidth ↔ on-chip capacity
     feasible region, which catalog GPUs (or those of ``catalog``) meet it alone, and per GPU
     kind the fewest GPUs (up to ``max_gpus``, default a host's) that hold it and meet it
     (:mod:`solar.questions.plan`; one task per GPU kind on ``jobs`` processes or ``ray``)."""
@@ -353,9 +354,9 @@ def provision(
     return provision_graph(
         program,
         g,
-        target_s=target_ms * 1e-3,
+        hw,
+        target_s=target_s,
         level=level,
-        hw=hw,
         catalog=catalog,
         max_gpus=max_gpus,
         jobs=jobs,
