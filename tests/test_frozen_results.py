@@ -443,3 +443,20 @@ def test_symbolic_bound_json_keeps_formulas_regions_and_pieces():
         back.sizes["rows"] = 9
     with pytest.raises(dataclasses.FrozenInstanceError):
         back.piece_region = None
+
+
+def test_the_records_inside_device_reports_are_frozen():
+    from solar.gpu.calibrate import Measurement
+    from solar.gpu.validate import KernelCheck
+    from solar.gpu.violations import Violation
+
+    v = Violation("program", "p", "fused", 1.0, 2.0, "bound_bug", "bytes", "r", {"x": [1]})
+    k = KernelCheck("k", "aten.mul", [])
+    m = Measurement("dram_bandwidth", 3e12, 3.35e12, "copy")
+    for record, name in ((v, "kind"), (k, "kernel"), (m, "value")):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(record, name, getattr(record, name))
+    assert isinstance(v.evidence, FrozenDict) and v.evidence == {"x": [1]}
+    with pytest.raises(TypeError):
+        v.evidence["x"].append(2)
+    assert k.tensors == () and k.ok

@@ -214,7 +214,7 @@ def test_kernel_violations(elementwise):
     )
     rows, vs = assess(b, H100, measured=timing(1.0), mapping=mapping, validation=passed())
     assert [r.measured_s for r in rows] == pytest.approx([0.3 * kb[0], 0.6 * kb[1]])
-    assert rows[0].headroom == pytest.approx(0.3) and rows[0].device_kernels == ["mul_kernel"]
+    assert rows[0].headroom == pytest.approx(0.3) and rows[0].device_kernels == ("mul_kernel",)
     assert rows[0].cold_bytes == pytest.approx(4 * N) and rows[1].cold_bytes == 0
     kv = {v.name: v for v in vs if v.scope == "kernel"}
     assert (kv["mul_0"].kind, kv["mul_0"].cause) == ("bound_bug", "bytes")

@@ -65,7 +65,7 @@ GEMM_UNITS: dict[str, str] = {
 }
 
 
-@dataclass
+@dataclass(frozen=True)
 class Measurement:
     """One measured ceiling (per second: bytes/s or ops/s), against its spec peak."""
 

@@ -83,12 +83,12 @@ SCHEMA = "solar.headroom/1"
 # The report
 
 
-@dataclass
-class KernelHeadroom:
+@dataclass(frozen=True)
+class KernelHeadroom(Frozen):
     """One measured unit: an IR kernel, or consecutive IR kernels one source call ran."""
 
     name: str
-    kernels: list[str]
+    kernels: tuple[str, ...]
     op: str
     source: str
     module: str
@@ -99,7 +99,7 @@ class KernelHeadroom:
     bytes: float
     cold_bytes: float
     measured_s: float | None = None
-    device_kernels: list[str] = field(default_factory=list)
+    device_kernels: tuple[str, ...] = ()
 
     @property
     def headroom(self) -> float | None:

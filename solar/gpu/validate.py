@@ -86,13 +86,13 @@ MAX_INSTANCES = 2e11
 # The report
 
 
-@dataclass
-class KernelCheck:
+@dataclass(frozen=True)
+class KernelCheck(Frozen):
     """The outputs of one IR kernel compared with the source's intermediates."""
 
     kernel: str
     op: str
-    tensors: list[OutputCheck]
+    tensors: tuple[OutputCheck, ...]
 
     @property
     def ok(self) -> bool:
