@@ -3,6 +3,7 @@
 Device properties are faked; the measurements run only with a CUDA GPU.
 """
 
+import dataclasses
 import types
 
 import pytest
@@ -107,15 +108,14 @@ def h100_calibration() -> Calibration:
         85017493504,
         smi={"clocks.sm": "1980", "clocks.max.sm": "1980", "driver_version": "580.159.04"},
     )
-    cal = Calibration(info, spec, "by name", date="2026-11-21")
-    cal.results = [
+    results = [
         _clamp("dram_bandwidth", 2.98e12, spec.dram_bandwidth, "copy of 1 GiB"),
         _clamp("l2_bandwidth", 9.1e12, spec.l2_bandwidth, "copies in L2"),
         _clamp("tc_bf16", 7.78e14, spec.peak("tc_bf16"), "8192^3 bf16 GEMM"),
         _clamp("cuda_fp32", 9.9e13, spec.peak("cuda_fp32"), "8192^3 fp32 GEMM"),  # > peak
         Measurement("tc_fp8", None, spec.peak("tc_fp8"), "", error="RuntimeError: no fp8"),
     ]
-    return cal
+    return Calibration(info, spec, "by name", results, date="2026-11-21")
 
 
 def test_clamp():
@@ -169,8 +169,9 @@ def test_spec_without_a_file_is_written_out(tmp_path):
 
 
 def test_write_refuses_a_spec_that_does_not_load(tmp_path):
-    cal = h100_calibration()
-    cal.results.append(Measurement("tc_bf16", 1e20, None, "bogus"))  # no peak given: no clamp
+    good = h100_calibration()
+    bogus = Measurement("tc_bf16", 1e20, None, "bogus")  # no peak given: no clamp
+    cal = dataclasses.replace(good, results=(*good.results, bogus))
     with pytest.raises(SpecError, match="does not load"):
         cal.write(tmp_path / "bad.yaml")
     assert not list(tmp_path.iterdir())
@@ -181,11 +182,11 @@ def test_write_refuses_a_spec_that_does_not_load(tmp_path):
 
 def with_latency(cal: Calibration, launch: float, sync: float) -> Calibration:
     lat = cal.base.latency
-    cal.results += [
+    floors = (
         Measurement("kernel_launch", launch, lat["kernel_launch"], "graph replay", raw=launch),
         Measurement("sm_sync", sync, lat["sm_sync"], "ping-pong", raw=sync),
-    ]
-    return cal
+    )
+    return dataclasses.replace(cal, results=cal.results + floors)
 
 
 def test_latency_helpers():
@@ -212,8 +213,10 @@ def test_calibrated_spec_gets_the_latency_floors(tmp_path):
     assert text.count("\nlatency:") == 1 and "measured 0.3 us" in text
     table = str(cal)
     assert "kernel_launch" in table and "0.9 us" in table and "180%" in table
-    older = with_latency(h100_calibration(), 0.9e-6, 0.3e-6)
-    older.device = dev("NVIDIA A100-SXM4-80GB", 108, 85098496000, cc="8.0")
+    older = dataclasses.replace(
+        with_latency(h100_calibration(), 0.9e-6, 0.3e-6),
+        device=dev("NVIDIA A100-SXM4-80GB", 108, 85098496000, cc="8.0"),
+    )
     assert older.latency()[0]["sm_sync"] == pytest.approx(0.3e-6)
 
 

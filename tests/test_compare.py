@@ -85,3 +85,30 @@ def test_cli_compare(capsys):
     assert [g["hw_key"] for g in d["gpus"]] == [s.key for s in list_specs()]
     code, out, _ = run_solar("compare", GPT_FFN, "--hw", "A100,B200")
     assert code == 0 and "NVIDIA A100" in out and "NVIDIA B200" in out
+
+
+def test_compare_and_compare_graph_default_to_the_same_gpus():
+    from solar.api import trace_and_lift
+    from solar.questions.compare import DEFAULT_HW, compare_graph
+
+    model, inputs = model_and_inputs()
+    program, g = trace_and_lift(model, inputs)
+    want = [load_spec(h).key for h in DEFAULT_HW]
+    assert want == ["a100_sxm_80gb", "h100_sxm", "b200"]
+    assert compare_graph(program, g).keys == want
+    assert compare(model, inputs).keys == want
+
+
+@pytest.mark.parametrize("name", ["bound", "plan", "compare", "provision", "sweep"])
+def test_hw_comes_right_after_the_program_and_its_inputs(name):
+    """``hw`` is the third parameter, as in ``solar.bound(model, inputs, hw)``; a sweep's
+    inputs are its ``make_inputs`` and ``sizes``; targets are in seconds (``target_s``)."""
+    import inspect
+
+    import solar
+
+    params = list(inspect.signature(getattr(solar, name)).parameters)
+    head = ["model", "make_inputs", "sizes", "hw"] if name == "sweep" else ["model", "inputs", "hw"]
+    assert params[: len(head)] == head
+    if name in ("provision", "sweep"):
+        assert "target_s" in params and "target_ms" not in params

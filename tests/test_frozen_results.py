@@ -4,8 +4,10 @@ graph, IR or spec object; ``Bound.from_json(b.to_json())`` renders every view id
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import json
+import pickle
 import weakref
 
 import numpy as np
@@ -20,6 +22,7 @@ from solar.backend.cache_aware import CacheAwareModel
 from solar.backend.parallel.result import ParallelBound
 from solar.backend.result import Bound, KernelRow
 from solar.backend.units import SFU_EMULATION_FLOPS
+from solar.frozen import FrozenDict
 from solar.questions.compare import Comparison, compare_graph
 from solar.questions.provision import provision_bound, provision_graph
 
@@ -165,7 +168,7 @@ def test_assumptions_are_records_rendered_from_their_numbers():
     assert dram.values["bandwidth"] == b.hardware().dram_bandwidth
     assert dram.text == "DRAM bandwidth 3.35 TB/s (datasheet peak)"
     assert b.assumptions == [a.text for a in b.assumption_records]
-    assert [Assumption.from_dict(a.to_dict()) for a in b.assumption_records] == (
+    assert tuple(Assumption.from_dict(a.to_dict()) for a in b.assumption_records) == (
         b.assumption_records
     )
 
@@ -239,3 +242,221 @@ def test_a_file_of_the_first_schema_still_loads():
         old.cache_aware_bytes(1e6)
     with pytest.raises(ValueError, match="not a solar.bound/1 object"):
         Bound.from_dict({**d, "schema": "solar.compare/1"})
+
+
+# ---------------------------------------------------------------------------------------------
+# Frozen results: no result changes under the code holding it (issue: "results can change
+# under the user"); JSON and equality as before
+
+
+def test_frozen_dict_refuses_changes_and_reads_as_the_dict():
+    from solar.frozen import FrozenList, freeze, thaw
+
+    plain = {"a": 1, "b": {"c": [1, 2]}}
+    f = freeze(plain)
+    assert type(f) is FrozenDict and type(f["b"]) is FrozenDict
+    assert type(f["b"]["c"]) is FrozenList and f["b"]["c"] == [1, 2]
+    assert f == plain and thaw(f) == plain and type(thaw(f)["b"]["c"]) is list
+    assert json.dumps(f, indent=2) == json.dumps(plain, indent=2)
+    changes = [
+        lambda: f.__setitem__("a", 2),
+        lambda: f.__delitem__("a"),
+        lambda: f.update(a=2),
+        lambda: f.pop("a"),
+        lambda: f.popitem(),
+        lambda: f.setdefault("z", 0),
+        lambda: f.clear(),
+        lambda: f["b"].__setitem__("c", 0),
+        lambda: f["b"]["c"].append(3),
+        lambda: f["b"]["c"].__setitem__(0, 3),
+        lambda: f["b"]["c"].sort(),
+    ]
+    for change in changes:
+        with pytest.raises(TypeError, match="read-only"):
+            change()
+    assert thaw(f) == plain
+    back = pickle.loads(pickle.dumps(f))
+    assert type(back) is FrozenDict and back == f and type(back["b"]["c"]) is FrozenList
+    assert {f: 1}[freeze(plain)] == 1  # hashable, by value
+    assert f | {"z": 3} == {**f, "z": 3}  # a new (plain) dict; f unchanged
+    assert "z" not in f
+
+
+def _assert_frozen(result, want: frozenset = frozenset({"mapping", "sequence"})) -> None:
+    """Every field refuses assignment; mappings and sequences refuse item assignment (``want``:
+    the kinds of container the result has, each checked)."""
+    kinds = set()
+    for fld in dataclasses.fields(result):
+        value = getattr(result, fld.name)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(result, fld.name, value)
+        if fld.name.startswith("_"):
+            continue  # a private memo cache (outside equality)
+        assert not isinstance(value, (list, set)), fld.name
+        if isinstance(value, dict):
+            assert isinstance(value, FrozenDict), fld.name
+            with pytest.raises(TypeError):
+                value["new key"] = 1
+            kinds.add("mapping")
+        if isinstance(value, tuple) and value:
+            with pytest.raises(TypeError):
+                value[0] = value[0]  # type: ignore[index]
+            kinds.add("sequence")
+    assert kinds == want, type(result).__name__
+
+
+_BOTH = frozenset({"mapping", "sequence"})
+
+
+def _mlp():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(256, 1024), nn.GELU(), nn.Linear(1024, 256))
+    return model, [torch.randn(64, 256)]
+
+
+def test_every_result_class_is_frozen():
+    from solar.api import bound_parallel
+    from solar.gpu.calibrate import Calibration, Measurement
+    from solar.gpu.headroom import HeadroomReport
+    from solar.gpu.headroom_batch import BatchReport
+    from solar.gpu.measure import DeviceInfo
+    from solar.gpu.validate import ValidationReport
+    from solar.hw import load_spec
+    from solar.questions.batch import BatchResult
+    from solar.questions.sweep import sweep
+
+    model, inputs = _mlp()
+    program, g = solar.trace_and_lift(model, inputs)
+    b = solar.api.bound_graph(g, "H100")
+    results = [
+        b,
+        b.kernels[0],
+        bound_parallel(program, g, "H100", 2, tp=2, single=b),
+        compare_graph(program, g, ["A100", "H100"]),
+        provision_bound(b, target_s=1e-4),
+        sweep(model, lambda n: [torch.randn(n, 256)], [8, 16], hw="H100", symbolic=False),
+        BatchResult("p.py", "p", "ok", 1.0, {"totals": {"flops": {"fma": 3}}}, None),
+        ValidationReport("p", "cpu", "passed", notes=["n"], seconds={"ir": 0.5}),
+        HeadroomReport(
+            "p",
+            "H100",
+            "h100_sxm",
+            {"name": "x"},
+            None,
+            {"fused": 1.0},
+            {"fused": "dram"},
+            [],
+            [],
+            notes=["n"],
+        ),  # fmt: skip
+        BatchReport("H100", "h100_sxm", {"name": "x"}, [], 1.0, ["n"]),
+        Calibration(
+            DeviceInfo("cpu", "cpu"),
+            load_spec("H100"),
+            "given",
+            [Measurement("dram_bandwidth", 3e12, 3.35e12, "copy")],
+            date="2026-12-05",
+        ),  # fmt: skip
+    ]
+    for r in results:
+        if isinstance(r, (KernelRow, ParallelBound, Calibration)):
+            # KernelRow: one mapping (flops), no sequence; ParallelBound: its stages' path_s;
+            # Calibration: results only (its device and spec are their own frozen records)
+            for fld in dataclasses.fields(r):
+                with pytest.raises(dataclasses.FrozenInstanceError):
+                    setattr(r, fld.name, getattr(r, fld.name))
+            continue
+        _assert_frozen(r, frozenset({"mapping"}) if isinstance(r, BatchResult) else _BOTH)
+    p = results[2]
+    assert isinstance(p.stages, tuple) and isinstance(p.stages[0].path_s, FrozenDict)
+    with pytest.raises(TypeError):
+        p.collectives[0]["kind"] = "x"
+    with pytest.raises(TypeError):
+        p.tp_groups[0]["kernels"].append("x")
+    assert isinstance(results[1].flops, FrozenDict) and isinstance(results[-1].results, tuple)
+    for r in results:  # pickles equal; JSON the same text
+        back = pickle.loads(pickle.dumps(r))
+        assert back == r
+        if hasattr(r, "to_json"):
+            assert back.to_json() == r.to_json()
+
+
+def test_bound_json_round_trip_is_frozen_and_byte_identical():
+    model, inputs = _mlp()
+    b = solar.bound(model, inputs, hw="H100")
+    text = b.to_json()
+    back = Bound.from_json(text)
+    assert back == b and back.to_json() == text
+    _assert_frozen(back)
+    # the text is json.dumps of plain data: a thawed dict writes the same bytes
+    from solar.frozen import thaw
+
+    assert json.dumps(thaw(back.to_dict()), indent=2) == text
+    changed = dataclasses.replace(b, program="other")  # how a changed result is made
+    assert changed.program == "other" and b.program != "other" and changed.kernels == b.kernels
+
+
+def test_a_draft_fills_a_frozen_result_in_steps():
+    from solar.frozen import Draft
+    from solar.gpu.validate import ValidationReport
+
+    d = Draft(ValidationReport, "p", "cpu", "error")
+    d.notes.append("first")
+    d.seconds["ir"] = 0.25
+    assert not d.ok  # a property: read off a result built for it
+    d.status = "passed"
+    r = d.build()
+    assert r.ok and r.notes == ("first",) and r.seconds == {"ir": 0.25}
+    d.notes.append("later")
+    assert r.notes == ("first",)  # the built result does not follow its draft
+    with pytest.raises(AttributeError, match="no field"):
+        d.statuss = "x"
+
+
+def test_symbolic_bound_json_keeps_formulas_regions_and_pieces():
+    from solar.algebra.size import symbol
+    from solar.symbolic.analysis import OutsideRegionError
+    from solar.symbolic.result import QUANTITIES, SymbolicBound
+
+    lin = nn.Linear(64, 32)
+    b = solar.bound(lin, [torch.randn(8, 64)], hw="H100", symbolic={"rows": [(0, 0)]})
+    assert isinstance(b, SymbolicBound)
+    lo, hi = b.piece_region.interval(symbol("rows"), {symbol("rows"): 8}, hi=1 << 20)
+    b.at(rows=hi + 1)  # another piece, recorded
+    assert len(b.pieces) == 2
+    text = b.to_json()
+    back = SymbolicBound.from_json(text)
+    assert back == b and back.to_json() == text
+    for q in QUANTITIES:
+        assert back.formula(q) == b.formula(q)
+    assert back.flops_formula() == b.flops_formula()
+    assert back.counts_region == b.counts_region and back.piece_region == b.piece_region
+    assert [p.region for p in back.pieces] == [p.region for p in b.pieces]
+    for n in {lo, (lo + hi) // 2, hi, hi + 1}:  # inside the pieces written: the same numbers
+        assert back.at(rows=n).to_json() == b.at(rows=n).to_json()
+    assert back.at(rows=hi).flops == {k: 2 * hi * 64 * 32 for k in b.flops}
+    _, top = b.pieces[1].region.interval(symbol("rows"), {symbol("rows"): hi + 1}, hi=1 << 40)
+    with pytest.raises(OutsideRegionError, match="none of the pieces"):
+        back.at(rows=top + 1)  # no graph kept to analyse a new piece
+    assert b.at(rows=top + 1).fused > 0  # the original analyses it (a third piece)
+    with pytest.raises(TypeError):
+        back.sizes["rows"] = 9
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        back.piece_region = None
+
+
+def test_the_records_inside_device_reports_are_frozen():
+    from solar.gpu.calibrate import Measurement
+    from solar.gpu.validate import KernelCheck
+    from solar.gpu.violations import Violation
+
+    v = Violation("program", "p", "fused", 1.0, 2.0, "bound_bug", "bytes", "r", {"x": [1]})
+    k = KernelCheck("k", "aten.mul", [])
+    m = Measurement("dram_bandwidth", 3e12, 3.35e12, "copy")
+    for record, name in ((v, "kind"), (k, "kernel"), (m, "value")):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(record, name, getattr(record, name))
+    assert isinstance(v.evidence, FrozenDict) and v.evidence == {"x": [1]}
+    with pytest.raises(TypeError):
+        v.evidence["x"].append(2)
+    assert k.tensors == () and k.ok

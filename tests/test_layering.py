@@ -20,8 +20,8 @@ PACKAGE = ROOT / "solar"
 #: imports another) unless the layer is marked open: the API layers combine their siblings.
 LAYERS: list[tuple[tuple[str, ...], bool]] = [
     # numbers that carry their formula; formatting; the results' bridge to their views; the
-    # garbage collector around batches of analyses
-    (("solar.algebra", "solar.fmt", "solar.viewable", "solar.collector"), True),
+    # garbage collector around batches of analyses; the frozen mappings results hold
+    (("solar.algebra", "solar.fmt", "solar.viewable", "solar.collector", "solar.frozen"), True),
     (("solar.ir", "solar.hw"), False),  # the Affine Loop IR (pure data); GPU specs
     (("solar.interp", "solar.graph"), False),  # execute the IR; lift it to the einsum graph
     (("solar.frontend", "solar.backend"), False),  # programs -> IR; graph + spec -> bounds

@@ -105,10 +105,10 @@ def test_fused_and_unfused_levels():
     n = 4096
     x = torch.empty(n, n, device="meta")
     model = torch.nn.Sequential(torch.nn.Linear(n, n, device="meta"), torch.nn.ReLU())
-    pf = provision(model, [x], target_ms=1.0, level="fused", hw="H100", precision="tf32")
+    pf = provision(model, [x], "H100", target_s=1e-3, level="fused", precision="tf32")
     assert len({pt.bandwidth for pt in pf.region}) == 1
     assert pf.bandwidth_floor == pytest.approx(pf.fused_bytes / 1e-3)
-    pu = provision(model, [x], target_ms=1.0, level="unfused", hw="H100", precision="tf32")
+    pu = provision(model, [x], hw="H100", target_s=1e-3, level="unfused", precision="tf32")
     assert pu.bandwidth_floor > pf.bandwidth_floor  # unfused moves the intermediate too
     # at the unfused bandwidth, Σ max(compute_k, bytes_k / BW) is exactly the target
     from solar.backend.roofline import kernel_times
@@ -122,9 +122,9 @@ def test_fused_and_unfused_levels():
     assert total == pytest.approx(1e-3, rel=1e-9)
     assert _unfused_bandwidth([2.0], [1.0], 1.0) == math.inf
     with pytest.raises(ValueError, match="unknown level"):
-        provision(model, [x], target_ms=1.0, level="fastest")
+        provision(model, [x], target_s=1e-3, level="fastest")
     with pytest.raises(ValueError, match="positive"):
-        provision(model, [x], target_ms=-1.0)
+        provision(model, [x], target_s=-1e-3)
 
 
 def test_sweep_callable_and_problem_file():
@@ -134,7 +134,7 @@ def test_sweep_callable_and_problem_file():
         return [torch.empty(n, width, dtype=torch.bfloat16, device="meta")]
 
     model = torch.nn.Linear(width, width, dtype=torch.bfloat16, device="meta")
-    s = sweep(model, make, [256, 1024, 4096], hw="H100", param="tokens", target_ms=0.01)
+    s = sweep(model, make, [256, 1024, 4096], hw="H100", param="tokens", target_s=1e-5)
     times = s.times()
     assert times == sorted(times) and len(times) == 3
     for n, b in zip(s.sizes, s.bounds):

@@ -25,7 +25,7 @@ def _plain(g: Graph) -> tuple:
 
 def test_template_rebuilds_a_traced_graph_as_the_walk_does():
     b = bound_symbolic(*problem_at(ATTENTION, "S", 300), "H100", {"S": [(0, 2), (1, 2), (2, 2)]})
-    g, t = b._graph, Template(b._graph)
+    g, t = b.analysis.graph, Template(b.analysis.graph)
     for s in (2, 77, 4096):
         point = {symbol("S"): s}
         assert _plain(evaluate(g, point, t)) == _plain(evaluate(g, point))

@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from solar.backend.assumptions import Assumption, note
@@ -66,6 +67,7 @@ from solar.backend.latency import LEVELS, ChainFloor, Latency
 from solar.backend.memory import PeakMemory
 from solar.backend.phases import PhaseRow
 from solar.fmt import fmt_time
+from solar.frozen import Frozen, thaw
 from solar.viewable import Viewable
 
 SCHEMA = "solar.bound/1"
@@ -81,7 +83,7 @@ def level_name(level: str) -> str:
 
 
 @dataclass(frozen=True, kw_only=True)
-class KernelRow:
+class KernelRow(Frozen):
     """One kernel: its unfused roofline (work, bytes, compute and memory time, what binds),
     its latency floor, and its shares of the fused and cache-aware levels."""
 
@@ -89,7 +91,7 @@ class KernelRow:
     op: str
     source: str
     module: str
-    flops: dict[str, int]
+    flops: Mapping[str, int]
     bytes_read: int
     bytes_written: int
     compute_s: float
@@ -117,7 +119,7 @@ class KernelRow:
         return self.latency_s > self.time_s
 
     def to_dict(self) -> dict:
-        return dict(self.__dict__)
+        return {**self.__dict__, "flops": dict(self.flops)}
 
     @classmethod
     def from_dict(cls, d: dict) -> KernelRow:
@@ -125,10 +127,11 @@ class KernelRow:
         return cls(**{k: v for k, v in d.items() if k in names})
 
 
-@dataclass(repr=False)
-class Bound(Viewable):
+@dataclass(frozen=True, repr=False)
+class Bound(Frozen, Viewable):
     """Speed-of-light bounds of one program on one GPU (seconds), with the work and DRAM
-    bytes they rest on, per kernel and in total, and the assumptions stated."""
+    bytes they rest on, per kernel and in total, and the assumptions stated. Frozen: lists
+    given to the constructor are kept as tuples, dicts as read-only mappings."""
 
     program: str
     hw: str
@@ -139,20 +142,20 @@ class Bound(Viewable):
     unfused_bound_by: str
     fused_bound_by: str
     cache_aware_bound_by: str
-    flops: dict[str, int]
+    flops: Mapping[str, int]
     bytes_unfused: int
     bytes_fused: int
     bytes_cache_aware: float
-    compute_s: dict[str, float]
-    kernels: list[KernelRow]
-    assumption_records: list[Assumption]
+    compute_s: Mapping[str, float]
+    kernels: tuple[KernelRow, ...]
+    assumption_records: tuple[Assumption, ...]
     bytes_fused_read: int = 0  # of bytes_fused, what is read (the rest is written)
     memory: PeakMemory | None = None  # peak live bytes over the kernel order
-    phases: list[PhaseRow] = field(default_factory=list)  # a training step's parts
+    phases: tuple[PhaseRow, ...] = ()  # a training step's parts
     dram_capacity: int = 0  # the GPU's device memory (bytes)
     latency: Latency | None = None  # launch floor and critical path (solar.backend.latency)
-    gpu: dict = field(default_factory=dict, repr=False)  # the spec's figures (to_dict())
-    rates_used: dict[str, str] = field(default_factory=dict)  # op class -> the rate it ran at
+    gpu: Mapping = field(default_factory=dict, repr=False)  # the spec's figures (to_dict())
+    rates_used: Mapping[str, str] = field(default_factory=dict)  # op class -> the rate it ran at
     # DRAM bytes against on-chip capacity (the proven I/O items; None: not computed)
     cache_model: CacheAwareModel | None = field(default=None, repr=False)
 
@@ -183,7 +186,7 @@ class Bound(Viewable):
         from solar.hw import load_spec
 
         try:
-            return load_spec(self.gpu or self.hw_key)
+            return load_spec(thaw(self.gpu) or self.hw_key)
         except ValueError as e:
             raise ValueError(
                 f"cannot find the spec {self.hw_key!r} this bound was computed on: the bound "
@@ -239,7 +242,7 @@ class Bound(Viewable):
             "phases": [p.to_dict() for p in self.phases],
             "assumptions": self.assumptions,
             "assumption_records": [a.to_dict() for a in self.assumption_records],
-            "gpu": dict(self.gpu),
+            "gpu": thaw(self.gpu),
             "rates_used": dict(self.rates_used),
             "cache_aware_model": None if self.cache_model is None else self.cache_model.to_dict(),
         }
@@ -311,7 +314,7 @@ class Bound(Viewable):
         )
 
 
-def _latency(d: dict, kernels: list[KernelRow], final: dict[str, float]) -> Latency:
+def _latency(d: dict, kernels: Sequence[KernelRow], final: dict[str, float]) -> Latency:
     """A :class:`Latency` from its ``to_dict`` (per-kernel floors from the kernels, the final
     bounds from the levels)."""
     cp = d["critical_path"]

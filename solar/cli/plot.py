@@ -56,8 +56,9 @@ def save_all(
         written.append(_save(fig, out / f"{kind}.png"))
     if sweep:
         param, sizes = parse_sweep(sweep)
+        target_s = None if target_ms is None else target_ms * 1e-3
         with full_collections_deferred():  # the command's batch of sizes
-            s = sweep_problem(file, param, sizes, spec, target_ms=target_ms, precision=precision)
+            s = sweep_problem(file, param, sizes, spec, target_s=target_s, precision=precision)
         written.append(_save(sweep_plot(s), out / "sweep.png"))
     return written
 

@@ -81,7 +81,12 @@ def run(args) -> int:
         param, sizes = parse_sweep(args.sweep)
         with full_collections_deferred():  # the command's batch of sizes
             sw = sweep_problem(
-                args.file, param, sizes, hw, target_ms=args.target_ms, precision=args.precision
+                args.file,
+                param,
+                sizes,
+                hw,
+                target_s=args.target_ms * 1e-3,
+                precision=args.precision,
             )
     if args.json:
         d = p.to_dict()

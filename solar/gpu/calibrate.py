@@ -36,6 +36,7 @@ from pathlib import Path
 import torch
 import yaml
 
+from solar.frozen import Frozen
 from solar.gpu.calibrate_latency import measure_launch, measure_sync, sync_to_write
 from solar.gpu.measure import DeviceInfo, detect_spec, device_info, time_fn
 from solar.hw import SpecError, list_specs, load_spec
@@ -64,7 +65,7 @@ GEMM_UNITS: dict[str, str] = {
 }
 
 
-@dataclass
+@dataclass(frozen=True)
 class Measurement:
     """One measured ceiling (per second: bytes/s or ops/s), against its spec peak."""
 
@@ -301,12 +302,14 @@ def derive_spec(info: DeviceInfo, catalogue: Sequence[HardwareSpec] | None = Non
 # The calibration and its YAML
 
 
-@dataclass
-class Calibration(Viewable):
+@dataclass(frozen=True)
+class Calibration(Frozen, Viewable):
+    """One GPU's measured ceilings against its datasheet spec ``base`` (frozen)."""
+
     device: DeviceInfo
     base: HardwareSpec
     base_how: str
-    results: list[Measurement] = field(default_factory=list)
+    results: tuple[Measurement, ...] = ()
     seconds: float = 0.0
     date: str = field(default_factory=lambda: datetime.date.today().isoformat())
 
@@ -524,7 +527,7 @@ def calibrate(
             spec, how = detect_spec(info)
         except SpecError:
             spec, how = derive_spec(info), "derived (not in the catalogue)"
-    cal = Calibration(info, spec, how)
+    results: list[Measurement] = []
     say = log or (lambda s: None)
     l2 = int(info.l2_bytes or spec.l2_capacity)
 
@@ -532,10 +535,10 @@ def calibrate(
         say(f"measuring {key} ...")
         try:
             value, method = fn()
-            cal.results.append(_clamp(key, value, peak, method))
+            results.append(_clamp(key, value, peak, method))
         except Exception as e:
             msg = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
-            cal.results.append(Measurement(key, None, peak, "", error=f"{type(e).__name__}: {msg}"))
+            results.append(Measurement(key, None, peak, "", error=f"{type(e).__name__}: {msg}"))
         finally:
             torch.cuda.empty_cache()
 
@@ -543,11 +546,11 @@ def calibrate(
         say(f"measuring {key} ...")
         try:
             value, method = fn()
-            cal.results.append(Measurement(key, value, spec.latency.get(key), method, raw=value))
+            results.append(Measurement(key, value, spec.latency.get(key), method, raw=value))
         except Exception as e:
             msg = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
             peak = spec.latency.get(key)
-            cal.results.append(Measurement(key, None, peak, "", error=f"{type(e).__name__}: {msg}"))
+            results.append(Measurement(key, None, peak, "", error=f"{type(e).__name__}: {msg}"))
 
     run("dram_bandwidth", spec.dram_bandwidth, lambda: measure_dram(dev, l2, quick=quick))
     run("l2_bandwidth", spec.l2_bandwidth, lambda: measure_l2(dev, l2))
@@ -563,5 +566,4 @@ def calibrate(
     if latency:
         run_latency("kernel_launch", lambda: measure_launch(dev, reps=10 if quick else 30))
         run_latency("sm_sync", lambda: measure_sync(dev, round_trips=5000 if quick else 20000))
-    cal.seconds = time.perf_counter() - t_start
-    return cal
+    return Calibration(info, spec, how, results, time.perf_counter() - t_start)

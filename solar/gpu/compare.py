@@ -60,7 +60,7 @@ def tolerance(dtype, program: Program | None = None) -> float:
 # Comparing tensors
 
 
-@dataclass
+@dataclass(frozen=True)
 class OutputCheck:
     """One output (or intermediate) compared with its reference."""
 

@@ -12,6 +12,7 @@ of problem files, on this machine or on a Ray cluster, and ``solar headroom`` ar
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import json
 import math
@@ -20,7 +21,7 @@ import re
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import torch
@@ -28,6 +29,7 @@ import torch
 from solar.api import bound_program
 from solar.backend.result import LEVELS
 from solar.fmt import fmt_time, jsonable
+from solar.frozen import Frozen
 from solar.gpu.measure import (
     DeviceInfo,
     KernelMapping,
@@ -81,12 +83,12 @@ SCHEMA = "solar.headroom/1"
 # The report
 
 
-@dataclass
-class KernelHeadroom:
+@dataclass(frozen=True)
+class KernelHeadroom(Frozen):
     """One measured unit: an IR kernel, or consecutive IR kernels one source call ran."""
 
     name: str
-    kernels: list[str]
+    kernels: tuple[str, ...]
     op: str
     source: str
     module: str
@@ -97,7 +99,7 @@ class KernelHeadroom:
     bytes: float
     cold_bytes: float
     measured_s: float | None = None
-    device_kernels: list[str] = field(default_factory=list)
+    device_kernels: tuple[str, ...] = ()
 
     @property
     def headroom(self) -> float | None:
@@ -111,8 +113,8 @@ class KernelHeadroom:
         return d
 
 
-@dataclass(repr=False)
-class HeadroomReport(Viewable):
+@dataclass(frozen=True, repr=False)
+class HeadroomReport(Frozen, Viewable):
     """Measured vs bound for one program. ``headroom`` maps each level to measured / bound
     (and ``"kernels"`` to per-kernel headrooms); ``violations`` lists measurements that beat a
     bound, classified (see the module docstring)."""
@@ -120,20 +122,20 @@ class HeadroomReport(Viewable):
     program: str
     hw: str
     hw_key: str
-    device: dict
+    device: Mapping
     measured: Timing | None
-    bounds: dict[str, float]
-    bound_by: dict[str, str]
-    kernels: list[KernelHeadroom]
-    violations: list[Violation]
+    bounds: Mapping[str, float]
+    bound_by: Mapping[str, str]
+    kernels: tuple[KernelHeadroom, ...]
+    violations: tuple[Violation, ...]
     validation: ValidationReport | None = None
-    mapping: dict | None = None
+    mapping: Mapping | None = None
     candidate: bool = False
-    candidate_check: list[OutputCheck] | None = None
+    candidate_check: tuple[OutputCheck, ...] | None = None
     baseline: Timing | None = None
-    notes: list[str] = field(default_factory=list)
-    seconds: dict[str, float] = field(default_factory=dict)
-    errors: dict[str, str] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+    seconds: Mapping[str, float] = field(default_factory=dict)
+    errors: Mapping[str, str] = field(default_factory=dict)
     path: str | None = None
     tol: float = DEFAULT_TOL
     bound: object = field(default=None, repr=False)
@@ -456,8 +458,7 @@ def measure_subject(
         tol=tol,
         path=subject.path,
     )
-    rep.notes, rep.seconds, rep.errors = run.notes, run.seconds, run.errors
-    return rep
+    return dataclasses.replace(rep, notes=run.notes, seconds=run.seconds, errors=run.errors)
 
 
 def _check_candidate(subject: Subject, target: Callable) -> list[OutputCheck]:

@@ -14,13 +14,14 @@ import math
 import statistics
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
 import torch
 
 from solar.fmt import jsonable
+from solar.frozen import Draft, Frozen
 from solar.gpu.headroom import LEVELS, HeadroomReport, measure_subject
 from solar.gpu.measure import DeviceInfo, Timing, device_info, resolve_hw, time_fn
 from solar.gpu.validate import (
@@ -72,14 +73,16 @@ class BatchEntry:
         )
 
 
-@dataclass
-class BatchReport(Viewable):
+@dataclass(frozen=True)
+class BatchReport(Frozen, Viewable):
+    """Every program of a batch measured on one GPU (frozen: tuples, read-only mappings)."""
+
     hw: str
     hw_key: str
-    device: dict
-    entries: list[BatchEntry] = field(default_factory=list)
+    device: Mapping
+    entries: tuple[BatchEntry, ...] = ()
     seconds: float = 0.0
-    notes: list[str] = field(default_factory=list)
+    notes: tuple[str, ...] = ()
 
     def summary(self) -> dict:
         reps = [e.report for e in self.entries if e.report is not None]
@@ -282,7 +285,7 @@ def headroom_paths(
     info = device_info(device)
     spec = hw if hasattr(hw, "dram_bandwidth") else resolve_hw(hw, device)
     files = [p for p in discover(paths) if str(p) not in set(map(str, skip))]
-    batch = BatchReport(spec.name, spec.key, info.to_dict())
+    batch = Draft(BatchReport, spec.name, spec.key, info.to_dict(), [])
     for n, path in enumerate(progress(files, desc="headroom", enable=show_progress)):
         opts = dict(kw)
         if budget_total_s is not None:
@@ -317,7 +320,7 @@ def headroom_paths(
         if entry.status in ("error", "timeout"):
             _check_device(device)
     batch.seconds = time.perf_counter() - t_start
-    return batch
+    return batch.build()
 
 
 def headroom_paths_ray(
@@ -381,9 +384,6 @@ def headroom_paths_ray(
     else:
         spec = None if hw_arg == "auto" else load_spec(hw if hasattr(hw, "key") else hw_arg)
         hw_name, hw_key, info = (spec.name, spec.key, {}) if spec else ("auto", "auto", {})
-    batch = BatchReport(hw_name, hw_key, info, entries)
-    if len(names) > 1:
-        batch.notes.append(f"the workers' GPUs differ: {', '.join(names)}")
-    batch.notes.append(f"run on Ray ({ray}): one task per program, {len(files)} tasks")
-    batch.seconds = time.perf_counter() - t_start
-    return batch
+    notes = [f"the workers' GPUs differ: {', '.join(names)}"] if len(names) > 1 else []
+    notes.append(f"run on Ray ({ray}): one task per program, {len(files)} tasks")
+    return BatchReport(hw_name, hw_key, info, entries, time.perf_counter() - t_start, notes)

@@ -16,6 +16,7 @@ randomized: never validate on zeros) in :mod:`.problems`.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import time
@@ -29,6 +30,7 @@ import torch.utils._pytree as pytree
 
 from solar.fmt import jsonable
 from solar.frontend.torch.lower import output_stem
+from solar.frozen import Draft, Frozen
 from solar.gpu.compare import (
     INT_MISMATCH_TOL,
     REL_TOL,
@@ -84,13 +86,13 @@ MAX_INSTANCES = 2e11
 # The report
 
 
-@dataclass
-class KernelCheck:
+@dataclass(frozen=True)
+class KernelCheck(Frozen):
     """The outputs of one IR kernel compared with the source's intermediates."""
 
     kernel: str
     op: str
-    tensors: list[OutputCheck]
+    tensors: tuple[OutputCheck, ...]
 
     @property
     def ok(self) -> bool:
@@ -110,8 +112,8 @@ class KernelCheck:
         }
 
 
-@dataclass
-class ValidationReport(Viewable):
+@dataclass(frozen=True)
+class ValidationReport(Frozen, Viewable):
     """IR vs source, per output (and per kernel when asked). ``status`` is ``passed``,
     ``failed`` (some output differs), ``error`` (something raised; ``reason`` says what) or
     ``skipped`` (``reason`` says why)."""
@@ -119,13 +121,13 @@ class ValidationReport(Viewable):
     program: str
     device: str
     status: str
-    outputs: list[OutputCheck] = field(default_factory=list)
-    kernels: list[KernelCheck] | None = None
+    outputs: tuple[OutputCheck, ...] = ()
+    kernels: tuple[KernelCheck, ...] | None = None
     first_bad_kernel: str | None = None
-    isolated: list[KernelCheck] | None = None  # each kernel given the source's inputs
+    isolated: tuple[KernelCheck, ...] | None = None  # each kernel given the source's inputs
     reason: str | None = None
-    seconds: dict[str, float] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
+    seconds: Mapping[str, float] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
     path: str | None = None
 
     @property
@@ -225,7 +227,7 @@ def validate_subject(
     program, dev = subject.program, subject.device
     if per_kernel == "auto" and getattr(subject.trace, "updated", None):
         per_kernel = True  # a training step: check the gradients too, kernel by kernel
-    rep = ValidationReport(subject.name, str(dev), "error", path=subject.path)
+    rep = Draft(ValidationReport, subject.name, str(dev), "error", path=subject.path)
     rep.notes = list(subject.notes)
     if subject.trace_s:
         rep.seconds["trace"] = subject.trace_s
@@ -236,7 +238,7 @@ def validate_subject(
             f"the IR's element-wise statements run {cost:.3g} instances (> {max_instances:.3g}): "
             "too slow to execute at this size"
         )
-        return rep
+        return rep.build()
 
     def tol_of(dtype) -> float:
         if isinstance(tol, Mapping):
@@ -264,11 +266,11 @@ def validate_subject(
     except DataSizeMismatch as e:
         if subject.framework != "torch" or drawn:
             rep.reason = f"executing the IR failed: {type(e).__name__}: {_line(e)}"
-            return rep
+            return rep.build()
         return _sizes_isolated(rep, subject, {**values, **before}, tol_of, e)
     except Exception as e:
         rep.reason = f"executing the IR failed: {type(e).__name__}: {_line(e)}"
-        return rep
+        return rep.build()
     try:
         if reference is None:
             t0 = time.perf_counter()
@@ -283,13 +285,13 @@ def validate_subject(
         raise
     except Exception as e:
         rep.reason = f"running the source program failed: {type(e).__name__}: {_line(e)}"
-        return rep
+        return rep.build()
     t0 = time.perf_counter()
     names = subject.output_names
     if len(reference) != len(names):
         rep.status = "failed"
         rep.reason = f"the source returns {len(reference)} tensors; the IR has {len(names)} outputs"
-        return rep
+        return rep.build()
     by_stats = []
     for i, (name, ref) in enumerate(zip(names, reference)):
         label = name if names.count(name) == 1 else f"{name}#{i}"
@@ -326,7 +328,7 @@ def validate_subject(
             _check_isolated(rep, subject, {**values, **before}, tol_of, reference)
     if rep.status == "failed" and subject.framework == "jax" and not drawn:
         _check_against_op_by_op(rep, subject, reference)
-    return rep
+    return rep.build()
 
 
 #: How far an output may be from the source, in units of the source's own difference from
@@ -334,9 +336,7 @@ def validate_subject(
 NOISE_FACTOR = 4.0
 
 
-def _check_against_op_by_op(
-    rep: ValidationReport, subject: Subject, reference: Sequence[object]
-) -> None:
+def _check_against_op_by_op(rep: Draft, subject: Subject, reference: Sequence[object]) -> None:
     """A JAX program whose IR misses the tolerance: run the source again op by op
     (``jax.disable_jit``: every primitive rounds its own output, where the compiled program
     keeps fused intermediates in float32). The two are the same program, so their difference
@@ -389,7 +389,7 @@ def _source_again(subject: Subject, values: Mapping[str, torch.Tensor]) -> list[
 
 
 def _sizes_isolated(
-    rep: ValidationReport, subject: Subject, values, tol_of, error: DataSizeMismatch
+    rep: Draft, subject: Subject, values, tol_of, error: DataSizeMismatch
 ) -> ValidationReport:
     """The chained IR run met a data-dependent size other than the one traced (observed sizes:
     the IR's own rounding moved a value across a threshold, one more box kept by NMS, one token
@@ -401,11 +401,11 @@ def _sizes_isolated(
         reference = subject.flatten(subject.run())
     subject.synchronize()
     _check_isolated(rep, subject, values, tol_of, reference, why=rep.reason)
-    return rep
+    return rep.build()
 
 
 def _check_isolated(
-    rep: ValidationReport,
+    rep: Draft,
     subject: Subject,
     values,
     tol_of,
@@ -826,7 +826,6 @@ def validate_paths(
             )
         except torch.cuda.OutOfMemoryError as e:
             r = ValidationReport(path.stem, str(device), "error", reason=f"out of memory: {e}")
-        r.path = str(path)
-        reports.append(r)
+        reports.append(dataclasses.replace(r, path=str(path)))
         _free(device)
     return reports

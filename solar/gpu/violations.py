@@ -60,6 +60,7 @@ from dataclasses import dataclass, field
 
 from solar.backend.units import compute_time
 from solar.fmt import fmt_bytes, fmt_time
+from solar.frozen import Frozen
 
 DEFAULT_TOL = 0.01
 
@@ -82,8 +83,8 @@ class Floors:
     latency_s: float = 0.0  # launch floors and critical path (solar.backend.latency)
 
 
-@dataclass
-class Violation:
+@dataclass(frozen=True)
+class Violation(Frozen):
     """A measurement below a bound, with its classification and evidence."""
 
     scope: str  # "program" or "kernel"
@@ -94,7 +95,7 @@ class Violation:
     kind: str  # "bound_bug", "not_doing_the_work" or "cache_effect"
     cause: str  # "outputs", "ir_mismatch", "compute", "bytes", "latency", "launches" or "l2"
     reason: str
-    evidence: dict = field(default_factory=dict)
+    evidence: Mapping = field(default_factory=dict)
 
     @property
     def ratio(self) -> float:

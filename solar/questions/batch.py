@@ -17,11 +17,12 @@ import ast
 import importlib.util
 import json
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from solar.api import bound_graph, lift_problem
+from solar.frozen import Frozen, thaw
 from solar.hw import load_spec
 from solar.problem import discover, load_problem
 from solar.questions.executors import (
@@ -39,8 +40,8 @@ BATCH_SCHEMA = "solar.bound-batch/1"
 # one task: bound one problem file
 
 
-@dataclass
-class BatchResult:
+@dataclass(frozen=True)
+class BatchResult(Frozen):
     """The outcome of one problem file: ``bound`` is :meth:`solar.backend.result.Bound.to_dict` when
     ``status == "ok"``; ``error`` a one-line reason otherwise."""
 
@@ -48,7 +49,7 @@ class BatchResult:
     name: str
     status: str  # "ok", "error", "timeout" or "skipped"
     seconds: float = 0.0
-    bound: dict | None = None
+    bound: Mapping | None = None
     error: str | None = None
 
     @property
@@ -56,7 +57,7 @@ class BatchResult:
         return self.status == "ok"
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return thaw(asdict(self))
 
 
 def requirements(source: str) -> list[str]:

@@ -25,7 +25,7 @@ interconnect block, fewer GPUs per host) is listed in ``errors``.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from solar.api import bound_graph, bound_parallel, trace_and_lift
@@ -33,10 +33,13 @@ from solar.backend.parallel.model import ParallelModel
 from solar.backend.parallel.result import ParallelBound
 from solar.backend.result import Bound
 from solar.fmt import fmt_time
+from solar.frozen import Frozen, thaw
 from solar.hw import list_specs, load_spec
 from solar.viewable import Viewable
 
 SCHEMA = "solar.compare/1"
+#: the GPUs :func:`compare` and :func:`compare_graph` bound when none are named
+DEFAULT_HW = ("A100", "H100", "B200")
 
 
 def resolve_hw(hw) -> list:
@@ -55,15 +58,15 @@ def resolve_hw(hw) -> list:
     return specs
 
 
-@dataclass(repr=False)
-class Comparison(Viewable):
+@dataclass(frozen=True, repr=False)
+class Comparison(Frozen, Viewable):
     """One program's bounds on several GPUs (``errors``: GPUs that cannot run it, and why)."""
 
     program: str
-    bounds: list[Bound]
-    errors: dict[str, str] = field(default_factory=dict)
+    bounds: tuple[Bound, ...]
+    errors: Mapping[str, str] = field(default_factory=dict)
     gpus: int = 1
-    parallel: list[ParallelBound] = field(default_factory=list)  # with gpus > 1
+    parallel: tuple[ParallelBound, ...] = ()  # with gpus > 1
 
     def bound(self, hw: str) -> Bound:
         """The bound on the GPU with this key or name."""
@@ -99,7 +102,7 @@ class Comparison(Viewable):
                     "compute_s": d["totals"]["compute_s"],
                 }
             )
-        out = {"schema": SCHEMA, "program": self.program, "gpus": gpus, "errors": self.errors}
+        out = {"schema": SCHEMA, "program": self.program, "gpus": gpus, "errors": thaw(self.errors)}
         if self.gpus > 1:
             out["gpus_per_plan"] = self.gpus
             out["parallel"] = [p.to_dict() for p in self.parallel]
@@ -113,7 +116,7 @@ class Comparison(Viewable):
         return f"Comparison({self.program!r}: cache-aware {parts})"
 
 
-def compare_graph(program, g, hw="all", gpus: int = 1) -> Comparison:
+def compare_graph(program, g, hw=DEFAULT_HW, gpus: int = 1) -> Comparison:
     """:func:`compare` on an already lifted graph."""
     bounds, errors, parallel = [], {}, []
     model = ParallelModel(g) if gpus > 1 else None
@@ -135,7 +138,7 @@ def compare_graph(program, g, hw="all", gpus: int = 1) -> Comparison:
 def compare(
     model,
     inputs,
-    hw=("A100", "H100", "B200"),
+    hw=DEFAULT_HW,
     *,
     precision: str | None = None,
     name: str | None = None,

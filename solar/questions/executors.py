@@ -26,6 +26,7 @@ A task function never raises (it wraps failures into its result); one whose work
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import multiprocessing
@@ -63,10 +64,10 @@ def run_on_copy(task: Callable, path: Path, source: str, *args, **kwargs):
         local = Path(d) / path.name
         local.write_text(source)
         result = task(local, *args, **kwargs)
-    result.path = str(path)
+    changes = {"path": str(path)}
     if result.error:  # name the file as the caller knows it
-        result.error = result.error.replace(str(local), str(path))
-    return result
+        changes["error"] = result.error.replace(str(local), str(path))
+    return dataclasses.replace(result, **changes)
 
 
 def resolve_executor(jobs: int | None = None, ray: str | None = None, executor: str | None = None):

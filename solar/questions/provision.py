@@ -1,6 +1,6 @@
 """Inverse roofline (docs/overview.md): what a GPU needs to run a program in a target time.
 
-``provision(model, inputs, target_ms=2.0, level="cache_aware", hw="H100")`` traces once and
+``provision(model, inputs, hw="H100", target_s=2e-3, level="cache_aware")`` traces once and
 answers, for the bound at ``level`` to be at most the target ``T``:
 
 - **compute**: each level is ``max(compute, memory)``, so the two separate. The compute time
@@ -22,15 +22,17 @@ The reverse question, the best-case latency per problem size, is :mod:`solar.que
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from solar.api import bound_graph, trace_and_lift
 from solar.backend.result import Bound, level_name
 from solar.backend.units import UNIT_OF_RATE, compute_time
 from solar.fmt import fmt_rate, fmt_time, jsonable
+from solar.frozen import Frozen
 from solar.hw import list_specs, load_spec
 from solar.questions.plan import GpuCount, gpus_per_gpu_kind
 from solar.viewable import Viewable
@@ -74,8 +76,8 @@ class CatalogFit:
         return dict(self.__dict__)
 
 
-@dataclass(repr=False)
-class Provision(Viewable):
+@dataclass(frozen=True, repr=False)
+class Provision(Frozen, Viewable):
     """What a GPU needs for the bound at ``level`` to meet ``target_s`` (see the module
     docstring), relative to the reference GPU ``hw``, and which catalogue GPUs meet it."""
 
@@ -84,16 +86,16 @@ class Provision(Viewable):
     target_s: float
     hw: str  # the reference GPU (peaks and the capacity grid are relative to it)
     hw_key: str
-    ops: dict[str, int]
-    class_peaks: dict[str, float]  # op class -> ops/s if it ran alone
-    peaks: dict[str, float]  # rate key of the reference -> ops/s needed
+    ops: Mapping[str, int]
+    class_peaks: Mapping[str, float]  # op class -> ops/s if it ran alone
+    peaks: Mapping[str, float]  # rate key of the reference -> ops/s needed
     compute_scale: float  # the reference's compute rates must grow by this factor
     fused_bytes: int
     bandwidth_floor: float  # the region's asymptote (infinite capacity)
-    region: list[RegionPoint]
-    catalog: list[CatalogFit]
+    region: tuple[RegionPoint, ...]
+    catalog: tuple[CatalogFit, ...]
     reference: Bound = field(repr=False)  # the bound on ``hw`` (data: no graph kept)
-    gpus: list[GpuCount] = field(default_factory=list)  # per GPU kind: how many meet it
+    gpus: tuple[GpuCount, ...] = ()  # per GPU kind: how many meet it
 
     def bandwidth_needed(self, capacity: float) -> float:
         """Minimum DRAM bandwidth at on-chip ``capacity`` bytes (exact, not interpolated:
@@ -108,8 +110,8 @@ class Provision(Viewable):
         return compute_scale >= self.compute_scale and bandwidth >= self.bandwidth_needed(capacity)
 
     @property
-    def meeting(self) -> list[CatalogFit]:
-        return [c for c in self.catalog if c.meets]
+    def meeting(self) -> tuple[CatalogFit, ...]:
+        return tuple(c for c in self.catalog if c.meets)
 
     def to_dict(self) -> dict:
         return {
@@ -304,10 +306,10 @@ def provision_bound(
 def provision_graph(
     program,
     g,
+    hw="H100",
     *,
     target_s: float,
     level: str = "cache_aware",
-    hw="H100",
     catalog=None,
     max_gpus: int | None = None,
     jobs: int | None = 1,
@@ -319,20 +321,22 @@ def provision_graph(
     ref = bound_graph(g, load_spec(hw))
     p = provision_bound(ref, target_s=target_s, level=level)  # checks the target first
     specs = list_specs() if catalog is None else [load_spec(s) for s in catalog]
-    p.catalog = _catalog(program, g, level, target_s, specs)
-    p.gpus = gpus_per_gpu_kind(
-        program, g, specs, target_s, level=level, max_gpus=max_gpus, jobs=jobs, ray=ray
+    return dataclasses.replace(
+        p,
+        catalog=_catalog(program, g, level, target_s, specs),
+        gpus=gpus_per_gpu_kind(
+            program, g, specs, target_s, level=level, max_gpus=max_gpus, jobs=jobs, ray=ray
+        ),
     )
-    return p
 
 
 def provision(
     model,
     inputs,
-    target_ms: float = 2.0,
-    level: str = "cache_aware",
     hw="H100",
     *,
+    target_s: float = 2e-3,
+    level: str = "cache_aware",
     precision: str | None = None,
     name: str | None = None,
     catalog: Iterable | None = None,
@@ -341,7 +345,8 @@ def provision(
     ray: str | None = None,
 ) -> Provision:
     """What a GPU needs for the ``level`` bound of ``model(*inputs)`` to be at most
-    ``target_ms`` milliseconds: peaks per unit, the DRAM bandwidth ↔ on-chip capacity
+    ``target_s`` seconds (as every time of the library; ``solar provision --target-ms`` takes
+    milliseconds): peaks per unit, the DRAM bandwidth ↔ on-chip capacity
     feasible region, which catalog GPUs (or those of ``catalog``) meet it alone, and per GPU
     kind the fewest GPUs (up to ``max_gpus``, default a host's) that hold it and meet it
     (:mod:`solar.questions.plan`; one task per GPU kind on ``jobs`` processes or ``ray``)."""
@@ -349,9 +354,9 @@ def provision(
     return provision_graph(
         program,
         g,
-        target_s=target_ms * 1e-3,
+        hw,
+        target_s=target_s,
         level=level,
-        hw=hw,
         catalog=catalog,
         max_gpus=max_gpus,
         jobs=jobs,

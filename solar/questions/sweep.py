@@ -18,12 +18,13 @@ point traced: ...").
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from solar.api import bound_graph, trace_and_lift
 from solar.backend.result import Bound, level_name
+from solar.frozen import Frozen
 from solar.hw import load_spec
 from solar.problem import problem_at
 from solar.viewable import Viewable
@@ -107,8 +108,8 @@ class SweepPoint:
         }
 
 
-@dataclass(repr=False)
-class Sweep(Viewable):
+@dataclass(frozen=True, repr=False)
+class Sweep(Frozen, Viewable):
     """Bounds of one program at several sizes of one parameter, on one GPU: a
     :class:`SweepPoint` per size, and :attr:`how` they were found (one line)."""
 
@@ -116,13 +117,14 @@ class Sweep(Viewable):
     hw: str
     hw_key: str
     param: str
-    sizes: list
-    points: list[SweepPoint]
+    sizes: tuple
+    points: tuple[SweepPoint, ...]
     target_s: float | None = None
     how: str = ""
     formula: object = field(default=None, compare=False)  # the SymbolicBound, when one was used
-    traced: dict = field(default_factory=dict, compare=False)  # size -> its traced Bound
-    _evaluated: dict = field(default_factory=dict, compare=False)  # size -> Bound from formula
+    traced: Mapping = field(default_factory=dict, compare=False)  # size -> its traced Bound
+    #: size -> Bound from formula, a memo of :attr:`bounds` (the one part that grows)
+    _evaluated: dict = field(default_factory=dict, compare=False)
 
     @property
     def bounds(self) -> Sequence[Bound]:
@@ -190,7 +192,7 @@ def sweep(
     hw="H100",
     *,
     param: str = "size",
-    target_ms: float | None = None,
+    target_s: float | None = None,
     precision: str | None = None,
     name: str | None = None,
     symbolic: bool | None = None,
@@ -238,7 +240,7 @@ def sweep(
         param,
         sizes,
         points,
-        None if target_ms is None else target_ms * 1e-3,
+        target_s,
         _how(sizes, points, found, param, symbolic),
         found.bound if found is not None and found.along is not None else None,
         traced,
@@ -286,7 +288,7 @@ def sweep_problem(
     values: Iterable,
     hw="H100",
     *,
-    target_ms: float | None = None,
+    target_s: float | None = None,
     precision: str | None = None,
     symbolic: bool | None = None,
 ) -> Sweep:
@@ -298,7 +300,7 @@ def sweep_problem(
         values,
         hw,
         param=param,
-        target_ms=target_ms,
+        target_s=target_s,
         precision=precision,
         name=name,
         symbolic=symbolic,

@@ -52,10 +52,10 @@ def bound_symbolic_jax(
         dims.record_guards(rec)
         g = lift(traced.program, verified=True, notes=traced.assumptions)
     symbols = [symbol(n) for n in dims.values]
-    b = SymbolicBound.of(g, spec, Region.of(symbols, rec.guards), dims.values)
+    retrace = None
     if numeric is not None:
-        b.retrace = _retrace(numeric, fn, inputs, spec, where, precision=precision, name=name)
-    return b
+        retrace = _retrace(numeric, fn, inputs, spec, where, precision=precision, name=name)
+    return SymbolicBound.of(g, spec, Region.of(symbols, rec.guards), dims.values, retrace=retrace)
 
 
 def _retrace(numeric, fn, inputs, spec, where: dict, **keywords):

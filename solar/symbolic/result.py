@@ -15,10 +15,18 @@ expressions are exact:
 exactly, times to rounding); ``b.sweep``, ``b.crossovers`` and ``b.solve`` walk the pieces
 along one size. Nothing here is fitted to sampled points: every expression is the one the
 analysis computed with, and every point is checked against the guards it rests on.
+
+A SymbolicBound is frozen data; what grows as points are asked (the pieces, the walks along a
+size) and the links it analyses with (graph, spec, ``retrace``) are its
+:attr:`~SymbolicBound.analysis` (:mod:`solar.symbolic.analysis`). ``to_json`` writes the Bound
+of the traced point with a ``symbolic`` section: the formulas as text for readers, and, read
+back by ``SymbolicBound.from_json``, every expression of the Bound (``exprs``: path in the
+dict, ``size`` or ``real``, sympy ``srepr``), both regions' guards, and the pieces met so far.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,12 +34,14 @@ from dataclasses import dataclass, field
 import numpy as np
 import sympy
 
-from solar.algebra.region import Region
-from solar.algebra.size import Real, Size, expr_of, recording, symbol
-from solar.algebra.template import Template
-from solar.algebra.walk import evaluate, rehint
+from solar.algebra.region import Guard, Region
+from solar.algebra.size import IntGcd, Real, Size, expr_of, symbol
+from solar.algebra.walk import evaluate
 from solar.backend.result import Bound
 from solar.graph.types import Graph
+from solar.symbolic.analysis import OutsideRegionError, Piece, SymbolicAnalysis, analyse
+
+__all__ = ["LEVELS", "QUANTITIES", "OutsideRegionError", "Piece", "SymbolicBound"]
 
 #: the quantities :meth:`SymbolicBound.formula` names, and how each is read off a Bound
 QUANTITIES = {
@@ -48,18 +58,6 @@ QUANTITIES = {
 LEVELS = ("unfused", "fused", "cache_aware")
 
 
-class OutsideRegionError(ValueError):
-    """A point where the traced program's counts are not known to hold: trace there."""
-
-
-@dataclass
-class Piece:
-    """The analysis on one region of sizes: its Bound (sizes and times symbolic)."""
-
-    region: Region
-    bound: Bound
-
-
 def _expr(x: object) -> sympy.Expr:
     if isinstance(x, Real):
         return x.expr
@@ -68,46 +66,56 @@ def _expr(x: object) -> sympy.Expr:
     return sympy.Float(float(x))  # type: ignore[arg-type]
 
 
-@dataclass(repr=False)
+@dataclass(frozen=True, repr=False)
 class SymbolicBound(Bound):
-    """The Bound at the traced sizes, with its formulas (see the module docstring)."""
+    """The Bound at the traced sizes, with its formulas (see the module docstring): frozen
+    data, whose :attr:`analysis` records the pieces met as points are asked."""
 
-    sizes: dict[str, int] = field(default_factory=dict)  # size name -> traced value
+    sizes: Mapping[str, int] = field(default_factory=dict)  # size name -> traced value
     counts_region: Region | None = None
     piece_region: Region | None = None
-    #: a numeric bound at other sizes from a new trace (None: not available); used where a
-    #: point lies outside the count region
-    retrace: Callable[[dict[str, int]], Bound] | None = field(
-        default=None, repr=False, compare=False
-    )
-    _graph: Graph | None = field(default=None, repr=False, compare=False)
-    _spec: object = field(default=None, repr=False, compare=False)
-    _pieces: list[Piece] = field(default_factory=list, repr=False, compare=False)
-    _template: Template | None = field(default=None, repr=False, compare=False)
-    _walks: dict = field(default_factory=dict, repr=False, compare=False)
+    #: the graph, spec and pieces analysed so far (None only while being built)
+    _analysis: SymbolicAnalysis | None = field(default=None, repr=False, compare=False)
 
-    def __getstate__(self) -> dict:
-        """What pickles: the result, its graph and pieces. The caches stay behind (rebuilt on
-        use), and so does :attr:`retrace`, a live link to the program (its model and inputs):
-        unpickled, a point outside the count region raises ``OutsideRegionError``."""
-        return {**self.__dict__, "retrace": None, "_template": None, "_walks": {}}
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self._analysis is None:  # data alone: its own piece is all it knows
+            piece = Piece(self.piece_region or Region(()), _plain(self))
+            analysis = SymbolicAnalysis(None, None, self.counts_region, self.sizes, [piece])
+            object.__setattr__(self, "_analysis", analysis)
 
     @staticmethod
     def of(
-        graph: Graph, spec, counts_region: Region, sizes: Mapping[str, int], notes=None
+        graph: Graph,
+        spec,
+        counts_region: Region,
+        sizes: Mapping[str, int],
+        notes=None,
+        retrace: Callable[[dict[str, int]], Bound] | None = None,
     ) -> SymbolicBound:
-        """Analyse the symbolic ``graph`` on ``spec`` at its traced sizes."""
-        piece = _analyse(graph, spec, counts_region.symbols, notes)
-        fields = {f.name: getattr(piece.bound, f.name) for f in dataclasses.fields(Bound)}
+        """Analyse the symbolic ``graph`` on ``spec`` at its traced sizes (``retrace``: a
+        numeric bound at sizes outside ``counts_region``, from a new trace)."""
+        piece = analyse(graph, spec, counts_region.symbols, notes)
+        analysis = SymbolicAnalysis(graph, spec, counts_region, sizes, [piece], retrace)
         return SymbolicBound(
-            **fields,
+            **_fields(piece.bound),
             sizes=dict(sizes),
             counts_region=counts_region,
             piece_region=piece.region,
-            _graph=graph,
-            _spec=spec,
-            _pieces=[piece],
+            _analysis=analysis,
         )
+
+    @property
+    def analysis(self) -> SymbolicAnalysis:
+        """The live half: graph, spec, pieces so far, retrace (:mod:`solar.symbolic.analysis`)."""
+        assert self._analysis is not None
+        return self._analysis
+
+    @property
+    def retrace(self) -> Callable[[dict[str, int]], Bound] | None:
+        """A numeric bound at other sizes from a new trace (None: not available): used where a
+        point lies outside the count region."""
+        return self.analysis.retrace
 
     # -- formulas ------------------------------------------------------------------------
 
@@ -138,73 +146,34 @@ class SymbolicBound(Bound):
     # -- evaluation ----------------------------------------------------------------------
 
     def _point(self, sizes: Mapping[str, int]) -> dict[sympy.Symbol, int]:
-        unknown = set(sizes) - set(self.sizes)
-        if unknown:
-            raise ValueError(
-                f"unknown size {sorted(unknown)[0]!r}; this bound's sizes are "
-                f"{', '.join(self.sizes)}"
-            )
-        merged = {**self.sizes, **sizes}
-        for k, v in merged.items():
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-                raise ValueError(f"size {k} must be a positive integer, got {v!r}")
-        return {symbol(k): int(v) for k, v in merged.items()}
-
-    def _inside(self, point: Mapping[sympy.Symbol, int]) -> None:
-        """Raise :class:`OutsideRegionError` naming the first count guard false at ``point``."""
-        failed = self.counts_region.failing(point) if self.counts_region else None
-        if failed is not None:
-            where = f" ({failed.where})" if failed.where else ""
-            raise OutsideRegionError(
-                f"{_point_text(point)} is outside the sizes this trace counts exactly: "
-                f"{failed.relation} does not hold{where}; bound the program at that size"
-            )
+        return self.analysis.point(sizes)
 
     def piece_at(self, **sizes: int) -> Piece:
         """The piece holding the point (analysed now if no piece recorded so far does)."""
-        point = self._point(sizes)
-        self._inside(point)
-        memo: dict = {}  # guard results at this point, shared by the pieces' regions
-        for p in self._pieces:
-            if p.region.holds(point, memo):
-                return p
-        return self.new_piece(**sizes)
+        return self.analysis.piece_at(self._point(sizes))
 
     @property
     def pieces(self) -> tuple[Piece, ...]:
         """The pieces analysed so far (the traced one first)."""
-        return tuple(self._pieces)
+        return self.analysis.pieces
 
     def new_piece(self, **sizes: int) -> Piece:
         """The analysis at these sizes, recorded as a new piece, without looking for a piece
         met so far that holds there (sweeps check those at all their points at once)."""
-        point = self._point(sizes)
-        graph = rehint(self._graph, point, self._graph_template())
-        piece = _analyse(graph, self._spec, self.counts_region.symbols, None)
-        self._pieces.append(piece)
-        return piece
-
-    def _graph_template(self) -> Template:
-        """The graph's :class:`Template`, made at the first rebuild (after the traced
-        point's analysis, the last to change the graph itself)."""
-        if self._template is None:
-            self._template = Template(self._graph)
-        return self._template
+        return self.analysis.new_piece(self._point(sizes))
 
     def inside(self, **sizes: int) -> bool:
         """Whether the traced program's counts hold at these sizes (the count region)."""
-        point = self._point(sizes)
-        return self.counts_region is None or self.counts_region.holds(point)
+        return self.analysis.inside(self._point(sizes))
 
     def at(self, **sizes: int) -> Bound:
         """The numeric Bound at these sizes (the others at their traced values): the formula's
         piece there; outside the count region a new numeric trace (:attr:`retrace`), or
         :class:`OutsideRegionError` when there is none."""
         point = self._point(sizes)
-        if self.retrace is not None and not self.inside(**sizes):
+        if self.retrace is not None and not self.analysis.inside(point):
             return self.retrace({str(k): v for k, v in point.items()})
-        piece = self.piece_at(**sizes)
-        out = evaluate(piece.bound, point)
+        out = evaluate(self.analysis.piece_at(point).bound, point)
         assert isinstance(out, Bound)
         return out
 
@@ -212,19 +181,14 @@ class SymbolicBound(Bound):
         """The numeric Bound at these sizes from the graph evaluated there and analysed as
         numbers (equal to :meth:`at`; no piece is recorded: for one point away from the
         pieces met so far, a numeric analysis is much cheaper than a symbolic one)."""
-        from solar.backend.analyze import analyze
-
-        point = self._point(sizes)
-        self._inside(point)
-        g = evaluate(self._graph, point, self._graph_template())
-        return analyze(g, self._spec, notes=list(g.info.trace_notes) or None)
+        return self.analysis.numeric_at(self._point(sizes))
 
     def quick_at(self, **sizes: int) -> Bound:
         """The numeric Bound at these sizes the cheapest way (equal to :meth:`at` inside the
         count region): a recorded piece's formula where one holds there, else
         :meth:`numeric_at` (a few milliseconds instead of a new piece's symbolic analysis)."""
         point = self._point(sizes)
-        if any(p.region.holds(point) for p in self._pieces):
+        if any(p.region.holds(point) for p in self.pieces):
             return self.at(**sizes)
         return self.numeric_at(**sizes)
 
@@ -238,27 +202,7 @@ class SymbolicBound(Bound):
         piece analysed at the first one (its mask holds that point). ``todo`` is updated in
         place when the caller asks for the next piece: a caller that stops early leaves the
         last piece's points marked."""
-        base = self._point(fixed)
-        s = symbol(size)
-        if s not in base:
-            raise ValueError(
-                f"unknown size {size!r}; this bound's sizes are {', '.join(self.sizes)}"
-            )
-        pts = {k: (xs if k == s else np.full(xs.shape, v)) for k, v in base.items()}
-        for piece in self.pieces:  # the pieces met so far, each checked once
-            if not todo.any():
-                return
-            mine = todo & piece.region.holds_many(pts)
-            if mine.any():
-                yield piece, mine
-                todo &= ~mine
-        while todo.any():  # the first point left lies in no piece met so far: a new one
-            first = int(np.flatnonzero(todo)[0])
-            piece = self.new_piece(**{**fixed, size: int(xs[first])})
-            mine = todo & piece.region.holds_many(pts)
-            mine[first] = True
-            yield piece, mine
-            todo &= ~mine
+        return self.analysis.cover(size, xs, todo, fixed)
 
     def values(self, quantity: str, size: str, values: Sequence[int], **fixed: int) -> np.ndarray:
         """``quantity`` at each value of ``size`` (the other sizes at ``fixed`` or their traced
@@ -306,7 +250,7 @@ class SymbolicBound(Bound):
         """``quantity`` along ``size`` over ``[lo, hi]`` (the count region's part of it), as
         one sympy Piecewise of the pieces met (others at ``fixed`` or their traced values)."""
         x_sym = symbol(size)
-        walk = self._walk(size, *self._span(size, lo, hi, fixed), fixed)
+        walk = self.analysis.walk(size, *self.analysis.span(size, lo, hi, fixed), fixed)
         rest = {k: sympy.Integer(v) for k, v in self._point(fixed).items() if k != x_sym}
         parts: list[tuple[sympy.Expr, sympy.Basic]] = []
         for _, top, piece in walk:
@@ -323,7 +267,7 @@ class SymbolicBound(Bound):
         """Where ``level``'s bound-by changes along ``size`` in ``[lo, hi]``: ``(first size
         of the new term, term below, term from there)``; exact integers (bisection on the
         pieces' guards)."""
-        walk = self._walk(size, *self._span(size, lo, hi, fixed), fixed)
+        walk = self.analysis.walk(size, *self.analysis.span(size, lo, hi, fixed), fixed)
         out: list[tuple[int, str, str]] = []
         for (_, _, piece), (x, _, nxt) in zip(walk, walk[1:]):
             by = getattr(piece.bound, f"{level}_bound_by")
@@ -331,33 +275,6 @@ class SymbolicBound(Bound):
             if by_next != by:
                 out.append((x, by, by_next))
         return out
-
-    def _walk(
-        self, size: str, lo: int, hi: int, fixed: Mapping[str, int]
-    ) -> list[tuple[int, int, Piece]]:
-        """The pieces along ``size`` from ``lo`` to ``hi``: ``(first size, last size, piece)``
-        per run, the last as the piece's region gives it (capped at ``hi``); the same for every
-        level and quantity (pieces are shared; made once per span and kept)."""
-        key = (size, lo, hi, tuple(sorted(fixed.items())))
-        if key not in self._walks:
-            walk: list[tuple[int, int, Piece]] = []
-            x = lo
-            while x <= hi:
-                piece = self.piece_at(**{**fixed, size: x})
-                point = self._point({**fixed, size: x})
-                _, top = piece.region.interval(symbol(size), point, hi=hi)
-                walk.append((x, top, piece))
-                x = top + 1
-            self._walks[key] = walk
-        return self._walks[key]
-
-    def _span(self, size: str, lo: int, hi: int, fixed: Mapping[str, int]) -> tuple[int, int]:
-        """``[lo, hi]`` cut to the count region along ``size`` (through the traced value)."""
-        if self.counts_region is None:
-            return lo, hi
-        point = self._point(fixed)
-        a, b = self.counts_region.interval(symbol(size), point, hi=hi)
-        return max(lo, a), min(hi, b)
 
     def solve(
         self, level: str, target_s: float, size: str, hi: int = 1 << 40, **fixed: int
@@ -368,7 +285,7 @@ class SymbolicBound(Bound):
         def ok(x: int) -> bool:
             return self.numeric_at(**{**fixed, size: x}).time(level) <= target_s
 
-        first, hi = self._span(size, 1, hi, fixed)
+        first, hi = self.analysis.span(size, 1, hi, fixed)
         if not ok(first):
             return None
         good, bad = first, 2 * first
@@ -393,21 +310,117 @@ class SymbolicBound(Bound):
             "counts_region": self.counts_region.text() if self.counts_region else [],
             "piece": self.piece_region.text() if self.piece_region else [],
             "specialized": self.specializations,
+            # what from_dict reads back (exact: sympy's srepr), the traced piece first
+            "exprs": _exprs(d),
+            "regions": {
+                "counts": _region_data(self.counts_region),
+                "piece": _region_data(self.piece_region),
+            },
+            "pieces": [_piece_data(p) for p in self.pieces[1:]],
         }
         return d
 
-
-def _analyse(graph: Graph, spec, symbols, notes) -> Piece:
-    from solar.backend.analyze import analyze
-
-    with recording() as rec:
-        b = analyze(
-            graph,
-            spec,
-            notes=notes if notes is not None else list(graph.info.trace_notes) or None,
+    @classmethod
+    def from_dict(cls, d: dict) -> SymbolicBound:
+        """The SymbolicBound of :meth:`to_dict`, with its formulas, regions and the pieces known
+        when it was written (no graph: a point in none of them raises
+        :class:`OutsideRegionError`; no retrace)."""
+        sym = d.get("symbolic")
+        if not sym or "exprs" not in sym:
+            raise ValueError("not a symbolic bound's JSON (no symbolic.exprs)")
+        base = Bound.from_dict(_with_exprs(d, sym["exprs"]))
+        counts = _region_of(sym["regions"]["counts"])
+        piece = _region_of(sym["regions"]["piece"])
+        pieces = [Piece(piece or Region(()), base)]
+        for p in sym["pieces"]:
+            bound = Bound.from_dict(_with_exprs(p["bound"], p["exprs"]))
+            pieces.append(Piece(_region_of(p["region"]) or Region(()), bound))
+        sizes = dict(sym["sizes"])
+        return cls(
+            **_fields(base),
+            sizes=sizes,
+            counts_region=counts,
+            piece_region=piece,
+            _analysis=SymbolicAnalysis(None, None, counts, sizes, pieces),
         )
-    return Piece(Region.of(symbols, rec.guards), b)
 
 
-def _point_text(point: Mapping[sympy.Symbol, int]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in point.items())
+# ---------------------------------------------------------------------------------------------
+# JSON: where a Bound's dict holds a formula, and regions as guards
+
+
+def _fields(b: Bound) -> dict:
+    """The fields of ``b`` a :class:`Bound` has."""
+    return {f.name: getattr(b, f.name) for f in dataclasses.fields(Bound)}
+
+
+def _plain(b: Bound) -> Bound:
+    return Bound(**_fields(b))
+
+
+def _exprs(d: object, path: tuple = ()) -> list:
+    """``[path, "size" | "real", srepr]`` of every Size and Real in a Bound's ``to_dict``."""
+    if isinstance(d, (Size, Real)):
+        return [[list(path), "size" if isinstance(d, Size) else "real", sympy.srepr(d.expr)]]
+    out: list = []
+    if isinstance(d, dict):
+        for k, v in d.items():
+            if k != "symbolic":
+                out += _exprs(v, (*path, k))
+    elif isinstance(d, (list, tuple)):
+        for i, v in enumerate(d):
+            out += _exprs(v, (*path, i))
+    return out
+
+
+def _with_exprs(d: dict, exprs: list) -> dict:
+    """A copy of ``d`` (JSON data) with the numbers at the paths of ``exprs`` made Sizes and
+    Reals again (their values the numbers written)."""
+    d = copy.deepcopy(d)
+    for path, kind, text in exprs:
+        *up, last = path
+        where = d
+        for k in up:
+            where = where[k]
+        make = Size if kind == "size" else Real
+        where[last] = make(where[last], _parse(text))
+    return d
+
+
+def _parse(text: str) -> sympy.Basic:
+    return sympy.parse_expr(text, local_dict={"IntGcd": IntGcd}, transformations=())
+
+
+def _region_data(r: Region | None) -> dict | None:
+    if r is None:
+        return None
+    return {
+        "symbols": [str(s) for s in r.symbols],
+        "guards": [[*_relation_data(g.relation), g.where] for g in r.guards],
+    }
+
+
+def _relation_data(r: sympy.Basic) -> list[str]:
+    """A guard's relation as ``[its class, lhs, rhs]`` (srepr), rebuilt unevaluated: a guard
+    such as ``c*batch >= 0`` is kept as recorded, not simplified to True by the reader."""
+    if isinstance(r, sympy.core.relational.Relational):
+        return [type(r).__name__, sympy.srepr(r.lhs), sympy.srepr(r.rhs)]
+    return ["", sympy.srepr(r), ""]
+
+
+def _relation_of(kind: str, lhs: str, rhs: str) -> sympy.Basic:
+    if not kind:
+        return _parse(lhs)
+    return getattr(sympy, kind)(_parse(lhs), _parse(rhs), evaluate=False)
+
+
+def _region_of(d: dict | None) -> Region | None:
+    if d is None:
+        return None
+    guards = tuple(Guard(_relation_of(*g[:3]), g[3]) for g in d["guards"])
+    return Region(tuple(symbol(s) for s in d["symbols"]), guards)
+
+
+def _piece_data(p: Piece) -> dict:
+    d = p.bound.to_dict()
+    return {"region": _region_data(p.region), "bound": d, "exprs": _exprs(d)}

@@ -43,11 +43,11 @@ def bound_symbolic(
         offset = int(expr - symbol(nm))
         sizes.setdefault(nm, _traced_size(traced, binding, d) - offset)
     symbols = [symbol(n) for n in sizes]
-    b = SymbolicBound.of(g, spec, Region.of(symbols, rec.guards), sizes)
+    retrace = None
     if numeric is not None:
         keywords = {"kwargs": kwargs, "precision": precision, "name": name}
-        b.retrace = _retrace(numeric, model, inputs, spec, dims, **keywords)
-    return b
+        retrace = _retrace(numeric, model, inputs, spec, dims, **keywords)
+    return SymbolicBound.of(g, spec, Region.of(symbols, rec.guards), sizes, retrace=retrace)
 
 
 def trace_lifted(

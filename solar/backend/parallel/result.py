@@ -24,10 +24,12 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from solar.backend.result import Bound, level_name
 from solar.fmt import fmt_bytes, fmt_time, jsonable
+from solar.frozen import Frozen, thaw
 from solar.viewable import Viewable
 
 SCHEMA = "solar.parallel/1"
@@ -61,7 +63,7 @@ class Plan:
 
 
 @dataclass(frozen=True)
-class StageBound:
+class StageBound(Frozen):
     """One pipeline stage on one of its GPUs (seconds, bytes)."""
 
     first_kernel: str
@@ -74,39 +76,40 @@ class StageBound:
     bytes_unfused: float
     unfused_work_s: float  # Σ over its kernels of max(compute, memory), no communication
     comm_s: float
-    path_s: dict[str, float]  # per level: its work between the first arrival and last departure
+    path_s: Mapping[str, float]  # per level: its work between the first arrival and last departure
     fill_s: float  # τ: one micro-batch on its way to the next stage
     drain_s: float  # one micro-batch on its way to the next stage or the outputs
     peak_bytes: float
 
     def to_dict(self) -> dict:
-        return dict(self.__dict__)
+        return {**self.__dict__, "path_s": dict(self.path_s)}
 
 
-@dataclass(repr=False)
-class ParallelBound(Viewable):
+@dataclass(frozen=True, repr=False)
+class ParallelBound(Frozen, Viewable):
     """Bounds of one program on ``gpus`` GPUs under ``plan`` (seconds), with what they rest
-    on: per-stage work and communication, the collectives, per-GPU memory."""
+    on: per-stage work and communication, the collectives, per-GPU memory. Frozen (lists
+    kept as tuples, dicts as read-only mappings)."""
 
     program: str
     hw: str
     hw_key: str
     gpus: int
     plan: Plan
-    tp_groups: list[dict]  # label, extent, statements, kernels of each group split by tp
+    tp_groups: tuple[Mapping, ...]  # label, extent, statements, kernels of each group split by tp
     batch: str | None  # the batch axis dp and micro-batches split
     unfused: float
     fused: float
     cache_aware: float
     fused_bound_by: str  # compute unit, "dram", "link" or "pipeline"
-    stages: list[StageBound]
-    collectives: list[dict]
+    stages: tuple[StageBound, ...]
+    collectives: tuple[Mapping, ...]
     peak_bytes: float  # per GPU, the largest over stages
     dram_capacity: int
     ideal_s: float  # any plan on these GPUs: perfect split, no communication (fused)
     link_bandwidth: float  # bytes/s per GPU per direction
     bubble: float  # (pp - 1) / (m + pp - 1)
-    assumptions: list[str]
+    assumptions: tuple[str, ...]
     single: Bound | None = field(default=None, repr=False)
 
     @property
@@ -134,7 +137,7 @@ class ParallelBound(Viewable):
                 "dp": self.plan.dp,
                 "micro_batches": self.plan.micro_batches,
                 "text": self.plan.describe(),
-                "tp_groups": self.tp_groups,
+                "tp_groups": thaw(self.tp_groups),
                 "batch": self.batch,
                 "stage_starts": list(self.plan.starts),
             },
@@ -154,7 +157,7 @@ class ParallelBound(Viewable):
             "link_bandwidth": self.link_bandwidth,
             "bubble": self.bubble,
             "stages": [s.to_dict() for s in self.stages],
-            "collectives": self.collectives,
+            "collectives": thaw(self.collectives),
             "assumptions": list(self.assumptions),
         }
 
