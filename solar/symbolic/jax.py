@@ -40,8 +40,8 @@ def bound_symbolic_jax(
     they and the lowering's decisions are the formula's guards. Outside the guards,
     :meth:`~solar.symbolic.result.SymbolicBound.at` traces the program again at those sizes
     with ``numeric`` (``solar.bound``; None: no retrace)."""
+    from solar.frontend.frameworks import FRONTENDS
     from solar.frontend.jax.symbolic import SymbolicDims
-    from solar.frontend.jax.trace import trace_jax
     from solar.graph.lift import lift
     from solar.graph.types import graph_info, set_graph_info
     from solar.hw import load_spec
@@ -50,7 +50,7 @@ def bound_symbolic_jax(
     where = places(marks)
     dims = SymbolicDims(where, constraints)
     with recording() as rec:
-        traced = trace_jax(fn, inputs, name=name, precision=precision, symbolic=dims)
+        traced = FRONTENDS["jax"].trace(fn, inputs, name=name, precision=precision, symbolic=dims)
         dims.record_guards(rec)
         g = lift(traced.program, verified=True)
     set_graph_info(g, dataclasses.replace(graph_info(g), trace_notes=tuple(traced.assumptions)))
