@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from solar.frontend.torchvision_ops import torchvision_importable
 from solar.hub.models import HubError
 
 
@@ -62,7 +63,8 @@ def load_module(path: str | Path, preset: dict | None = None):
     vars(module).update(preset or {})
     sys.modules[name] = module
     try:
-        spec.loader.exec_module(module)
+        with torchvision_importable():  # the file may import torchvision (its docstring)
+            spec.loader.exec_module(module)
     except HubError as e:  # a from_pretrained whose config.json is nowhere: say which
         raise ProblemError(f"{path}: {e}") from e
     except (Exception, SystemExit) as e:  # the user's file failed to import: one line

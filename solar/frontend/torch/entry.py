@@ -14,6 +14,7 @@ from solar.frontend.torch.structure import tensors as structure_tensors
 from solar.frontend.torch.symbolic import SymbolicShapes
 from solar.frontend.torch.trace import trace_torch
 from solar.frontend.torch.training import is_training_step, trace_training_step
+from solar.frontend.torchvision_ops import torchvision_importable
 
 
 def trace(
@@ -31,7 +32,8 @@ def trace(
     :func:`~solar.frontend.torch.trace.trace_torch`."""
     if symbolic is None:
         check_concrete_shapes(model, (inputs, kwargs or {}))
-    return _trace(model, inputs, kwargs, precision, name, symbolic, sizes)
+    with torchvision_importable():  # a model may import torchvision while it runs
+        return _trace(model, inputs, kwargs, precision, name, symbolic, sizes)
 
 
 def _trace(model, inputs, kwargs, precision, name, symbolic, sizes) -> Trace:
