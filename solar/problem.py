@@ -63,7 +63,7 @@ def load_module(path: str | Path, preset: dict | None = None):
     vars(module).update(preset or {})
     sys.modules[name] = module
     try:
-        with torchvision_importable():  # the file may import torchvision (its docstring)
+        with torchvision_importable():  # the file may import torchvision
             spec.loader.exec_module(module)
     except HubError as e:  # a from_pretrained whose config.json is nowhere: say which
         raise ProblemError(f"{path}: {e}") from e
@@ -76,7 +76,8 @@ def load_problem(path: str | Path, *, device: str = "meta") -> Problem:
     """Build ``Model(*get_init_inputs())`` and ``get_inputs()`` of a problem file (see the
     module docstring for the device and the mode)."""
     path = Path(path)
-    with weights_from_config(path) as built:
+    # the file, its Model and get_inputs may import torchvision (transformers does, lazily)
+    with torchvision_importable(), weights_from_config(path) as built:
         problem = _load_problem(path, device)
     problem.notes[:0] = built
     return problem

@@ -17,11 +17,12 @@ is absent or already imported.
 When: ``import solar`` changes nothing (no import hook: ``sys.meta_path`` is the user's). A
 program that imports torchvision itself on such an install calls :func:`ensure_torchvision_ops`
 first (or :func:`install_import_hook`, which defers the work to its first ``import
-torchvision``). solar does it only where it runs code that may import torchvision:
-:func:`torchvision_importable` scopes the hook to a PyTorch trace and to the import of a problem
-file, and removes it afterwards; solar's own model zoo calls :func:`ensure_torchvision_ops`.
-Once torchvision has imported, the operators it defined stay (a ``torch.library`` fragment: a
-process cannot undefine them).
+torchvision``). solar installs the hook only where it runs code that may import torchvision:
+:func:`torchvision_importable` scopes it to a PyTorch trace and to loading a problem file
+(its import, ``Model`` and ``get_inputs``: transformers imports torchvision lazily), and removes
+it afterwards; the ``solar`` command installs it for its own process, and the model zoo calls
+:func:`ensure_torchvision_ops`. Once torchvision has imported, the operators defined for it
+stay (a ``torch.library`` fragment: a process cannot undefine them).
 """
 
 from __future__ import annotations
