@@ -768,7 +768,7 @@ def test_unsupported_primitive_names_the_primitive_and_the_line():
 
 def test_registering_a_rule_adds_a_primitive():
     from solar.frontend.jax import LOWERINGS, lowering
-    from solar.frontend.jax.ops.common import pointwise
+    from solar.frontend.lowering.pointwise import pointwise
     from solar.ir.scalar import call
 
     assert "nextafter" not in LOWERINGS

@@ -249,3 +249,41 @@ def test_no_two_frontend_modules_import_each_other():
     )
     assert not pairs, f"modules importing each other: {pairs}"
     assert "solar.frontend.torch.ops.indexing" in imports["solar.frontend.torch.ops.dynamic"]
+
+
+# --------------------------------------------------------------------- the lowering library
+
+#: each builder of the lowering library, and the one module defining it
+LIBRARY = {
+    "cast": "solar/frontend/lowering/exprs.py",
+    "scale": "solar/frontend/lowering/exprs.py",
+    "pointwise": "solar/frontend/lowering/pointwise.py",
+    "extern_rows": "solar/frontend/lowering/rows.py",
+    "window": "solar/frontend/lowering/window.py",
+    "range_guard": "solar/frontend/lowering/window.py",
+}
+
+
+@pytest.mark.parametrize("name", sorted(LIBRARY))
+def test_each_lowering_builder_is_written_once(name):
+    defs = [
+        rel
+        for rel, tree in _trees(FRONTEND)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef) and node.name == name
+    ]
+    assert defs == [LIBRARY[name]]
+
+
+def test_the_library_takes_the_shared_context_not_a_record_of_callbacks():
+    """No frontend builds an ``Emitter`` (a record of its context's calls) for the routines:
+    they take the shared LoweringContext, whose interface has view and storage."""
+    names = {
+        node.name
+        for _, tree in _trees(FRONTEND)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef))
+    }
+    assert "Emitter" not in names and "emitter" not in names
+    for method in ("out", "operand", "view", "storage", "local", "load", "statement", "fail"):
+        assert callable(getattr(framework.LoweringContext, method))
