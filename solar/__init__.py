@@ -19,10 +19,6 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from solar.frontend.torchvision_ops import install_import_hook
-
-install_import_hook()  # a torchvision whose extension cannot load still imports (its docstring)
-
 if TYPE_CHECKING:  # what the names below are, for type checkers and IDEs
     from solar import llm
     from solar.api import bound, bound_program, bound_training, plan, trace, trace_and_lift

@@ -11,7 +11,6 @@ modules, the views and the CLI.
 
 from __future__ import annotations
 
-import sys
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -22,90 +21,24 @@ from solar.backend.parallel.model import ParallelModel, link_bandwidth
 from solar.backend.parallel.result import ParallelBound
 from solar.backend.parallel.search import best_plan
 from solar.backend.result import Bound
+from solar.frontend.frameworks import FRONTENDS, frontend_of, owners
 from solar.frontend.program_errors import ProgramError as ProgramError  # re-exported
 from solar.frontend.program_errors import located
+from solar.frontend.protocol import SymbolicShapeError as SymbolicShapeError  # re-exported
+from solar.frontend.protocol import Trace
 from solar.graph import lift
 from solar.hw import load_spec
 from solar.ir.program import Program
 
-FRAMEWORKS = ("torch", "jax")
-
-
-def _type_names(x) -> set[str]:
-    """``module.Class`` of every class in ``type(x)``'s MRO (no framework is imported)."""
-    return {f"{c.__module__}.{c.__qualname__}" for c in type(x).__mro__}
-
-
-def _framework_of_value(x) -> str | None:
-    """``torch`` for a torch.Tensor or nn.Module, ``jax`` for a JAX array,
-    ``jax.ShapeDtypeStruct`` or Flax module, else None: by the value's type alone."""
-    for name in _type_names(x):
-        root = name.split(".")[0]
-        if root == "torch" and name.endswith((".Tensor", ".Module")):
-            return "torch"
-        if root in ("jax", "jaxlib") and name.endswith(("Array", "ArrayImpl", "ShapeDtypeStruct")):
-            return "jax"
-        if root == "flax" and name.endswith(".Module"):
-            return "jax"
-    return None
-
-
-def _leaves(x):
-    """The leaves of nested tuples, lists and dicts, and the attribute values of other
-    objects one level down (dataclasses, KV caches, a Flax module's variables)."""
-    if isinstance(x, (list, tuple)):
-        for y in x:
-            yield from _leaves(y)
-    elif isinstance(x, dict):
-        for y in x.values():
-            yield from _leaves(y)
-    else:
-        yield x
-        if _framework_of_value(x) is None and hasattr(x, "__dict__") and not callable(x):
-            for y in vars(x).values():
-                if isinstance(y, (list, tuple, dict)):
-                    yield from _leaves(y)
-                else:
-                    yield y
+FRAMEWORKS = tuple(FRONTENDS)
 
 
 def framework_of(model, inputs, kwargs=None, framework: str | None = None) -> str:
     """``"torch"`` or ``"jax"``: ``framework`` when given, else what the types of the model
-    and its inputs say (a torch.nn.Module or torch.Tensor inputs; a Flax module or JAX arrays
-    / ``jax.ShapeDtypeStruct`` inputs). Raises a one-line error naming ``framework=`` when
-    they say nothing (a function of no tensors, numpy inputs) or say both."""
-    if framework is not None:
-        if framework not in FRAMEWORKS:
-            raise ValueError(f"framework must be one of {', '.join(FRAMEWORKS)}, got {framework!r}")
-        return framework
-    found = {_framework_of_value(model)} | {
-        _framework_of_value(x) for x in _leaves((inputs, kwargs or {}))
-    }
-    found.discard(None)
-    if len(found) == 1:
-        return found.pop()
-    what = "both PyTorch and JAX values" if found else "no PyTorch or JAX value"
-    raise TypeError(
-        f"solar cannot tell which framework {type(model).__name__} belongs to ({what} among "
-        "the model and its inputs): pass framework='torch' or framework='jax'"
-    )
-
-
-def _flat(inputs):
-    """The leaves of nested tuples, lists and dicts, and the tensors of any other object
-    (a PyTorch structure: dataclasses, KV caches)."""
-    if isinstance(inputs, (list, tuple)):
-        for x in inputs:
-            yield from _flat(x)
-    elif isinstance(inputs, dict):
-        for x in inputs.values():
-            yield from _flat(x)
-    elif "torch" in sys.modules and hasattr(inputs, "__dict__") and not callable(inputs):
-        from solar.frontend.torch.structure import tensors
-
-        yield from tensors(inputs)
-    else:
-        yield inputs
+    and its inputs say (:func:`solar.frontend.frameworks.frontend_of`). Raises a one-line error
+    naming ``framework=`` when they say nothing (a function of no tensors, numpy inputs) or
+    say both."""
+    return frontend_of(model, inputs, kwargs, framework).name
 
 
 class InputError(TypeError):
@@ -120,9 +53,9 @@ def _check_inputs(model, inputs, kwargs, framework: str | None = None) -> None:
     says so."""
     if framework is not None:
         framework_of(model, inputs, kwargs, framework)  # a bad keyword is named first
-    if framework == "jax" or (framework is None and _says_jax(model, inputs, kwargs)):
+    if framework == "jax" or (framework is None and "jax" in owners(model, inputs, kwargs)):
         return
-    torch_model = _framework_of_value(model) == "torch"
+    torch_model = FRONTENDS["torch"].owns(model)
     hint = "" if torch_model else ", or framework='jax' for a JAX function of numpy arrays"
     leaves = [(f"input {i}", x) for i, x in enumerate(_top_level(inputs))]
     leaves += [(f"keyword input {k!r}", x) for k, x in (kwargs or {}).items()]
@@ -135,43 +68,9 @@ def _check_inputs(model, inputs, kwargs, framework: str | None = None) -> None:
             )
 
 
-def _says_jax(model, inputs, kwargs) -> bool:
-    """Whether the types of the model or its inputs name JAX."""
-    values = [model, *_leaves((inputs, kwargs or {}))]
-    return any(_framework_of_value(x) == "jax" for x in values)
-
-
 def _top_level(inputs) -> list:
     """The positional inputs as the program receives them."""
     return list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
-
-
-class SymbolicShapeError(ValueError):
-    """An input whose size is symbolic with no example value: nothing to specialise to."""
-
-
-def _check_concrete_shapes(model, inputs) -> None:
-    """solar analyses concrete shapes. A symbolic size with an example value (a hint) is
-    specialised to it, as fake-tensor tracing does; one without (an unbacked or hint-less
-    symbol) cannot be, and is rejected here in one line instead of deep inside the trace."""
-    import torch
-
-    tensors = [(f"input {i}", x) for i, x in enumerate(_flat(inputs))]
-    if isinstance(model, torch.nn.Module):
-        tensors += [(f"parameter {n!r}", t) for n, t in model.named_parameters()]
-        tensors += [(f"buffer {n!r}", t) for n, t in model.named_buffers()]
-    for what, t in tensors:
-        if not isinstance(t, torch.Tensor):
-            continue
-        for d in t.shape:
-            node = getattr(d, "node", None)  # a SymInt's SymNode knows whether it has a hint
-            if isinstance(d, int) or node is None or not hasattr(node, "has_hint"):
-                continue
-            if not node.has_hint():
-                raise SymbolicShapeError(
-                    f"{what} has a symbolic size {d} with no example value; solar bounds "
-                    "concrete shapes: pass tensors (meta tensors are fine) of the sizes to analyse"
-                )
 
 
 def trace(
@@ -183,8 +82,8 @@ def trace(
     name=None,
     framework: str | None = None,
     **sizes,
-):
-    """Trace a program into the Affine Loop IR; returns the frontend's trace object
+) -> Trace:
+    """Trace a program into the Affine Loop IR: a :class:`~solar.frontend.protocol.Trace`
     (``.program`` is the IR). PyTorch modules and functions of tensors (any structure of
     them: dicts, dataclasses, KV-cache objects; ``kwargs`` are keyword arguments), JAX
     functions of arrays or ``jax.ShapeDtypeStruct`` s (pytrees welcome) and Flax modules are
@@ -194,10 +93,10 @@ def trace(
     runs at a time in a process (the frameworks' tracers are not thread-safe); what follows it
     (lifting, the bounds) runs in parallel in several threads."""
     _check_inputs(model, inputs, kwargs, framework)
-    fw = framework_of(model, inputs, kwargs, framework)
+    fw = frontend_of(model, inputs, kwargs, framework)
     with _TRACE_LOCK, _fake_tensor_log_quiet():
         try:
-            return _trace(model, inputs, fw, kwargs=kwargs, precision=precision, name=name, **sizes)
+            return fw.trace(model, inputs, kwargs=kwargs, precision=precision, name=name, **sizes)
         except Exception as e:
             error = located(e, model)
             if error is None:
@@ -226,28 +125,6 @@ def _fake_tensor_log_quiet() -> Iterator[None]:
         log.setLevel(level)
 
 
-def _trace(model, inputs, framework: str, *, kwargs=None, precision: str | None, name, **sizes):
-    if framework == "torch":
-        from solar.frontend.torch import trace_torch
-        from solar.frontend.torch.training import is_training_step, trace_training_step
-
-        _check_concrete_shapes(model, (inputs, kwargs or {}))
-        if is_training_step(model):
-            if kwargs:
-                raise TypeError("kwargs are not supported for a training step; bind them into it")
-            return trace_training_step(model, inputs, precision=precision, name=name)
-        return trace_torch(model, inputs, kwargs=kwargs, precision=precision, name=name, **sizes)
-    if sizes:
-        raise TypeError(
-            f"{', '.join(sizes)}: data-dependent sizes and routing apply to PyTorch programs"
-        )
-    if kwargs:
-        raise TypeError("kwargs are supported for PyTorch programs; bind them into the function")
-    from solar.frontend.jax import trace_jax
-
-    return trace_jax(model, inputs, precision=precision, name=name)
-
-
 def trace_and_lift(
     model,
     inputs,
@@ -273,7 +150,7 @@ def trace_and_lift(
         framework=framework,
         **sizes,
     )
-    notes = (*notes, *(getattr(traced, "assumptions", None) or []))
+    notes = (*notes, *traced.assumptions)
     g = lift(traced.program, verified=True, notes=notes)  # the frontend verified it
     return traced.program, g
 
@@ -378,7 +255,7 @@ def _bound_symbolic(model, inputs, hw, marks, kwargs, precision, name, framework
     """:func:`bound` with ``symbolic=``: one symbolic trace of the program's framework."""
     if observe or routing != "any":
         raise ValueError("symbolic= takes the sizes as symbols: observe= and routing= do not apply")
-    if framework_of(model, inputs, kwargs, framework) == "jax":
+    if frontend_of(model, inputs, kwargs, framework).name == "jax":
         from solar.symbolic.jax import bound_symbolic_jax
 
         if kwargs:

@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from solar.frontend.torchvision_ops import torchvision_importable
 from solar.hub.models import HubError
 
 
@@ -62,7 +63,8 @@ def load_module(path: str | Path, preset: dict | None = None):
     vars(module).update(preset or {})
     sys.modules[name] = module
     try:
-        spec.loader.exec_module(module)
+        with torchvision_importable():  # the file may import torchvision
+            spec.loader.exec_module(module)
     except HubError as e:  # a from_pretrained whose config.json is nowhere: say which
         raise ProblemError(f"{path}: {e}") from e
     except (Exception, SystemExit) as e:  # the user's file failed to import: one line
@@ -74,7 +76,8 @@ def load_problem(path: str | Path, *, device: str = "meta") -> Problem:
     """Build ``Model(*get_init_inputs())`` and ``get_inputs()`` of a problem file (see the
     module docstring for the device and the mode)."""
     path = Path(path)
-    with weights_from_config(path) as built:
+    # the file, its Model and get_inputs may import torchvision (transformers does, lazily)
+    with torchvision_importable(), weights_from_config(path) as built:
         problem = _load_problem(path, device)
     problem.notes[:0] = built
     return problem

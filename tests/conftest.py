@@ -1,6 +1,6 @@
-"""Import solar before any test module: solar makes a torchvision whose compiled extension
-cannot load beside this CPU-only torch importable (solar/frontend/torchvision_ops.py), and test
-modules import transformers, timm and diffusers, which import torchvision on the way."""
+"""Before any test module: make a torchvision whose compiled extension cannot load beside this
+CPU-only torch importable (solar/frontend/torchvision_ops.py; ``import solar`` alone does not),
+as test modules import transformers, timm and diffusers, which import torchvision on the way."""
 
 import os
 
@@ -8,4 +8,6 @@ import os
 # solar.graph.verify.verify_graph (the subprocesses of CLI tests inherit it)
 os.environ.setdefault("SOLAR_CHECK_GRAPHS", "1")
 
-import solar  # noqa: E402, F401
+from solar.frontend.torchvision_ops import ensure_torchvision_ops  # noqa: E402
+
+ensure_torchvision_ops()

@@ -19,6 +19,7 @@ from solar.frontend.jax import (  # noqa: E402
     UnsupportedPrimitiveError,
     trace_jax,
 )
+from solar.frontend.jax.trace import FUSION_NOTE  # noqa: E402
 from solar.interp.torch.execute import execute  # noqa: E402
 from solar.ir.cost import kernel_io, program_io, statement_ops  # noqa: E402
 
@@ -489,7 +490,9 @@ SCANS = [
 @pytest.mark.parametrize("fn,inputs", SCANS)
 def test_scan_as_one_looped_kernel(fn, inputs):
     t = trace_jax(fn, inputs, scan="loop")
-    assert any(k.loops for k in t.program.kernels) and not t.notes, t.notes
+    assert any(k.loops for k in t.program.kernels) and t.assumptions == (FUSION_NOTE,), (
+        t.assumptions
+    )
     got = execute(t.program, t.values(fn, inputs))
     for name, w in zip(t.output_names, t.reference(fn, inputs), strict=True):
         torch.testing.assert_close(got[name], w, rtol=1e-5, atol=1e-5, msg=name)
@@ -506,7 +509,7 @@ def test_cond_on_traced_predicate_uses_the_cheapest_branch():
             for c, n in statement_ops(t.program, st).items():
                 ops[c] = ops.get(c, 0) + n
     assert ops == {"cuda_fp32": 1 + 12}  # the predicate, then the multiply branch (no exp/dot)
-    assert not t.notes
+    assert t.assumptions == (FUSION_NOTE,)  # the grouping rule, no branch note
     # validation is exact on inputs that take that branch
     xs = X.at[0, 0].set(1.0)
     got = execute(t.program, t.values(f, (xs,)))
@@ -525,7 +528,8 @@ def test_cond_without_a_dominating_branch_notes_the_choice():
         return lax.cond(x[0, 0] > 0, lambda y: jnp.exp(y), lambda y: y * y * y * y, x)
 
     t = trace_jax(f, (X,))
-    assert len(t.notes) == 1 and "cond at" in t.notes[0] and HERE in t.notes[0]
+    fusion, note = t.assumptions
+    assert fusion == FUSION_NOTE and "cond at" in note and HERE in note
 
 
 def test_while_with_traced_trip_count_is_a_clear_error():
@@ -764,7 +768,7 @@ def test_unsupported_primitive_names_the_primitive_and_the_line():
 
 def test_registering_a_rule_adds_a_primitive():
     from solar.frontend.jax import LOWERINGS, lowering
-    from solar.frontend.jax.ops.common import pointwise
+    from solar.frontend.lowering.pointwise import pointwise
     from solar.ir.scalar import call
 
     assert "nextafter" not in LOWERINGS

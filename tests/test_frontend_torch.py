@@ -12,6 +12,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from eager_oracle import check
 
+from solar.frontend.lowering.pointwise import pointwise
 from solar.frontend.torch import (
     LOWERINGS,
     DataDependentOperatorError,
@@ -20,7 +21,6 @@ from solar.frontend.torch import (
     lowering,
     trace_torch,
 )
-from solar.frontend.torch.ops.common import pointwise
 from solar.interp.torch.execute import execute
 from solar.ir.cost import kernel_io
 from solar.ir.scalar import call

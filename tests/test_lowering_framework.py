@@ -219,3 +219,71 @@ def test_contiguous_strides_is_defined_once():
         and node.name in ("contiguous_strides", "_contiguous_strides", "_contiguous")
     ]
     assert defs == [("solar/frontend/common.py", "contiguous_strides")]
+
+
+def _frontend_imports() -> dict[str, set[str]]:
+    """``{module: the solar.frontend modules it imports}``, function-local imports included
+    (``from package import module`` imports the module, not the package's ``__init__``)."""
+    trees = {}
+    for rel, tree in _trees(FRONTEND):
+        parts = Path(rel).with_suffix("").parts
+        trees[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = tree
+    out: dict[str, set[str]] = {}
+    for module, tree in trees.items():
+        found = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                for a in node.names:
+                    sub = f"{node.module}.{a.name}"
+                    found.add(sub if sub in trees else node.module)
+            elif isinstance(node, ast.Import):
+                found |= {a.name for a in node.names}
+        out[module] = {m for m in found if m in trees}
+    return out
+
+
+def test_no_two_frontend_modules_import_each_other():
+    imports = _frontend_imports()
+    pairs = sorted(
+        (a, b) for a, deps in imports.items() for b in deps if a < b and a in imports.get(b, ())
+    )
+    assert not pairs, f"modules importing each other: {pairs}"
+    assert "solar.frontend.torch.ops.indexing" in imports["solar.frontend.torch.ops.dynamic"]
+
+
+# --------------------------------------------------------------------- the lowering library
+
+#: each builder of the lowering library, and the one module defining it
+LIBRARY = {
+    "cast": "solar/frontend/lowering/exprs.py",
+    "scale": "solar/frontend/lowering/exprs.py",
+    "pointwise": "solar/frontend/lowering/pointwise.py",
+    "extern_rows": "solar/frontend/lowering/rows.py",
+    "window": "solar/frontend/lowering/window.py",
+    "range_guard": "solar/frontend/lowering/window.py",
+}
+
+
+@pytest.mark.parametrize("name", sorted(LIBRARY))
+def test_each_lowering_builder_is_written_once(name):
+    defs = [
+        rel
+        for rel, tree in _trees(FRONTEND)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef) and node.name == name
+    ]
+    assert defs == [LIBRARY[name]]
+
+
+def test_the_library_takes_the_shared_context_not_a_record_of_callbacks():
+    """No frontend builds an ``Emitter`` (a record of its context's calls) for the routines:
+    they take the shared LoweringContext, whose interface has view and storage."""
+    names = {
+        node.name
+        for _, tree in _trees(FRONTEND)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef))
+    }
+    assert "Emitter" not in names and "emitter" not in names
+    for method in ("out", "operand", "view", "storage", "local", "load", "statement", "fail"):
+        assert callable(getattr(framework.LoweringContext, method))

@@ -21,10 +21,11 @@ def run(code: str) -> str:
     return r.stdout
 
 
-def test_torchvision_imports_after_solar_and_its_operators_exist():
+def test_torchvision_imports_after_the_hook_and_its_operators_exist():
     out = run(
         """
-        import solar
+        from solar.frontend.torchvision_ops import install_import_hook
+        install_import_hook()
         import torch, torchvision
         from torch._subclasses import FakeTensorMode
         with FakeTensorMode():
@@ -42,7 +43,9 @@ def test_reference_nms_keeps_the_boxes_torchvision_keeps():
     kept."""
     out = run(
         """
-        import solar, torch, torchvision
+        from solar.frontend.torchvision_ops import ensure_torchvision_ops
+        ensure_torchvision_ops()
+        import torch, torchvision
         b = torch.tensor([[0, 0, 10, 10], [1, 1, 11, 11], [20, 20, 30, 30], [25, 25, 35, 35.]])
         s = torch.tensor([0.9, 0.8, 0.7, 0.6])
         print(torchvision.ops.nms(b, s, 0.5).tolist(), torchvision.ops.nms(b, s, 0.7).tolist())
@@ -56,8 +59,9 @@ def test_torchvision_roi_align_calls_the_operator():
     (what a GPU runs, and what solar lowers), not torchvision's compiled Python fallback."""
     out = run(
         """
-        import solar, torch, torchvision
-        from torch.overrides import TorchFunctionMode
+        from solar.frontend.torchvision_ops import ensure_torchvision_ops
+        ensure_torchvision_ops()
+        import torch, torchvision
         from torch.utils._python_dispatch import TorchDispatchMode
 
         class Ops(TorchDispatchMode):
@@ -77,7 +81,9 @@ def test_torchvision_roi_align_calls_the_operator():
 def test_detection_model_runs_eagerly_on_the_cpu():
     out = run(
         """
-        import solar, torch, torchvision
+        from solar.frontend.torchvision_ops import ensure_torchvision_ops
+        ensure_torchvision_ops()
+        import torch, torchvision
         m = torchvision.models.detection.fasterrcnn_mobilenet_v3_large_320_fpn(
             weights=None, weights_backbone=None).eval()
         with torch.no_grad():
@@ -86,3 +92,23 @@ def test_detection_model_runs_eagerly_on_the_cpu():
         """
     )
     assert out.strip() == "['boxes', 'labels', 'scores']"
+
+
+def test_the_hook_lives_only_inside_the_block():
+    """:func:`torchvision_importable`: torchvision imports inside the block (a model traced or
+    a problem file loaded there), and ``sys.meta_path`` is as before once it ends, whether or
+    not torchvision was imported in it."""
+    out = run(
+        """
+        import sys
+        from solar.frontend.torchvision_ops import torchvision_importable
+        before = list(sys.meta_path)
+        with torchvision_importable():
+            pass
+        unused = sys.meta_path == before
+        with torchvision_importable():
+            import torchvision
+        print(unused, sys.meta_path == before, torchvision.ops.nms.__name__)
+        """
+    )
+    assert out.strip() == "True True nms"

@@ -5,7 +5,6 @@ On CPU at small sizes; the CUDA tests (full size) skip without a GPU.
 
 import json
 import math
-import types
 from dataclasses import replace
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import torch
 
 import solar
 from solar.cli import main
+from solar.frontend.protocol import Trace
 from solar.gpu.problems import parse_sets
 from solar.gpu.validate import (
     INT_MISMATCH_TOL,
@@ -251,14 +251,30 @@ def test_error_is_reported_not_raised():
 
 
 def test_generic_trace_protocol():
-    """Any frontend plugs in: an object with program, output_names and values(fn, inputs)."""
+    """Any frontend plugs in: a :class:`Trace` whose feed reads the IR inputs and runs the
+    source program (here one written for this test, reading an MLP's parameters by name)."""
+
+    class ByName:
+        timer = None
+
+        def values(self, trace, fn, inputs, kwargs):
+            params = dict(fn.named_parameters())
+            return {
+                n: (inputs[key] if kind == "input" else params[key]).detach()
+                for n, (kind, key) in trace.bindings.items()
+            }
+
+        def runner(self, trace, fn, inputs, kwargs):
+            return lambda: fn(*inputs)
+
+        def flatten(self, trace, result):
+            return [result]
+
     m, x = mlp()
     tr = solar.trace(m, (x,))
-    proto = types.SimpleNamespace(
-        program=tr.program, output_names=tr.output_names, values=tr.values
-    )
-    s = Subject.from_trace(m, (x,), proto)
-    assert s.framework == "torch" and s.device == torch.device("cpu")
+    own = Trace("mine", tr.program, tr.bindings, tr.output_names, ByName())
+    s = Subject.from_trace(m, (x,), own)
+    assert s.framework == "mine" and s.timer is None and s.device == torch.device("cpu")
     assert validate_subject(s).ok
 
 

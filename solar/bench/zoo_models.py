@@ -18,6 +18,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from solar.frontend.torchvision_ops import ensure_torchvision_ops
+
 LIBRARIES = ("transformers", "torchvision", "diffusers", "timm")
 TOKENS = 128  # causal LMs: model(ids) with ids of 1 x TOKENS
 TIMM_EVERY = 20  # timm: every 20th of timm.list_models(), plus TIMM_POPULAR
@@ -57,6 +59,7 @@ class Case:
 
 def names(library: str) -> list[str]:
     """The library's models, in the zoo's order (the training subset is every n-th)."""
+    ensure_torchvision_ops()  # each library imports torchvision on the way
     if library == "transformers":
         from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
@@ -76,6 +79,7 @@ def names(library: str) -> list[str]:
 
 
 def build(library: str, name: str) -> Case:
+    ensure_torchvision_ops()  # each library imports torchvision on the way
     return {
         "transformers": _transformers,
         "torchvision": _torchvision,

@@ -18,6 +18,8 @@ import sys
 from dataclasses import dataclass
 from types import ModuleType
 
+from solar.frontend.torchvision_ops import install_import_hook
+
 
 @dataclass(frozen=True)
 class Command:
@@ -93,6 +95,9 @@ def _command_named(argv: list[str]) -> str:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser(only=_command_named(argv)).parse_args(argv)
+    # the command's process is solar's own: a torchvision whose extension cannot load beside
+    # this torch imports in it (problem files, hub models, the zoo; solar.frontend.torchvision_ops)
+    install_import_hook()
     # torch logs a failing fake-tensor kernel's traceback; the one-line error says it
     fake_log = logging.getLogger("torch._subclasses.fake_tensor")
     level = fake_log.level

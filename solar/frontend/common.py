@@ -1,5 +1,7 @@
 """Framework-neutral helpers shared by the frontends: tensor references, dense strides,
-loop-dim names, numpy-style broadcasting of operand indices, and small expression builders.
+loop-dim names, numpy-style broadcasting of operand indices, flat element indices. The
+expression builders (casts, scales, pointwise statements) are the lowering library's
+(:mod:`solar.frontend.lowering.pointwise`).
 
 Nothing here knows about torch or JAX; a frontend's lowering code imports these instead of
 redefining them.
@@ -13,7 +15,7 @@ from math import prod
 
 from solar.algebra.size import integer
 from solar.ir.affine import Affine, AffineLike
-from solar.ir.scalar import Const, Expr, Index, call
+from solar.ir.scalar import Index
 
 HALF = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")
 
@@ -84,13 +86,3 @@ def broadcast_index(shape: Sequence[int], dims: Sequence[str]) -> list[AffineLik
     lead = len(dims) - len(shape)
     assert lead >= 0, f"cannot broadcast {tuple(shape)} to {len(dims)} dims"
     return [0 if n == 1 else dims[lead + k] for k, n in enumerate(shape)]
-
-
-def cast(e: Expr, have: str, want: str | None) -> Expr:
-    """``e`` converted from ``have`` to ``want`` (no node when they agree)."""
-    return e if want is None or want == have else call("cast", e, dtype=want)
-
-
-def scale(e: Expr, k: float | int | bool | None) -> Expr:
-    """``k * e``, without a multiply when ``k`` is 1."""
-    return e if k is None or k == 1 else call("mul", e, Const(k))

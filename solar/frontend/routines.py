@@ -1,47 +1,37 @@
 """Framework-neutral builders of the extern statements of FFTs and dense linear algebra
 (issue 24), shared by the PyTorch and JAX lowerings.
 
-A frontend passes an :class:`Emitter` (its load, statement, view and local-buffer calls); the
-builders lay out one kernel: an FFT is one extern statement (row dims: the transformed axes;
-output position: the transformed block of the output, written through a free merged view), a
-linear-algebra routine one extern statement per output, reading its matrix (or the augmented
-matrix ``[A | B]`` assembled in a kernel-local buffer) as rows. Costs and semantics are the
+Written against the shared :class:`~solar.frontend.lowering.base.LoweringContext` (its load,
+statement, view, storage and local buffers), the builders lay out one kernel: an FFT is one
+extern statement (row dims: the transformed axes; output position: the transformed block of
+the output, written through a free merged view), a linear-algebra routine one extern
+statement per output, reading its matrix (or the augmented matrix ``[A | B]`` assembled in a
+kernel-local buffer) as rows. Costs and semantics are the
 rows of :mod:`solar.ir.extern_spectral` and :mod:`solar.ir.extern_linalg`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from math import prod
 
 from solar.frontend.common import T, broadcast_index, contiguous_strides
+from solar.frontend.lowering.base import LoweringContext
 from solar.ir.affine import Affine
 from solar.ir.dtypes import real_part_dtype
-from solar.ir.scalar import Expr
 
 
-@dataclass(frozen=True)
-class Emitter:
-    load: Callable[[T, list], Expr]
-    statement: Callable[..., object]  # (dims, out, index, expr, **kw)
-    view: Callable[[T, tuple[int, ...], tuple[int, ...]], T]  # a view of a contiguous tensor
-    local: Callable[[str, tuple[int, ...], str], T]
-    fail: Callable[[str], None]
-    # the contiguous storage tensor behind a dense view, and the order of its axes in it
-    storage: Callable[[T, int], tuple[T, tuple[int, ...]]]
-
-
-def _merged(em: Emitter, out: T, first: int, last: int) -> T:
+def _merged(ctx: LoweringContext, out: T, first: int, last: int) -> T:
     """``out`` with axes ``first..last`` merged into one (a free view of its storage)."""
     if last == first:
         return out
     shape = (*out.shape[:first], prod(out.shape[first : last + 1]), *out.shape[last + 1 :])
-    return em.view(out, shape, contiguous_strides(shape))
+    return ctx.view(out, shape, contiguous_strides(shape))
 
 
 def fft(
-    em: Emitter,
+    ctx: LoweringContext,
     x: T,
     out: T,
     axes: Sequence[int],
@@ -54,14 +44,14 @@ def fft(
     when ``out`` keeps the last axis's length) or "c2r" over ``axes`` of ``x`` into ``out``."""
     axes = sorted(int(a) % max(x.ndim, 1) for a in axes)
     if axes != list(range(axes[0], axes[0] + len(axes))):
-        em.fail(f"transforms the non-adjacent axes {axes}; transform them one call at a time")
+        ctx.fail(f"transforms the non-adjacent axes {axes}; transform them one call at a time")
     a0, a1 = axes[0], axes[-1]
     batch = [k for k in range(x.ndim) if k not in axes]
     m = prod(out.shape[a0 : a1 + 1])
     dims = [(f"i{k}", out.shape[k]) for k in batch] + [("p", m)]
     dims += [(f"r{k}", x.shape[k], True) for k in axes]
-    row = em.load(x, [f"r{k}" if k in axes else f"i{k}" for k in range(x.ndim)])
-    target = _merged(em, out, a0, a1)
+    row = ctx.load(x, [f"r{k}" if k in axes else f"i{k}" for k in range(x.ndim)])
+    target = _merged(ctx, out, a0, a1)
     index = [f"i{k}" for k in range(a0)] + ["p"] + [f"i{k}" for k in range(a1 + 1, x.ndim)]
     attrs = {
         "shape": tuple(x.shape[k] for k in axes),
@@ -70,7 +60,7 @@ def fft(
         "scale": float(scale),
         "dtype": real_part_dtype(out.dtype if kind != "c2r" else x.dtype),
     }
-    em.statement(dims, target, index, row, extern=f"fft.{kind}", extern_attrs=attrs)
+    ctx.statement(dims, target, index, row, extern=f"fft.{kind}", extern_attrs=attrs)
 
 
 @dataclass(frozen=True)
@@ -100,7 +90,7 @@ def _matrix_index(op: Operand, batch: list[str], r: str, c: str) -> list:
 
 
 def linalg(
-    em: Emitter,
+    ctx: LoweringContext,
     routine: str,
     operands: Sequence[Operand],
     outs: Sequence[tuple[str, T | None]],
@@ -124,19 +114,19 @@ def linalg(
         b = operands[1]
         k = b.cols
         rows, cols = n, n + k
-        aug = em.local("aug", (*batch, rows, cols), a.t.dtype)
+        aug = ctx.local("aug", (*batch, rows, cols), a.t.dtype)
         full = [*bd]
-        em.statement(
+        ctx.statement(
             [*zip(bd, batch), ("r", n), ("c", n)],
             aug,
             [*full, "r", "c"],
-            em.load(a.t, _matrix_index(a, bd, "r", "c")),
+            ctx.load(a.t, _matrix_index(a, bd, "r", "c")),
         )
-        em.statement(
+        ctx.statement(
             [*zip(bd, batch), ("r", n), ("c", k)],
             aug,
             [*full, "r", Affine.build({"c": 1}, n)],
-            em.load(b.t, _matrix_index(b, bd, "r", "c")),
+            ctx.load(b.t, _matrix_index(b, bd, "r", "c")),
         )
         src, src_index = aug, [*full, "r", "c"]
     base = {"m": m, "n": n, "k": k, "dtype": real_part_dtype(dtype), **attrs}
@@ -149,17 +139,17 @@ def linalg(
         perm: tuple[int, ...] = ()
         target = out
         if tail > 1:
-            storage, order = em.storage(out, nb)
+            storage, order = ctx.storage(out, nb)
             if tuple(order[:nb]) != tuple(range(nb)):
-                em.fail(f"writes {out.name} with its batch axes inside its matrix axes")
+                ctx.fail(f"writes {out.name} with its batch axes inside its matrix axes")
             perm = tuple(d - nb for d in order[nb:])
-            target = _merged(em, storage, nb, out.ndim - 1)
+            target = _merged(ctx, storage, nb, out.ndim - 1)
             perm = () if perm == tuple(range(tail)) else perm
         pos = prod(out.shape[nb:])
         index = [*bd, "p"] if tail else bd
         dims = [*zip(bd, batch), ("p", pos), ("r", rows, True), ("c", cols, True)]
-        row = em.load(src, src_index)
-        em.statement(
+        row = ctx.load(src, src_index)
+        ctx.statement(
             dims,
             target,
             index,

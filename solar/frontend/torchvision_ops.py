@@ -13,6 +13,16 @@ what solar traces and bounds. Eager execution on the CPU gets reference kernels 
 ``roi_align`` (torchvision's own pure-PyTorch ``_roi_align``); the other operators raise a
 one-line error when run eagerly. Nothing is done when the extension loads, or when torchvision
 is absent or already imported.
+
+When: ``import solar`` changes nothing (no import hook: ``sys.meta_path`` is the user's). A
+program that imports torchvision itself on such an install calls :func:`ensure_torchvision_ops`
+first (or :func:`install_import_hook`, which defers the work to its first ``import
+torchvision``). solar installs the hook only where it runs code that may import torchvision:
+:func:`torchvision_importable` scopes it to a PyTorch trace and to loading a problem file
+(its import, ``Model`` and ``get_inputs``: transformers imports torchvision lazily), and removes
+it afterwards; the ``solar`` command installs it for its own process, and the model zoo calls
+:func:`ensure_torchvision_ops`. Once torchvision has imported, the operators defined for it
+stay (a ``torch.library`` fragment: a process cannot undefine them).
 """
 
 from __future__ import annotations
@@ -22,9 +32,16 @@ import importlib.abc
 import importlib.machinery
 import importlib.util
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["SCHEMAS", "ensure_torchvision_ops", "install_import_hook"]
+__all__ = [
+    "SCHEMAS",
+    "ensure_torchvision_ops",
+    "install_import_hook",
+    "torchvision_importable",
+]
 
 #: torchvision's operators as ``torchvision/csrc/ops/*.cpp`` declare them.
 SCHEMAS: dict[str, str] = {
@@ -210,8 +227,28 @@ class _ImportHook(importlib.abc.MetaPathFinder):
 
 def install_import_hook() -> None:
     """Make a later ``import torchvision`` work where its extension cannot load (costs nothing
-    until then, and nothing at all where torchvision is absent, loads, or is imported)."""
+    until then, and nothing at all where torchvision is absent, loads, or is imported). The
+    hook stays in ``sys.meta_path`` until torchvision imports: the caller's choice, never
+    solar's own (see :func:`torchvision_importable`)."""
     if _DONE or "torchvision" in sys.modules:
         return
     if not any(isinstance(f, _ImportHook) for f in sys.meta_path):
         sys.meta_path.insert(0, _ImportHook())
+
+
+@contextmanager
+def torchvision_importable() -> Iterator[None]:
+    """An ``import torchvision`` inside the block works where its extension cannot load: the
+    import hook of :func:`install_import_hook` for the block only (removed after it, if
+    torchvision was not imported). solar runs user code this way (a trace, a problem file),
+    where a model may import torchvision."""
+    if _DONE or "torchvision" in sys.modules:
+        yield
+        return
+    hook = _ImportHook()
+    sys.meta_path.insert(0, hook)
+    try:
+        yield
+    finally:
+        if hook in sys.meta_path:
+            sys.meta_path.remove(hook)

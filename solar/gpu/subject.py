@@ -1,14 +1,10 @@
 """What is validated and measured (docs/validation.md): a :class:`Subject`, framework-neutral: a
 callable that runs the source program on real arrays, its real inputs, and the traced IR with
 the values of its inputs. Apart from :mod:`.validate` because :mod:`.headroom` times the same
-subjects. Any frontend plugs in through :meth:`Subject.from_trace`, given a trace object with
-
-* ``program``: the IR (:class:`solar.ir.program.Program`),
-* ``output_names``: the IR names of the program's flattened array outputs, in order,
-* ``values(fn, inputs)``: ``{IR input name: torch.Tensor}`` built from the real arrays,
-
-which :class:`solar.frontend.torch.TorchTrace` provides (a JAX trace provides the same; its
-arrays are converted with DLPack and timed with the host clock).
+subjects. Any frontend plugs in through :meth:`Subject.from_trace`, given its
+:class:`~solar.frontend.protocol.Trace`: the trace's feed reads the IR inputs' values from the
+real arrays, runs the source program and flattens its result (a JAX trace's arrays are
+converted with DLPack and timed with the host clock).
 """
 
 from __future__ import annotations
@@ -19,55 +15,21 @@ from dataclasses import dataclass, field
 
 import torch
 
+from solar.frontend.frameworks import FRONTENDS
+from solar.frontend.protocol import Trace, as_args
 from solar.ir.program import Program
 
 __all__ = ["Subject", "make_subject"]
 
 
-def _is_jax(x) -> bool:
-    return type(x).__module__.split(".")[0] in ("jax", "jaxlib")
-
-
-def _is_jax_program(fn, args) -> bool:
-    import sys
-
-    if "jax" not in sys.modules:
-        return False
-    try:
-        from solar.frontend.jax.trace import is_jax_program
-    except ImportError:
-        import jax
-
-        return any(_is_jax(x) for x in jax.tree_util.tree_leaves(args))
-    return is_jax_program(fn, args)
-
-
-def _trace(model, args, *, precision, name, kwargs=None):
-    """:func:`solar.trace`, or the JAX frontend directly for JAX programs."""
-    if _is_jax_program(model, args):
-        from solar.frontend.jax import trace_jax
-
-        return trace_jax(model, args, precision=precision, name=name)
+def _trace(model, args, *, precision, name, kwargs=None) -> Trace:
+    """:func:`solar.trace` of a program of either framework (a JAX one by its values, else
+    PyTorch's: a step function of no tensors is PyTorch's)."""
     from solar.api import trace
 
-    return trace(model, args, kwargs=kwargs, precision=precision, name=name, framework="torch")
-
-
-def _torch_leaves(result) -> list[torch.Tensor]:
-    """Every tensor of a PyTorch result, in the order the trace names its outputs."""
-    from solar.frontend.torch.structure import tensors
-
-    return tensors(result, unique=False)
-
-
-def _jax_leaves(result) -> list[torch.Tensor]:
-    import jax
-
-    try:
-        from solar.frontend.jax.lower import to_torch
-    except ImportError:
-        to_torch = torch.from_dlpack
-    return [to_torch(x) for x in jax.tree_util.tree_leaves(result) if hasattr(x, "shape")]
+    jax = FRONTENDS["jax"].owns_program(model, args)
+    framework = "jax" if jax else "torch"
+    return trace(model, args, kwargs=kwargs, precision=precision, name=name, framework=framework)
 
 
 @dataclass
@@ -89,7 +51,7 @@ class Subject:
     framework: str = "torch"
     timer: str | None = None
     sync: Callable[[], None] | None = None
-    trace: object = None  # the frontend's trace (TorchTrace: the fx graph, for per-kernel checks)
+    trace: Trace | None = None  # the frontend's trace (set by from_trace)
     model: object = None
     inputs: tuple = ()
     path: str | None = None
@@ -102,56 +64,25 @@ class Subject:
         cls,
         fn,
         inputs,
-        trace,
+        trace: Trace,
         *,
         name: str | None = None,
-        framework: str | None = None,
         device: str | torch.device | None = None,
         path: str | None = None,
         notes: Sequence[str] = (),
         kwargs: Mapping[str, object] | None = None,
     ) -> Subject:
         """A subject from a source callable ``fn``, its real ``inputs`` (and ``kwargs``, for
-        PyTorch) and a frontend trace (``program``, ``output_names``, ``values(fn, inputs)``:
-        see the module docstring)."""
-        args = tuple(inputs) if isinstance(inputs, (list, tuple)) else (inputs,)
+        PyTorch) and its frontend trace."""
+        args = as_args(inputs)
         kw = dict(kwargs or {})
-        if framework is None:
-            framework = "jax" if _is_jax_program(fn, args) else "torch"
-        if framework == "jax":
-            import jax
-
-            call, call_args = fn, args
-            try:  # flax modules are called through the frontend's own preparation
-                from solar.frontend.jax.trace import prepare
-
-                prep = prepare(fn, args, getattr(trace, "weight_args", None))
-                call, call_args = jax.jit(prep.fn), prep.args
-            except ImportError:
-                pass
-
-            def run():
-                return jax.block_until_ready(call(*call_args))
-
-            flatten, timer = _jax_leaves, "host"
-        elif callable(getattr(trace, "run_source", None)):  # a training step
-
-            def run():  # its returned tensors, then the parameters and state it updated
-                return trace.run_source(fn, args)
-
-            flatten, timer = list, None
-        else:
-
-            def run():
-                return fn(*args, **kw)
-
-            flatten, timer = _torch_leaves, None
+        run = trace.runner(fn, args, kw)
 
         def values():
-            return trace.values(fn, args, kw) if kw else trace.values(fn, args)
+            return trace.values(fn, args, kw)
 
         if device is None:
-            device = _device_of(fn, args)
+            device = _device_of(fn, args, trace.framework)
         dev = torch.device(device)
 
         def sync():
@@ -161,13 +92,13 @@ class Subject:
         return cls(
             name=name or trace.program.name,
             run=run,
-            flatten=flatten,
+            flatten=trace.flatten,
             program=trace.program,
             values=values,
             output_names=list(trace.output_names),
             device=dev,
-            framework=framework,
-            timer=timer,
+            framework=trace.framework,
+            timer=trace.feed.timer,
             sync=sync,
             trace=trace,
             model=fn,
@@ -182,18 +113,19 @@ class Subject:
             self.sync()
 
 
-def _device_of(fn, args) -> torch.device:
-    from torch.utils import _pytree as pytree
-
-    leaves = pytree.tree_leaves(args)
-    if any(_is_jax(x) for x in leaves) or _is_jax_program(fn, args):
+def _device_of(fn, args, framework: str) -> torch.device:
+    if framework == "jax":
         import jax
 
         leaves = jax.tree_util.tree_leaves(args)
+    else:
+        from torch.utils import _pytree as pytree
+
+        leaves = pytree.tree_leaves(args)
     for t in leaves:
         if isinstance(t, torch.Tensor) and t.device.type != "meta":
             return t.device
-        if _is_jax(t) and hasattr(t, "devices"):
+        if FRONTENDS["jax"].owns(t) and hasattr(t, "devices"):
             d = next(iter(t.devices()))
             return torch.device("cuda" if d.platform == "gpu" else "cpu")
     if isinstance(fn, torch.nn.Module):
@@ -217,7 +149,7 @@ def make_subject(
     """A :class:`Subject` for a module or function on real arrays (traced here with
     :func:`solar.trace` unless ``trace`` is given; the framework is told from the inputs).
     ``kwargs``: keyword arguments of a PyTorch program."""
-    args = tuple(inputs) if isinstance(inputs, (list, tuple)) else (inputs,)
+    args = as_args(inputs)
     t0 = time.perf_counter()
     if trace is None:
         trace = _trace(model, args, precision=precision, name=name, kwargs=kwargs)

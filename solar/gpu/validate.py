@@ -225,7 +225,7 @@ def validate_subject(
     ``tol`` overrides the tolerance: one number, or ``{dtype: number}``. ``reference``: the
     source's flattened outputs if already computed (the source is not run again)."""
     program, dev = subject.program, subject.device
-    if per_kernel == "auto" and getattr(subject.trace, "updated", None):
+    if per_kernel == "auto" and subject.trace.updated:
         per_kernel = True  # a training step: check the gradients too, kernel by kernel
     rep = Draft(ValidationReport, subject.name, str(dev), "error", path=subject.path)
     rep.notes = list(subject.notes)
@@ -252,7 +252,7 @@ def validate_subject(
     drawn = random_outputs(program, subject.output_names)
     try:
         values = subject.values()
-        updated = list(getattr(subject.trace, "updated", None) or [])
+        updated = list(subject.trace.updated)
         # the source updates them; the kernel-isolated check replays from the values before
         before = {n: values[n].detach().clone() for n in updated} if per_kernel else {}
         t0 = time.perf_counter()
@@ -381,7 +381,7 @@ def _source_again(subject: Subject, values: Mapping[str, torch.Tensor]) -> list[
     inputs are set back first): how far the source is from itself."""
     live = subject.values()
     with torch.no_grad():
-        for n in getattr(subject.trace, "updated", None) or []:
+        for n in subject.trace.updated:
             live[n].copy_(values[n])
         result = subject.run()
     subject.synchronize()
@@ -493,9 +493,8 @@ def _line(e: BaseException) -> str:
 def _torch_graph(subject: Subject):
     """The traced fx graph and its input bindings, which the per-kernel checks replay."""
 
-    gm = getattr(subject.trace, "graph", None)
-    bindings = getattr(subject.trace, "bindings", None)
-    if not isinstance(gm, fx.GraphModule) or bindings is None:
+    gm, bindings = subject.trace.graph, subject.trace.bindings
+    if not isinstance(gm, fx.GraphModule):
         raise ValueError("per-kernel checks need a torch trace (an fx graph and bindings)")
     return gm, bindings
 
@@ -662,7 +661,7 @@ def isolated_kernel_checks(
     with torch.no_grad():
         graph_out = [v for v in pytree.tree_leaves(Recorder(gm).run(*args)) if torch.is_tensor(v)]
     order = list(bindings)  # a training step's updated inputs follow its returned tensors
-    graph_out += [args[order.index(n)] for n in getattr(subject.trace, "updated", None) or []]
+    graph_out += [args[order.index(n)] for n in subject.trace.updated]
     writers = _writers(program)
     usable = {b for b, ks in writers.items() if b in versions and len(versions[b]) == len(ks)}
     reads = [

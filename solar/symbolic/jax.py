@@ -39,8 +39,8 @@ def bound_symbolic_jax(
     they and the lowering's decisions are the formula's guards. Outside the guards,
     :meth:`~solar.symbolic.result.SymbolicBound.at` traces the program again at those sizes
     with ``numeric`` (``solar.bound``; None: no retrace)."""
+    from solar.frontend.frameworks import FRONTENDS
     from solar.frontend.jax.symbolic import SymbolicDims
-    from solar.frontend.jax.trace import trace_jax
     from solar.graph.lift import lift
     from solar.hw import load_spec
 
@@ -48,7 +48,7 @@ def bound_symbolic_jax(
     where = places(marks)
     dims = SymbolicDims(where, constraints)
     with recording() as rec:
-        traced = trace_jax(fn, inputs, name=name, precision=precision, symbolic=dims)
+        traced = FRONTENDS["jax"].trace(fn, inputs, name=name, precision=precision, symbolic=dims)
         dims.record_guards(rec)
         g = lift(traced.program, verified=True, notes=traced.assumptions)
     symbols = [symbol(n) for n in dims.values]

@@ -65,20 +65,12 @@ def trace_lifted(
     :class:`~solar.frontend.torch.symbolic.SymbolicShapes`) inside ``within``, PyTorch's guards
     and those of tracing and lifting recorded on ``rec``, the graph's trace notes ``notes``
     and the trace's assumptions."""
-    from solar.frontend.torch.trace import trace_torch
-    from solar.frontend.torch.training import is_training_step, trace_training_step
+    from solar.frontend.frameworks import FRONTENDS
     from solar.graph.lift import lift
 
     with recording(rec):
         with within if within is not None else contextlib.nullcontext():
-            if is_training_step(model):
-                if trace_kw.pop("kwargs", None):
-                    raise TypeError(
-                        "kwargs are not supported for a training step; bind them into it"
-                    )
-                traced = trace_training_step(model, inputs, symbolic=shapes, **trace_kw)
-            else:
-                traced = trace_torch(model, inputs, symbolic=shapes, **trace_kw)
+            traced = FRONTENDS["torch"].trace(model, inputs, symbolic=shapes, **trace_kw)
         shapes.record_guards(rec)
         g = lift(traced.program, verified=True, notes=(*notes, *traced.assumptions))
     return traced, g

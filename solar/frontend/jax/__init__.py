@@ -24,12 +24,11 @@ from solar.frontend.jax.registry import (
     UnsupportedPrimitiveError,
     lowering,
 )
-from solar.frontend.jax.trace import JaxTrace, is_jax_program, trace_jax
+from solar.frontend.jax.trace import is_jax_program, trace_jax
 
 __all__ = [
     "LOWERINGS",
     "DataDependentError",
-    "JaxTrace",
     "LoweringContext",
     "PrecisionPolicy",
     "UnsupportedDtypeError",

@@ -27,7 +27,7 @@ import numpy as np
 from solar.algebra.size import Size, integer
 from solar.frontend import lowering
 from solar.frontend.cells import source_label
-from solar.frontend.common import T, broadcast_index, cast, contiguous_strides, dims_of, nest
+from solar.frontend.common import T, broadcast_index, contiguous_strides, dims_of, nest
 from solar.frontend.jax import symbolic
 from solar.frontend.jax.precision import PrecisionPolicy
 from solar.frontend.jax.registry import (
@@ -37,6 +37,7 @@ from solar.frontend.jax.registry import (
     UnsupportedPrimitiveError,
 )
 from solar.frontend.lowering.errors import expressible
+from solar.frontend.lowering.exprs import cast
 from solar.ir.affine import AffineLike, affines
 from solar.ir.dtypes import ITEMSIZE
 from solar.ir.program import REDUCE_OPS, Kernel, Statement, check_statement
@@ -282,7 +283,7 @@ class LoweringContext(lowering.LoweringContext):
         self._outs[i] = v
 
     def view(
-        self, x: T, shape: Sequence[int], strides: Sequence[int], offset: int, stem: str = ""
+        self, x: T, shape: Sequence[int], strides: Sequence[int], offset: int = 0, stem: str = ""
     ) -> T:
         """A view of ``x``'s storage: ``strides``/``offset`` in elements of the storage base."""
         return self.lowerer.view(x, shape, strides, offset, stem or self.prim)

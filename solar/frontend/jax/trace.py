@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import inspect
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -28,11 +28,10 @@ from solar.frontend.jax.lower import Lowerer, V, to_torch
 from solar.frontend.jax.precision import jax_policy
 from solar.frontend.jax.symbolic import SymbolicDimError, SymbolicDims, sizes
 from solar.frontend.jax.training import assign_phases
-from solar.ir.program import Program
+from solar.frontend.protocol import Trace
 
 WEIGHT_NAMES = frozenset({"params", "variables", "weights", "state", "theta", "parameters"})
 
-Binding = tuple[str, str]  # ("weight" | "input", "params/dense1/kernel")
 
 FUSION_NOTE = (
     "unfused (JAX): kernels as XLA fuses them, approximated from below: one per dot, conv, "
@@ -52,33 +51,23 @@ class Prepared:
     offset: int = 0  # positions before the caller's inputs (an nnx module's state)
 
 
-@dataclass
-class JaxTrace:
-    """A traced and lowered JAX program.
+@dataclass(frozen=True)
+class JaxFeed:
+    """How a JAX trace meets concrete arrays (:class:`~solar.frontend.protocol.Feed`): arrays
+    are converted with DLPack and timed with the host clock.
 
-    ``bindings`` maps each IR input name to ``("weight" | "input", path)``, the leaf's tree
-    path (``params/dense1/kernel``, ``x``, ``batch/0``). ``output_names`` are the IR names of the
-    flattened outputs, in ``jax.tree_util.tree_leaves`` order. ``notes`` are assumptions the
-    lowering made (a cond branch chosen without knowing the predicate).
-    """
+    A trace's ``bindings`` map each IR input name to ``("weight" | "input", path)``, the leaf's
+    tree path (``params/dense1/kernel``, ``x``, ``batch/0``); its ``output_names`` follow
+    ``jax.tree_util.tree_leaves`` of the result. ``leaf_index``: each IR input's position
+    among the flattened arguments; ``weight_args``: the ``weights=`` the trace was given."""
 
-    program: Program
-    bindings: dict[str, Binding]
-    output_names: list[str]
-    jaxpr: object
-    notes: list[str] = field(default_factory=list)
-    leaf_index: dict[str, int] = field(default_factory=dict, repr=False)
+    leaf_index: Mapping[str, int]
     weight_args: Sequence[int] | None = None
+    timer: str | None = "host"
 
-    @property
-    def assumptions(self) -> list[str]:
-        """Lines for the bound report: the kernel grouping rule, then :attr:`notes`."""
-        return [FUSION_NOTE, *self.notes]
-
-    def values(self, fn: object, inputs: object) -> dict:
-        """The ``values`` mapping for :func:`solar.interp.torch.execute.execute`: torch tensors
-        of the concrete arrays in ``inputs`` (and of ``fn``'s state for an nnx module), by IR
-        name."""
+    def values(self, trace: Trace, fn: object, inputs: tuple, kwargs: Mapping[str, object]) -> dict:
+        """Torch tensors of the concrete arrays in ``inputs`` (and of ``fn``'s state for an
+        nnx module), by IR name."""
         prep = prepare(fn, inputs, self.weight_args)
         leaves = _leaves(prep.args)
         out = {}
@@ -86,20 +75,26 @@ class JaxTrace:
             leaf = leaves[i][1]
             if _is_abstract(leaf):
                 raise ValueError(
-                    f"{self.bindings[name][1]} is a ShapeDtypeStruct; validation needs "
+                    f"{trace.bindings[name][1]} is a ShapeDtypeStruct; validation needs "
                     "concrete arrays"
                 )
             out[name] = to_torch(leaf)
         return out
 
-    def reference(self, fn: object, inputs: object) -> list:
-        """Run the program with JAX (jit) on concrete ``inputs``; its flattened outputs as torch
-        tensors, in the order of :attr:`output_names`."""
+    def runner(
+        self, trace: Trace, fn: object, inputs: tuple, kwargs: Mapping[str, object]
+    ) -> Callable[[], object]:
+        """The program jitted once (a Flax module through :func:`prepare`)."""
         import jax
 
         prep = prepare(fn, inputs, self.weight_args)
-        res = jax.jit(prep.fn)(*prep.args)
-        return [to_torch(r) for r in jax.tree_util.tree_leaves(res)]
+        call = jax.jit(prep.fn)
+        return lambda: jax.block_until_ready(call(*prep.args))
+
+    def flatten(self, trace: Trace, result: object) -> list:
+        import jax
+
+        return [to_torch(x) for x in jax.tree_util.tree_leaves(result) if hasattr(x, "shape")]
 
 
 def trace_jax(
@@ -111,7 +106,7 @@ def trace_jax(
     weights: Sequence[int] | None = None,
     scan: str = "auto",
     symbolic: SymbolicDims | None = None,
-) -> JaxTrace:
+) -> Trace:
     """Trace ``fn(*inputs)`` with ``jax.make_jaxpr`` on abstract values and lower it to the
     Affine Loop IR.
 
@@ -154,7 +149,7 @@ def trace_jax(
         return _lower(prep, closed, leaves, arrays, name, policy, scan, weights)
 
 
-def _lower(prep, closed, leaves, arrays, name, policy, scan, weights) -> JaxTrace:
+def _lower(prep, closed, leaves, arrays, name, policy, scan, weights) -> Trace:
     """Lower the traced jaxpr ``closed`` (see :func:`trace_jax`)."""
     jaxpr = closed.jaxpr
     if scan not in ("auto", "unroll", "loop"):
@@ -162,7 +157,7 @@ def _lower(prep, closed, leaves, arrays, name, policy, scan, weights) -> JaxTrac
     lowerer = Lowerer(name or prep.label or "program", policy)
     lowerer.scan_mode = scan
     used = _used_vars(jaxpr)
-    bindings: dict[str, Binding] = {}
+    bindings: dict[str, tuple[str, object]] = {}
     leaf_index: dict[str, int] = {}
     args: list[V] = []
     for var, i in zip(jaxpr.invars, arrays, strict=True):
@@ -184,14 +179,14 @@ def _lower(prep, closed, leaves, arrays, name, policy, scan, weights) -> JaxTrac
     lowerer.program.outputs = list(dict.fromkeys(output_names))
     group_units(lowerer)
     assign_phases(lowerer.program)  # a training step's forward / backward / optimizer
-    return JaxTrace(
+    return Trace(
+        "jax",
         lowerer.verified(),  # every statement checked again, after fusion grouped them
         bindings,
-        output_names,
-        closed,
-        list(lowerer.notes),
-        leaf_index,
-        weights,
+        tuple(output_names),
+        JaxFeed(leaf_index, weights),
+        assumptions=(FUSION_NOTE, *lowerer.notes),  # the kernel grouping rule, then the notes
+        graph=closed,
     )
 
 

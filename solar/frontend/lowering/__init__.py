@@ -10,6 +10,11 @@
   a lowering), :class:`UnsupportedDtypeError`.
 - :mod:`.precision`: :class:`PrecisionPolicy`, the math mode of float32 contractions.
 
+The lowering library, written once against :class:`LoweringContext` and called by both
+frontends: :mod:`.exprs` (``cast``, ``scale``), :mod:`.pointwise` (one elementwise statement,
+operands broadcast and cast), :mod:`.rows` (the extern row statements of sort, top-k and the
+selections), and :mod:`solar.frontend.routines` (FFT and dense linear algebra).
+
 Nothing here imports torch or JAX.
 """
 

@@ -16,8 +16,9 @@ from collections.abc import Iterable, Sequence
 from typing import ClassVar, NoReturn
 
 from solar.algebra.size import integer
-from solar.frontend.common import T, cast
+from solar.frontend.common import T
 from solar.frontend.lowering.errors import UnsupportedOperatorError
+from solar.frontend.lowering.exprs import cast
 from solar.frontend.lowering.precision import PrecisionPolicy
 from solar.ir.affine import Affine, AffineLike, affines
 from solar.ir.program import Dim, Guard, Kernel, Program, ProgramBuilder, Statement, verify
@@ -62,7 +63,9 @@ class Lowerer:
 
 class LoweringContext:
     """What a lowering sees of the operation it lowers: where it came from, the precision
-    policy, and statements into the operation's kernel.
+    policy, its outputs and operands, and statements into the operation's kernel. The
+    lowering library (:mod:`solar.frontend.lowering.pointwise`, ``.sort``, ``.conv``,
+    :mod:`solar.frontend.routines`) is written against this interface alone.
 
     Subclasses set ``error`` (the frontend's :class:`UnsupportedOperatorError`) and define
     :meth:`kernel`; ``empty_reductions_write_identity``: a reduction over no terms writes its
@@ -87,6 +90,15 @@ class LoweringContext:
         """The kernel this operation's statements go into (opened on first use)."""
         raise NotImplementedError
 
+    def out(self, i: int = 0) -> T:
+        """The operation's output ``i`` as an IR tensor (declared on first use)."""
+        raise NotImplementedError
+
+    def operand(self, x: object, dims: Sequence[str], dtype: str | None) -> Expr | None:
+        """An operand of an elementwise statement over loop dims ``dims``: a tensor broadcast
+        (numpy rules) and cast to ``dtype``, a known value or number as a constant."""
+        raise NotImplementedError
+
     def local_stem(self) -> str:
         """The prefix of this operation's kernel-local tensor names."""
         return str(self.operator)
@@ -94,6 +106,21 @@ class LoweringContext:
     def local(self, stem: str, shape: Sequence[int], dtype: str) -> T:
         """Kernel-local scratch (row maxima, accumulators): never leaves the chip."""
         return self.lowerer.fresh_tensor(f"{self.local_stem()}_{stem}", shape, dtype, "local")
+
+    def view(
+        self, x: T, shape: Sequence[int], strides: Sequence[int], offset: int = 0, stem: str = ""
+    ) -> T:
+        """A view of ``x``'s storage (``strides``/``offset`` in elements), named from ``stem``
+        (default: ``x``'s name)."""
+        shape = tuple(shape)
+        name = self.builder.view(stem or f"{x.name}_rows", x.name, shape, strides, offset)
+        return T(name, shape, x.dtype)
+
+    def storage(self, t: T, batch: int) -> tuple[T, tuple[int, ...]]:
+        """The contiguous storage tensor behind ``t`` (a dense view whose first ``batch`` axes
+        are outermost), and the order of ``t``'s axes in it: ``t`` itself here (an output
+        declared contiguous); a frontend whose outputs may be permuted views overrides it."""
+        return t, tuple(range(t.ndim))
 
     def load(self, t: T, index: Sequence[AffineLike], dtype: str | None = None) -> Expr:
         """``t[index]``, cast to ``dtype`` if given and different."""

@@ -21,7 +21,7 @@ from solar.frontend.torch.registry import (
     UnsupportedOperatorError,
     lowering,
 )
-from solar.frontend.torch.trace import TorchTrace, trace_torch
+from solar.frontend.torch.trace import trace_torch
 
 __all__ = [
     "LOWERINGS",
@@ -29,7 +29,6 @@ __all__ = [
     "LoweringContext",
     "PrecisionPolicy",
     "T",
-    "TorchTrace",
     "UnsupportedDtypeError",
     "UnsupportedOperatorError",
     "lowering",

@@ -17,8 +17,9 @@ from torch.utils import _pytree as pytree
 
 from solar.algebra.size import integer
 from solar.frontend import lowering
-from solar.frontend.common import T, cast, contiguous_strides
+from solar.frontend.common import T, broadcast_index, contiguous_strides
 from solar.frontend.lowering.errors import UnsupportedDtypeError, expressible
+from solar.frontend.lowering.exprs import cast
 from solar.frontend.torch.precision import PrecisionPolicy
 from solar.frontend.torch.provenance import module_label, node_source
 from solar.frontend.torch.registry import (
@@ -34,6 +35,7 @@ from solar.frontend.torch.symbolic import size, sizes
 from solar.ir.affine import Affine, AffineLike, affines
 from solar.ir.dtypes import from_torch, itemsize
 from solar.ir.program import Dim, Kernel
+from solar.ir.scalar import Const, Expr
 
 __all__ = [
     "OPAQUE",
@@ -161,6 +163,37 @@ class LoweringContext(lowering.LoweringContext):
         t = self.outs()[i]
         assert t is not None, f"output {i} of {self.target} is not a tensor"
         return t
+
+    def storage(self, t: T, batch: int) -> tuple[T, tuple[int, ...]]:
+        """``t`` (batch dims ``:batch`` outermost, matrix dims after, as LAPACK-style outputs
+        are laid out: column-major matrices) as a contiguous view of its storage with the
+        matrix dims in storage order, and that order."""
+        decl = self.builder.program.tensors[t.name]
+        ident = tuple(range(t.ndim))
+        if decl.view is None:
+            return t, ident
+        strides, shape = decl.view.strides, t.shape
+        tail = list(range(batch, t.ndim))
+        big = [d for d in tail if shape[d] > 1]
+        moved = iter(sorted(big, key=lambda d: -strides[d]))
+        order = (*range(batch), *(next(moved) if shape[d] > 1 else d for d in tail))
+        dense = contiguous_strides([shape[d] for d in order])
+        if any(shape[d] > 1 and strides[d] != dense[i] for i, d in enumerate(order)):
+            self.fail(f"writes {t.name} with a layout that is not a dense permutation")
+        view_shape = tuple(shape[d] for d in order)
+        view = self.view(t, view_shape, dense, decl.view.offset, stem=f"{t.name}_storage")
+        return view, order
+
+    def operand(self, x: object, dims: Sequence[str], dtype: str | None) -> Expr | None:
+        """A tensor operand broadcast over ``dims`` and cast to ``dtype``; a Python number as
+        a constant; None stays None (an absent optional operand)."""
+        if isinstance(x, T):
+            return self.load(x, broadcast_index(x.shape, dims), dtype)
+        if x is None:
+            return None
+        if isinstance(x, (bool, int, float)):
+            return Const(x)
+        raise TypeError(f"{self.op}: unexpected operand {x!r}")
 
     @property
     def val(self) -> object:

@@ -28,6 +28,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import torch
+from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from solar.frontend.torch.provenance import caller_source
@@ -423,21 +424,23 @@ def _tolist_by_items(t: torch.Tensor) -> object:
     return [_tolist_by_items(row) for row in t.unbind(0)]
 
 
-@contextmanager
-def _tolist_dispatching() -> Iterator[None]:
-    saved = torch.Tensor.tolist
-    torch.Tensor.tolist = _tolist_by_items
-    try:
-        yield
-    finally:
-        torch.Tensor.tolist = saved
+class _TolistByItems(TorchFunctionMode):
+    """Within the observed run only: ``Tensor.tolist`` read through :func:`_tolist_by_items`
+    (``tolist`` reaches a mode's ``__torch_function__``), so the run's dispatch mode sees each
+    element read. ``torch.Tensor.tolist`` itself is never replaced: other threads and code
+    outside the run are untouched."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if func is torch.Tensor.tolist:
+            return _tolist_by_items(*args, **(kwargs or {}))
+        return func(*args, **(kwargs or {}))
 
 
 def observe(run: Callable[[], object]) -> dict[str, deque]:
     """The data-dependent sizes (and scalars read) of one real run of ``run()``, per
     operator in call order."""
     observer = _Observer()
-    with torch.no_grad(), _tolist_dispatching(), observer:
+    with torch.no_grad(), _TolistByItems(), observer:
         run()
     return dict(observer.seen)
 

@@ -18,11 +18,11 @@ import inspect
 import traceback
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
-import torch.fx as fx
 
+from solar.frontend.protocol import Binding, Trace
 from solar.frontend.torch import structure
 from solar.frontend.torch.fused import intercept_fused
 from solar.frontend.torch.known import known_values
@@ -36,44 +36,34 @@ from solar.frontend.torch.sizes import Routing, SizePolicy, sized_fake_ops
 from solar.frontend.torch.sizes import observe as observe_sizes
 from solar.frontend.torch.symbolic import SymbolicShapes
 from solar.frontend.torch.wrappers import unwrap_module
-from solar.ir.program import Program
-
-# ("param", "layers.0.weight") / ("buffer", name) / ("input", i or path) / ("kwarg", path)
-Binding = tuple[str, object]
 
 
-@dataclass
-class TorchTrace:
-    """A traced and lowered PyTorch program.
+@dataclass(frozen=True)
+class TorchFeed:
+    """How a PyTorch trace meets real tensors (:class:`~solar.frontend.protocol.Feed`).
 
-    ``bindings`` maps each IR input name to where its value comes from: ``("param", name)``,
-    ``("buffer", name)`` (as in ``named_parameters``/``named_buffers``), ``("input", i)``, the
-    position in ``inputs`` (a path, a tuple of keys, indices and
+    A trace's ``bindings`` map each IR input name to ``("param", name)``, ``("buffer", name)``
+    (as in ``named_parameters``/``named_buffers``), ``("input", i)``, the position in
+    ``inputs`` (a path, a tuple of keys, indices and
     :class:`~solar.frontend.torch.structure.Attr` s, for tensors nested in lists, dicts or
     objects such as a KV cache), or ``("kwarg", path)`` (the path starts with the keyword).
-    ``output_names`` are the IR names of the tensor outputs, in the order of
-    :func:`solar.frontend.torch.structure.tensors` of the program's result.
-    """
+    Its ``output_names`` follow :func:`solar.frontend.torch.structure.tensors` of the result."""
 
-    program: Program
-    bindings: dict[str, Binding]
-    output_names: list[str]
-    graph: fx.GraphModule
-    assumptions: list[str] = field(default_factory=list)  # what the report must state
+    timer: str | None = None
 
     def values(
-        self, fn: object, inputs: object, kwargs: Mapping[str, object] | None = None
+        self, trace: Trace, fn: object, inputs: tuple, kwargs: Mapping[str, object]
     ) -> dict[str, torch.Tensor]:
-        """The ``values`` mapping for :func:`solar.interp.torch.execute.execute`: real tensors of
-        ``fn``'s parameters and buffers and of ``inputs`` (and ``kwargs``), by IR input name."""
-        roots = {"input": _as_tuple(inputs), "kwarg": dict(kwargs or {})}
+        """Real tensors of ``fn``'s parameters and buffers and of ``inputs`` (and ``kwargs``),
+        by IR input name."""
+        roots = {"input": inputs, "kwarg": dict(kwargs)}
         named: dict[str, dict[str, torch.Tensor]] = {"param": {}, "buffer": {}}
         fn, _ = unwrap_module(fn)
         if isinstance(fn, torch.nn.Module):
             named["param"] = dict(fn.named_parameters())
             named["buffer"] = dict(fn.named_buffers())
         out = {}
-        for ir_name, (kind, key) in self.bindings.items():
+        for ir_name, (kind, key) in trace.bindings.items():
             if kind in roots:
                 path = (key,) if isinstance(key, int) else key
                 v = structure.lookup(roots[kind], path)  # type: ignore[arg-type]
@@ -81,6 +71,15 @@ class TorchTrace:
                 v = named[kind][key]  # type: ignore[index]
             out[ir_name] = v.detach()  # type: ignore[union-attr]
         return out
+
+    def runner(
+        self, trace: Trace, fn: object, inputs: tuple, kwargs: Mapping[str, object]
+    ) -> Callable[[], object]:
+        kw = dict(kwargs)
+        return lambda: fn(*inputs, **kw)  # type: ignore[operator]
+
+    def flatten(self, trace: Trace, result: object) -> list[torch.Tensor]:
+        return structure.tensors(result, unique=False)
 
 
 def trace_torch(
@@ -93,7 +92,7 @@ def trace_torch(
     observe: bool = False,
     routing: object = "any",
     symbolic: SymbolicShapes | None = None,
-) -> TorchTrace:
+) -> Trace:
     """Trace ``fn(*inputs, **kwargs)`` and lower it to the Affine Loop IR.
 
     ``fn`` is an ``nn.Module`` (its parameters and buffers become IR weights; a
@@ -204,7 +203,15 @@ def trace_torch(
     ]
     notes += wrapper_notes + mode_notes(module, lowerer.program)
     notes += [line for k in routers[:1] for line in k.notes()] + sizes.notes() + lowerer.notes
-    return TorchTrace(lowerer.verified(), bindings, output_names, gm, notes)
+    return Trace(
+        "torch",
+        lowerer.verified(),
+        bindings,
+        tuple(output_names),
+        TorchFeed(),
+        assumptions=tuple(notes),
+        graph=gm,
+    )
 
 
 def _observe(fn: object, inputs: object, kwargs: Mapping[str, object] | None) -> dict:

@@ -26,13 +26,14 @@ CPU ``step`` counters, bias corrections computed in Python) launches no kernel a
 from __future__ import annotations
 
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 from torch.utils import _pytree as pytree
 
+from solar.frontend.protocol import Trace
 from solar.frontend.torch import fused_grad  # noqa: F401  (backward of the fused calls)
 from solar.frontend.torch.fused import intercept_fused
 from solar.frontend.torch.precision import torch_policy
@@ -52,7 +53,6 @@ from solar.frontend.torch.step_state import (
 )
 from solar.frontend.torch.symbolic import SymbolicShapes
 from solar.frontend.torch.trace import (
-    TorchTrace,
     _argument_names,
     _as_tuple,
     _autocast_on,
@@ -82,34 +82,43 @@ def is_training_step(fn) -> bool:
     return bool(find_step_objects(fn)[1])
 
 
-@dataclass
-class TrainingTrace(TorchTrace):
-    """A traced training step. ``bindings`` also maps optimizer-state inputs to
-    ``("state", (optimizer index, parameter name, key))``; ``updated`` are the IR inputs the
-    step writes (after the step's own outputs in ``output_names``)."""
+@dataclass(frozen=True)
+class StepFeed:
+    """How a traced training step meets the live model, optimizer and inputs
+    (:class:`~solar.frontend.protocol.Feed`). The trace's ``bindings`` also map optimizer-state
+    inputs to ``("state", (optimizer index, parameter name, key))``; its ``updated`` are the IR
+    inputs the step writes (after the step's own outputs in ``output_names``)."""
 
-    state: StepState | None = None
-    updated: list[str] = field(default_factory=list)
+    state: StepState
+    timer: str | None = None
 
-    def values(self, fn: object, inputs: object) -> dict[str, torch.Tensor]:
+    def values(
+        self, trace: Trace, fn: object, inputs: tuple, kwargs: Mapping[str, object]
+    ) -> dict[str, torch.Tensor]:
         """The IR inputs' values from the live model, optimizer and ``inputs``. The optimizer
         must have state (run one real step first: the IR is a steady-state step)."""
-        args = _as_tuple(inputs)
-        return {name: self._live(b, args).detach() for name, b in self.bindings.items()}
+        return {name: self._live(b, inputs).detach() for name, b in trace.bindings.items()}
 
-    def run_source(self, fn, inputs) -> list[torch.Tensor]:
+    def runner(
+        self, trace: Trace, fn: object, inputs: tuple, kwargs: Mapping[str, object]
+    ) -> Callable[[], object]:
         """Run the real step once; its returned tensors, then the updated inputs' new values,
-        in the order of :attr:`output_names`."""
-        args = _as_tuple(inputs)
-        with torch.enable_grad():
-            result = fn(*args)
-        out = [t.detach() for t in pytree.tree_leaves(result) if isinstance(t, torch.Tensor)]
-        return out + [self._live(self.bindings[n], args).detach() for n in self.updated]
+        in the order of ``output_names``."""
+
+        def run() -> list[torch.Tensor]:
+            with torch.enable_grad():
+                result = fn(*inputs)  # type: ignore[operator]
+            out = [t.detach() for t in pytree.tree_leaves(result) if isinstance(t, torch.Tensor)]
+            return out + [self._live(trace.bindings[n], inputs).detach() for n in trace.updated]
+
+        return run
+
+    def flatten(self, trace: Trace, result: object) -> list[torch.Tensor]:
+        return list(result)  # type: ignore[call-overload]
 
     def _live(self, binding, args) -> torch.Tensor:
         kind, key = binding
         s = self.state
-        assert s is not None
         if kind == "param":
             return s.params[key]
         if kind == "buffer":
@@ -281,7 +290,7 @@ def trace_training_step(
     name: str | None = None,
     precision: str | None = None,
     symbolic: SymbolicShapes | None = None,
-) -> TrainingTrace:
+) -> Trace:
     """Trace one training step ``fn(*inputs)`` (:func:`trace_step_graph`) and lower it to the
     IR (see the module docstring). ``symbolic``: the dims it names are symbols, traced and
     lowered as in :func:`solar.frontend.torch.trace.trace_torch`."""
@@ -301,8 +310,15 @@ def trace_training_step(
     output_names = [*lowerer.outputs(), *updated]
     lowerer.program.outputs = list(dict.fromkeys(output_names))
     notes = _notes(sg, lowerer.program, len(updated)) + lowerer.notes
-    return TrainingTrace(
-        lowerer.verified(), bindings, output_names, sg.gm, notes, state=sg.state, updated=updated
+    return Trace(
+        "torch",
+        lowerer.verified(),
+        bindings,
+        tuple(output_names),
+        StepFeed(sg.state),
+        assumptions=tuple(notes),
+        graph=sg.gm,
+        updated=tuple(updated),
     )
 
 

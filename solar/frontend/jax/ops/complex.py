@@ -7,9 +7,9 @@ they are, counted in real operations (:data:`solar.ir.ops.COMPLEX_COST`). Each o
 from __future__ import annotations
 
 from solar.frontend.jax.lower import LoweringContext, V
-from solar.frontend.jax.ops.common import pointwise
 from solar.frontend.jax.ops.elementwise import ROWS
 from solar.frontend.jax.registry import LOWERINGS, lowering
+from solar.frontend.lowering.pointwise import pointwise
 from solar.ir.dtypes import is_complex, real_part_dtype
 from solar.ir.scalar import call
 

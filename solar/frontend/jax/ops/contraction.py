@@ -9,7 +9,8 @@ it folds into the dot (``out = bias; out += lhs * rhs``), as XLA's GEMM rewriter
 cuBLAS ``beta = 1`` epilogue: see :func:`fold_bias`.
 
 ``conv_general_dilated`` is ``out[n, g*Og + o, p..] += lhs[n, g*Cg + c, s*p + d*r - lo] *
-rhs[g*Og + o, c, r..]`` for any dimension numbers, window strides, padding (guards), rhs
+rhs[g*Og + o, c, r..]`` for any dimension numbers, window strides, padding (guards: the
+window of :mod:`solar.frontend.lowering.window`, shared with PyTorch's convolutions), rhs
 dilation, feature groups (``g``) and batch groups (``lhs batch = bg*Nb + n``, ``out feature =
 bg*Og + o``). lhs dilation (a transposed convolution) is written per residue class of the output
 and window positions, so only the products of real (non-hole) input elements are counted, as
@@ -28,8 +29,9 @@ from itertools import product
 from solar.frontend.common import T, dims_of, nest
 from solar.frontend.jax.lower import LoweringContext, V
 from solar.frontend.jax.registry import lowering
+from solar.frontend.lowering.window import window
 from solar.ir.affine import Affine
-from solar.ir.program import Dim, Guard
+from solar.ir.program import Dim
 from solar.ir.scalar import Const, call
 
 
@@ -203,20 +205,27 @@ def conv_general_dilated(
         ridx[rs[1]] = Affine.of("c")
         oidx[os_[0]] = Affine.of("n")
         oidx[os_[1]] = g * og + "o"
-        guards = []
-        for s, (a, b, const, np_, nr) in enumerate(combo):
-            st, rd, ld = int(window_strides[s]), int(rhs_dilation[s]), int(lhs_dilation[s])
-            p, r = f"p{s}", f"r{s}"
-            par.append((p, np_))
-            red.append((r, nr))
-            pos = Affine.of(p) * st + Affine.of(r) * rd + const
+        ps, rs_ = [f"p{s}" for s in range(nsp)], [f"r{s}" for s in range(nsp)]
+        extents: dict[str, int] = {}
+        for s, (a, b, _, np_, nr) in enumerate(combo):
+            ld = int(lhs_dilation[s])
+            par.append((ps[s], np_))
+            red.append((rs_[s], nr))
+            extents.update({ps[s]: np_, rs_[s]: nr})
+            ridx[rs[2 + s]] = Affine.of(rs_[s]) * ld + b
+            oidx[os_[2 + s]] = Affine.of(ps[s]) * ld + a
+        # this residue class reads input s·p + d·r − pad, its pad folding the class offset
+        spatial, guards = window(
+            ps,
+            rs_,
+            [int(w) for w in window_strides],
+            [int(d) for d in rhs_dilation],
+            [-const for (_, _, const, _, _) in combo],
+            [lhs.shape[ls[2 + s]] for s in range(nsp)],
+            extents,
+        )
+        for s, pos in enumerate(spatial):
             lidx[ls[2 + s]] = pos
-            ridx[rs[2 + s]] = Affine.of(r) * ld + b
-            oidx[os_[2 + s]] = Affine.of(p) * ld + a
-            size = lhs.shape[ls[2 + s]]
-            lo_, hi_ = pos.bounds({p: np_, r: nr})
-            if lo_ < 0 or hi_ >= size:
-                guards.append(Guard(pos, 0, size))
         st = ctx.statement(
             [Dim(d, n) for d, n in par] + [Dim(d, n, True) for d, n in red],
             out,

@@ -22,8 +22,9 @@
   lowered on a scratch copy of the program and costed (operations per op class, DRAM bytes of
   its equations run one kernel each); the branch that is cheapest in every one of them is used,
   which keeps every bound a lower bound. If no branch dominates, the one with the fewest DRAM
-  bytes (then fewest operations) is used and a note in ``JaxTrace.notes`` says the bound holds
-  for that branch. Either way, validation is exact only on inputs that take the chosen branch.
+  bytes (then fewest operations) is used and a note in the trace's ``assumptions`` says the
+  bound holds for that branch. Either way, validation is exact only on inputs that take the
+  chosen branch.
 """
 
 from __future__ import annotations

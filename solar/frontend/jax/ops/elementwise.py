@@ -14,8 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from solar.frontend.jax.lower import LoweringContext, V
-from solar.frontend.jax.ops.common import pointwise
 from solar.frontend.jax.registry import lowering
+from solar.frontend.lowering.pointwise import pointwise
 from solar.ir.dtypes import itemsize
 from solar.ir.scalar import Const, Expr, call
 

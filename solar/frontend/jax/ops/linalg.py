@@ -9,21 +9,8 @@ from __future__ import annotations
 from solar.frontend.common import T
 from solar.frontend.jax.lower import LoweringContext, V
 from solar.frontend.jax.registry import lowering
-from solar.frontend.routines import Emitter, Operand, linalg
+from solar.frontend.routines import Operand, linalg
 from solar.ir.dtypes import is_complex
-
-
-def emitter(ctx: LoweringContext) -> Emitter:
-    """The :class:`~solar.frontend.routines.Emitter` of one equation (its outputs are fresh,
-    contiguous tensors)."""
-    return Emitter(
-        load=ctx.load,
-        statement=ctx.statement,
-        view=lambda t, shape, strides: ctx.view(t, shape, strides, 0),
-        local=ctx.local,
-        fail=ctx.fail,
-        storage=lambda t, nb: (t, tuple(range(t.ndim))),
-    )
 
 
 def _run(ctx: LoweringContext, routine: str, ops: list[Operand], parts, **attrs) -> None:
@@ -32,7 +19,7 @@ def _run(ctx: LoweringContext, routine: str, ops: list[Operand], parts, **attrs)
         ctx.fail(f"of a complex matrix ({a.dtype}) is not lowered; real matrices only")
     outs = [(p, ctx.out(i) if p else None) for i, p in enumerate(parts)]
     batch = a.shape[:-2]
-    linalg(emitter(ctx), routine, ops, outs, batch, dtype=a.dtype, **attrs)
+    linalg(ctx, routine, ops, outs, batch, dtype=a.dtype, **attrs)
 
 
 @lowering("lu", kind="heavy")

@@ -17,6 +17,7 @@ from math import prod
 from solar.frontend.common import dims_of, nest
 from solar.frontend.jax.lower import LoweringContext, V
 from solar.frontend.jax.registry import lowering
+from solar.frontend.lowering.rows import extern_rows
 from solar.ir.affine import Affine
 from solar.ir.program import Dim, Guard
 from solar.ir.scalar import Const, Index, call
@@ -226,13 +227,10 @@ def _extreme(v: object, op: str) -> bool:
 def _extern_rows(
     ctx: LoweringContext, x: V, axis: int, routine: str, out, m: int, **attrs: object
 ) -> None:
-    """``out[.., p, ..] = routine(row)[p]`` for the rows of ``x`` along ``axis``: an extern
-    statement (batch dims, the output position ``p < m``, the row ``r``)."""
-    batch = [k for k in range(x.ndim) if k != axis]
-    dims = [Dim(f"i{k}", x.shape[k]) for k in batch] + [Dim("p", m), Dim("r", x.shape[axis], True)]
-    row = ctx.operand_at(x, ["r" if k == axis else f"i{k}" for k in range(x.ndim)], None)
-    index = ["p" if k == axis else f"i{k}" for k in range(x.ndim)]
-    ctx.statement(dims, out, index, row, extern=routine, extern_attrs=attrs)
+    """``out[.., p, ..] = routine(row)[p]`` for the rows of ``x`` along ``axis``
+    (:func:`~solar.frontend.lowering.rows.extern_rows`; a known ``x`` is read as constants)."""
+    load = lambda index: ctx.operand_at(x, index, None)  # noqa: E731
+    extern_rows(ctx, x.shape, [axis], load, [(routine, out)], m, **attrs)
 
 
 @lowering("sort", kind="heavy")

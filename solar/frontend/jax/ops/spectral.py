@@ -8,7 +8,6 @@ from __future__ import annotations
 from math import prod
 
 from solar.frontend.jax.lower import LoweringContext, V
-from solar.frontend.jax.ops.linalg import emitter
 from solar.frontend.jax.registry import lowering
 from solar.frontend.routines import fft as fft_kernel
 
@@ -25,4 +24,4 @@ def fft(ctx: LoweringContext, x: V, *, fft_type: object, fft_lengths) -> None:
     axes = list(range(out.ndim - len(fft_lengths), out.ndim))
     n = prod(int(s) for s in fft_lengths)
     scale = 1.0 / n if scaled else 1.0
-    fft_kernel(emitter(ctx), ctx.tensor(x), out, axes, kind, forward=forward, scale=scale)
+    fft_kernel(ctx, ctx.tensor(x), out, axes, kind, forward=forward, scale=scale)

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import torch
 
+from solar.frontend.lowering.pointwise import pointwise
 from solar.frontend.torch.lower import LoweringContext, T
-from solar.frontend.torch.ops.common import pointwise
 from solar.frontend.torch.registry import lowering
 from solar.ir.scalar import Const, Expr, call
 

@@ -25,15 +25,16 @@ import math
 import torch
 
 from solar.algebra.size import integer
+from solar.frontend.lowering.pointwise import pointwise
+from solar.frontend.lowering.window import window
 from solar.frontend.torch.lower import LoweringContext, T
-from solar.frontend.torch.ops.common import acc_dtype, dims_of, nest, norm_dim, pointwise
+from solar.frontend.torch.ops.common import acc_dtype, dims_of, nest, norm_dim
 from solar.frontend.torch.ops.conv import (
     OUT_NAMES,
     TAP_NAMES,
     Loops,
     _transposed,
     expand,
-    window,
 )
 from solar.frontend.torch.ops.indexing import index_load, write
 from solar.frontend.torch.registry import lowering

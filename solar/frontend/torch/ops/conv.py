@@ -32,6 +32,7 @@ from math import gcd
 import torch
 
 from solar.algebra.size import Size, integer
+from solar.frontend.lowering.window import range_guard, window
 from solar.frontend.torch.lower import LoweringContext, T
 from solar.frontend.torch.registry import lowering
 from solar.ir.affine import Affine
@@ -74,24 +75,6 @@ def expand(values: Sequence[int] | int, n: int, what: str) -> list[int]:
     if len(values) != n:
         raise ValueError(f"{what} has {len(values)} entries for {n} spatial dims")
     return values
-
-
-def range_guard(e: Affine, size: int, extents: dict[str, int]) -> list[Guard]:
-    """``0 <= e < size`` where the loop box can leave that range, else nothing."""
-    lo, hi = e.bounds(extents)
-    return [Guard(e, 0, size)] if lo < 0 or hi >= size else []
-
-
-def window(ps, rs, stride, dilation, padding, sizes, extents: dict[str, int]):
-    """``(spatial, guards)`` of a sliding window: the input index ``s·p + d·r − pad`` of each
-    output loop ``p`` and tap loop ``r``, and the guards keeping it inside ``sizes`` (padding
-    taps read nothing and do no work). Shared by convolutions, pooling and their backward."""
-    spatial = [
-        s * p + d * r - pad
-        for p, r, s, d, pad in zip(ps, rs, stride, dilation, padding, strict=True)
-    ]
-    guards = [gd for e, n in zip(spatial, sizes, strict=True) for gd in range_guard(e, n, extents)]
-    return spatial, guards
 
 
 @lowering(aten.convolution.default)

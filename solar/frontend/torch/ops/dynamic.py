@@ -28,7 +28,7 @@ import torch
 
 from solar.frontend.torch.lower import LoweringContext, T
 from solar.frontend.torch.ops.common import broadcast_index, nest
-from solar.frontend.torch.ops.indexing import _advanced, index_load, write
+from solar.frontend.torch.ops.indexing import advanced, gather_index, index_load, write
 from solar.frontend.torch.registry import lowering
 from solar.ir.scalar import Const, Expr, Indirect
 
@@ -90,8 +90,18 @@ def _mask_rows(ctx: LoweringContext, x: T, indices: list) -> int:
             for t in indices
         )
     ]
-    _, shape, _ = _advanced(ctx, x, [p for group in probe for p in group])
+    _, shape, _ = advanced(ctx, x, [p for group in probe for p in group])
     return ctx.out().shape[list(shape).index(_PROBE)]
+
+
+@lowering(aten.index.Tensor)
+def index(ctx: LoweringContext, x: T, indices: list) -> None:
+    """``x[i0, :, i2]``: a gather (:func:`~solar.frontend.torch.ops.indexing.gather_index`),
+    or with boolean masks among the indices :func:`masked_index`."""
+    if any(isinstance(t, T) and t.dtype in MASKS for t in indices):
+        masked_index(ctx, x, indices)
+    else:
+        gather_index(ctx, x, indices)
 
 
 def masked_index(ctx: LoweringContext, x: T, indices: list) -> None:
@@ -104,7 +114,7 @@ def masked_index(ctx: LoweringContext, x: T, indices: list) -> None:
             expanded += coordinates(ctx, ctx.load(t, _row_names(t.shape)), t.shape, m)
         else:
             expanded.append(t)
-    names, shape, src = _advanced(ctx, x, expanded)
+    names, shape, src = advanced(ctx, x, expanded)
     out = ctx.out()
     assert tuple(shape) == out.shape, (shape, out.shape)
     ctx.statement(nest(names, shape), out, names, ctx.load(x, src))

@@ -16,8 +16,10 @@ from dataclasses import dataclass
 
 import torch
 
+from solar.frontend.lowering.exprs import scale
+from solar.frontend.lowering.pointwise import pointwise
 from solar.frontend.torch.lower import LoweringContext
-from solar.frontend.torch.ops.common import dims_of, nest, operand, pointwise, result_dtype, scale
+from solar.frontend.torch.ops.common import dims_of, nest, result_dtype
 from solar.frontend.torch.registry import lowering
 from solar.ir.affine import Affine
 from solar.ir.ops import SCALAR_OPS
@@ -275,7 +277,7 @@ def triangle(ctx: LoweringContext, x, diagonal: int) -> None:
     upper, lower = Guard(offset, split, cols), Guard(offset, -rows, split)
     keep, zero = (upper, lower) if ctx.op == aten.triu.default else (lower, upper)
     loops = nest(dims, out.shape)
-    ctx.statement(loops, out, dims, operand(ctx, x, dims, out.dtype), guards=[keep])
+    ctx.statement(loops, out, dims, ctx.operand(x, dims, out.dtype), guards=[keep])
     ctx.statement(loops, out, dims, Const(0), guards=[zero])
 
 

@@ -7,10 +7,12 @@ indirect entry; index arithmetic such as wrapping negative indices is free):
 - ``embedding``: ``out[i.., d] = weight[{ids[i..]}, d]`` (``padding_idx`` only matters for the
   gradient); ``_embedding_bag``/``_embedding_bag_forward_only`` for regular bags (2-D input:
   offsets ``arange(0, N, L)``) with mode sum (optionally ``per_sample_weights``), mean, max.
-- ``index_select``, ``gather``, ``take`` and ``index.Tensor`` (advanced indexing: integer index
-  tensors broadcast together, mixed with full slices / ``None``; negative indices wrap; the
-  advanced dims go first unless the indexed dims are adjacent, as NumPy does). Boolean masks
-  (a data-dependent result size) are lowered in :mod:`solar.frontend.torch.ops.dynamic`.
+- ``index_select``, ``gather``, ``take``, and :func:`gather_index` for ``index.Tensor``
+  (advanced indexing: integer index tensors broadcast together, mixed with full slices /
+  ``None``; negative indices wrap; the advanced dims go first unless the indexed dims are
+  adjacent, as NumPy does). ``index.Tensor`` is registered in
+  :mod:`solar.frontend.torch.ops.dynamic`, which also takes its boolean masks (a
+  data-dependent result size); this module imports nothing of it.
 
 Scatters write ``out[.., {idx[..]}, ..]``. The functional forms first copy ``self`` into the
 output (in the same kernel); the in-place forms write ``self`` directly:
@@ -171,7 +173,7 @@ def take(ctx: LoweringContext, x: T, index: T) -> None:
     ctx.statement(nest(d, index.shape), out, d, src)
 
 
-def _advanced(ctx: LoweringContext, x: T, indices: Sequence[object]):
+def advanced(ctx: LoweringContext, x: T, indices: Sequence[object]):
     """The loop dims, their shape and ``x``'s index for ``x[indices]`` (advanced indexing)."""
     idx = list(indices) + [None] * (x.ndim - len(indices))
     refuse_masks(ctx, *idx)
@@ -201,16 +203,11 @@ def _advanced(ctx: LoweringContext, x: T, indices: Sequence[object]):
     return names, shape, src
 
 
-@lowering(aten.index.Tensor)
-def index(ctx: LoweringContext, x: T, indices: list) -> None:
-    """``x[i0, :, i2]`` with integer index tensors (NumPy advanced indexing); boolean masks
-    go to :func:`solar.frontend.torch.ops.dynamic.masked_index`."""
-    if any(isinstance(t, T) and t.dtype in ("bool", "uint8") for t in indices):
-        from solar.frontend.torch.ops.dynamic import masked_index
-
-        masked_index(ctx, x, indices)
-        return
-    names, shape, src = _advanced(ctx, x, indices)
+def gather_index(ctx: LoweringContext, x: T, indices: list) -> None:
+    """``x[i0, :, i2]`` with integer index tensors (NumPy advanced indexing). The lowering of
+    ``index.Tensor`` (:func:`solar.frontend.torch.ops.dynamic.index`) sends boolean masks to
+    the data-dependent gather instead."""
+    names, shape, src = advanced(ctx, x, indices)
     out = ctx.out()
     assert tuple(shape) == out.shape, (shape, out.shape)
     ctx.statement(nest(names, shape), out, names, ctx.load(x, src))
@@ -339,7 +336,7 @@ def index_put(
     refuse_masks(ctx, *indices)
     out = ctx.out()
     copy_self(ctx, x, out)
-    names, shape, target = _advanced(ctx, x, indices)
+    names, shape, target = advanced(ctx, x, indices)
     value = ctx.load(values, broadcast_index(values.shape, names), out.dtype)
     write(ctx, nest(names, shape), out, target, value, accumulate=bool(accumulate))
 

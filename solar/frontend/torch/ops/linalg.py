@@ -7,56 +7,18 @@ from __future__ import annotations
 
 import torch
 
-from solar.frontend.routines import Emitter, Operand, linalg
-from solar.frontend.torch.lower import LoweringContext, T, contiguous_strides
+from solar.frontend.routines import Operand, linalg
+from solar.frontend.torch.lower import LoweringContext, T
 from solar.frontend.torch.registry import lowering
 
 aten = torch.ops.aten
-
-
-def _storage(ctx: LoweringContext, t: T, nb: int) -> tuple[T, tuple[int, ...]]:
-    """``t`` (batch dims ``:nb`` outermost, matrix dims after, as LAPACK-style outputs are laid
-    out: column-major matrices) as a contiguous view of its storage with the matrix dims in
-    storage order, and that order."""
-    decl = ctx.builder.program.tensors[t.name]
-    ident = tuple(range(t.ndim))
-    if decl.view is None:
-        return t, ident
-    strides, shape = decl.view.strides, t.shape
-    tail = [d for d in range(nb, t.ndim)]
-    big = [d for d in tail if shape[d] > 1]
-    moved = iter(sorted(big, key=lambda d: -strides[d]))
-    order = (*range(nb), *(next(moved) if shape[d] > 1 else d for d in tail))
-    dense = contiguous_strides([shape[d] for d in order])
-    if any(shape[d] > 1 and strides[d] != dense[i] for i, d in enumerate(order)):
-        ctx.fail(f"writes {t.name} with a layout that is not a dense permutation")
-    view_shape = tuple(shape[d] for d in order)
-    name = ctx.builder.view(f"{t.name}_storage", t.name, view_shape, dense, decl.view.offset)
-    return T(name, view_shape, t.dtype), order
-
-
-def emitter(ctx: LoweringContext) -> Emitter:
-    """The :class:`~solar.frontend.routines.Emitter` of one aten node."""
-
-    def view(t: T, shape, strides) -> T:
-        name = ctx.builder.view(f"{t.name}_rows", t.name, shape, strides, 0)
-        return T(name, tuple(shape), t.dtype)
-
-    return Emitter(
-        load=ctx.load,
-        statement=ctx.statement,
-        view=view,
-        local=ctx.local,
-        fail=ctx.fail,
-        storage=lambda t, nb: _storage(ctx, t, nb),
-    )
 
 
 def _run(ctx: LoweringContext, routine: str, ops: list[Operand], parts, batch=None, **kw) -> None:
     outs = [(p, ctx.out(i) if p else None) for i, p in enumerate(parts)]
     a = ops[0].t
     shape = tuple(batch) if batch is not None else a.shape[:-2]
-    linalg(emitter(ctx), routine, ops, outs, shape, dtype=a.dtype, **kw)
+    linalg(ctx, routine, ops, outs, shape, dtype=a.dtype, **kw)
 
 
 @lowering(aten.linalg_lu_factor_ex.default)
@@ -118,7 +80,7 @@ def svd(ctx: LoweringContext, a: T, full_matrices=False, compute_uv=True, driver
     outs = [ctx.out(1), ctx.out(0), ctx.out(2)] if compute_uv else [ctx.out(1)]
     ops = [Operand(a)]
     linalg(
-        emitter(ctx),
+        ctx,
         "svd",
         ops,
         list(zip(parts, outs, strict=True)),

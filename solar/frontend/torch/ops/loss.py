@@ -44,9 +44,10 @@ from collections.abc import Callable, Sequence
 
 import torch
 
+from solar.frontend.lowering.pointwise import pointwise
 from solar.frontend.torch.lower import LoweringContext, T
 from solar.frontend.torch.ops.activation import log_sigmoid
-from solar.frontend.torch.ops.common import acc_dtype, dims_of, nest, operand, pointwise
+from solar.frontend.torch.ops.common import acc_dtype, dims_of, nest
 from solar.frontend.torch.ops.indexing import index_load
 from solar.frontend.torch.registry import lowering
 from solar.ir.affine import Affine
@@ -70,7 +71,7 @@ def loss(
     shape = torch.broadcast_shapes(*(x.shape for x in operands if isinstance(x, T)))
     dims = dims_of(shape, "r")
     acc = acc_dtype(out.dtype)
-    exprs = [operand(ctx, x, dims, acc) for x in operands]
+    exprs = [ctx.operand(x, dims, acc) for x in operands]
     total = out if out.dtype == acc and reduction == SUM else ctx.local("sum", (), acc)
     ctx.statement(nest(dims, shape, True), total, [], build(*exprs), reduce="sum", dtype=acc)
     if total is out:

@@ -26,6 +26,7 @@ from math import prod
 
 import torch
 
+from solar.frontend.lowering.window import range_guard
 from solar.frontend.torch.lower import LoweringContext, T
 from solar.frontend.torch.ops.common import acc_dtype, dims_of, nest
 from solar.frontend.torch.ops.conv import (
@@ -33,7 +34,6 @@ from solar.frontend.torch.ops.conv import (
     TAP_NAMES,
     Loops,
     _never,
-    range_guard,
     tap_progression,
 )
 from solar.frontend.torch.ops.pool import (

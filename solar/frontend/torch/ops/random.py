@@ -24,7 +24,7 @@ import torch
 from solar.algebra.size import integer
 from solar.frontend.common import flat_index
 from solar.frontend.torch.lower import LoweringContext, T
-from solar.frontend.torch.ops.common import dims_of, nest, operand
+from solar.frontend.torch.ops.common import dims_of, nest
 from solar.frontend.torch.registry import lowering
 from solar.ir.affine import Affine
 from solar.ir.scalar import Const, Expr, Index, call
@@ -114,8 +114,8 @@ def normal_tensor(ctx: LoweringContext, mean: object, std: object, *args: object
     out = ctx.out()
     dims = dims_of(out.shape)
     loops = nest(dims, out.shape)
-    m = operand(ctx, mean, dims, out.dtype)
-    s = operand(ctx, std, dims, out.dtype)
+    m = ctx.operand(mean, dims, out.dtype)
+    s = ctx.operand(std, dims, out.dtype)
     assert m is not None and s is not None
     if isinstance(std, T):
         noise: Expr = call("mul", draw(loops, "normal", out.dtype, a=0.0, b=1.0), s)
@@ -133,7 +133,7 @@ def bernoulli_tensor(ctx: LoweringContext, x: T, *args: object) -> None:
     p = x if ctx.target == aten.bernoulli.default else args[0]
     dims = dims_of(out.shape)
     u = draw(nest(dims, out.shape), "uniform", "float32", a=0.0, b=1.0)
-    prob = operand(ctx, p, dims, "float32")
+    prob = ctx.operand(p, dims, "float32")
     assert prob is not None
     expr = call("cast", call("lt", u, prob), dtype=out.dtype)
     ctx.statement(nest(dims, out.shape), out, dims, expr)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solar.frontend.common import cast
+from solar.frontend.lowering.exprs import cast
 from solar.ir.affine import Affine
 from solar.ir.scalar import Const, Expr, Index, call
 

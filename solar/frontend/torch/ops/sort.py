@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import torch
 
+from solar.frontend.lowering.rows import extern_rows
 from solar.frontend.torch.lower import LoweringContext, T
 from solar.frontend.torch.ops.common import norm_dim
-from solar.frontend.torch.ops.scan import statement
 from solar.frontend.torch.registry import lowering
 
 aten = torch.ops.aten
@@ -32,23 +32,12 @@ def _rows(
     keepdim: bool,
     **attrs: object,
 ) -> None:
-    """One extern statement per output: batch dims (x's dims but ``dim``), the output position
-    ``p < m`` and the row ``r`` (``dim``; every dim when ``dim`` is None)."""
-    red = list(range(x.ndim)) if dim is None else [norm_dim(dim, x.ndim)] if x.ndim else []
-    batch = [k for k in range(x.ndim) if k not in red]
-    dims = [(f"i{k}", x.shape[k]) for k in batch] + [("p", m)]
-    dims += [(f"r{k}", x.shape[k], True) for k in red] or [("r", 1, True)]
-    row = ctx.load(x, [f"r{k}" if k in red else f"i{k}" for k in range(x.ndim)])
-    for which, out in zip(("values", "indices"), outs, strict=True):
-        if out is None:
-            continue
-        if dim is None or x.ndim == 0:
-            index = ["p"] * out.ndim
-        else:
-            index = [
-                ("p" if k in red else f"i{k}") for k in range(x.ndim) if keepdim or k not in red
-            ]
-        statement(ctx, dims, out, index, row, extern=f"{routine}.{which}", extern_attrs=attrs)
+    """The values and indices of ``routine`` over the rows of ``x`` along ``dim`` (every dim
+    when None): :func:`~solar.frontend.lowering.rows.extern_rows`."""
+    axes = None if dim is None else [norm_dim(dim, x.ndim)] if x.ndim else []
+    named = [(f"{routine}.{which}", out) for which, out in zip(("values", "indices"), outs)]
+    load = lambda index: ctx.load(x, index)  # noqa: E731
+    extern_rows(ctx, x.shape, axes, load, named, m, keepdim=keepdim, **attrs)
 
 
 def _n(x: T, dim: int) -> int:

@@ -11,7 +11,6 @@ import torch
 
 from solar.frontend.routines import fft
 from solar.frontend.torch.lower import LoweringContext, T
-from solar.frontend.torch.ops.linalg import emitter
 from solar.frontend.torch.registry import lowering
 
 aten = torch.ops.aten
@@ -24,17 +23,17 @@ def _scale(normalization: int, n: int) -> float:
 @lowering(aten._fft_r2c.default)
 def fft_r2c(ctx: LoweringContext, x: T, dim, normalization: int, onesided: bool) -> None:
     n = prod(x.shape[d] for d in dim)
-    fft(emitter(ctx), x, ctx.out(), dim, "r2c", scale=_scale(normalization, n))
+    fft(ctx, x, ctx.out(), dim, "r2c", scale=_scale(normalization, n))
 
 
 @lowering(aten._fft_c2r.default)
 def fft_c2r(ctx: LoweringContext, x: T, dim, normalization: int, last_dim_size: int) -> None:
     out = ctx.out()
     n = prod(out.shape[d] for d in dim)
-    fft(emitter(ctx), x, out, dim, "c2r", forward=False, scale=_scale(normalization, n))
+    fft(ctx, x, out, dim, "c2r", forward=False, scale=_scale(normalization, n))
 
 
 @lowering(aten._fft_c2c.default)
 def fft_c2c(ctx: LoweringContext, x: T, dim, normalization: int, forward: bool) -> None:
     n = prod(x.shape[d] for d in dim)
-    fft(emitter(ctx), x, ctx.out(), dim, "c2c", forward=forward, scale=_scale(normalization, n))
+    fft(ctx, x, ctx.out(), dim, "c2c", forward=forward, scale=_scale(normalization, n))

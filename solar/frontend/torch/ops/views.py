@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import torch
 
+from solar.frontend.lowering.pointwise import pointwise
 from solar.frontend.torch.lower import LoweringContext, T
-from solar.frontend.torch.ops.common import dims_of, nest, pointwise
+from solar.frontend.torch.ops.common import dims_of, nest
 from solar.frontend.torch.registry import lowering
 from solar.ir.affine import Affine
 
