@@ -86,7 +86,7 @@ def bounds_with(path, spec) -> dict:
     from solar.api import bound_graph
     from solar.cli.common import lifted
 
-    program, g = lifted(str(path), None)
+    _, g = lifted(str(path), None)
     b = bound_graph(g, spec)
     return {
         "bounds": {lv: b.time(lv) for lv in LEVELS},

@@ -188,10 +188,10 @@ def analyse(name: str, size: str, dtype, spec) -> dict:
     from solar.api import bound_parallel
 
     model, x = build(name, size, dtype, "meta")
-    program, g = solar.trace_and_lift(model, [x], name=name)
+    _, g = solar.trace_and_lift(model, [x], name=name)
     one = solar.api.bound_graph(g, spec)
-    pb = bound_parallel(program, g, spec, WORLD, tp=WORLD, split=SPLIT[name], single=one)
-    found = bound_parallel(program, g, spec, WORLD, tp=WORLD, single=one)
+    pb = bound_parallel(g, spec, WORLD, tp=WORLD, split=SPLIT[name], single=one)
+    found = bound_parallel(g, spec, WORLD, tp=WORLD, single=one)
     return {
         "plan": pb.plan.describe(),
         "search_split": [g["label"] for g in found.tp_groups],  # what solar picks by itself

@@ -308,7 +308,7 @@ def plan(
     keywords as in :func:`bound`); ``level``, ``tp``, ``pp``, ``dp``, ``micro_batches``,
     ``batch`` and ``split`` pin or steer it (:func:`bound_parallel`)."""
     spec = load_spec(hw)
-    program, g = trace_and_lift(
+    _, g = trace_and_lift(
         model,
         inputs,
         kwargs=kwargs,
@@ -318,7 +318,6 @@ def plan(
         **_sizes(observe, routing),
     )
     return bound_parallel(
-        program,
         g,
         spec,
         gpus,
@@ -333,7 +332,6 @@ def plan(
 
 
 def bound_parallel(
-    program: Program | None,
     g,
     hw,
     gpus: int,

@@ -92,10 +92,10 @@ def test_compare_and_compare_graph_default_to_the_same_gpus():
     from solar.questions.compare import DEFAULT_HW, compare_graph
 
     model, inputs = model_and_inputs()
-    program, g = trace_and_lift(model, inputs)
+    _, g = trace_and_lift(model, inputs)
     want = [load_spec(h).key for h in DEFAULT_HW]
     assert want == ["a100_sxm_80gb", "h100_sxm", "b200"]
-    assert compare_graph(program, g).keys == want
+    assert compare_graph(g).keys == want
     assert compare(model, inputs).keys == want
 
 

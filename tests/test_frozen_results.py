@@ -120,7 +120,7 @@ def test_the_graph_is_freed_once_the_bound_is_made():
 def test_cache_model_round_trip_gives_the_curve_at_any_capacity():
     """The stored items of causal attention give the same DRAM bytes as the graph's model, at
     capacities the analysis never evaluated."""
-    program, g = solar.trace_and_lift(*_attention())
+    _, g = solar.trace_and_lift(*_attention())
     b = solar.api.bound_graph(g, "H100")
     model = CacheAwareModel(g)
     loaded = Bound.from_json(b.to_json()).cache_model
@@ -133,7 +133,7 @@ def test_cache_model_round_trip_gives_the_curve_at_any_capacity():
 
 def test_provision_on_a_loaded_bound_equals_the_original():
     model, inputs = _attention()
-    program, g = solar.trace_and_lift(model, inputs)
+    _, g = solar.trace_and_lift(model, inputs)
     b = solar.api.bound_graph(g, "H100")
     loaded = Bound.from_json(b.to_json())
     for level in ("cache_aware", "fused", "unfused"):
@@ -143,7 +143,7 @@ def test_provision_on_a_loaded_bound_equals_the_original():
         for cap in (1e6, 5e7):
             assert theirs.bandwidth_needed(cap) == mine.bandwidth_needed(cap)
     # the graph's provision has the same compute needs and region (and the catalogue on top)
-    full = provision_graph(program, g, target_s=1e-4, catalog=["A100", "H100"], max_gpus=1)
+    full = provision_graph(g, target_s=1e-4, catalog=["A100", "H100"], max_gpus=1)
     part = provision_bound(loaded, target_s=1e-4)
     assert full.region == part.region and full.peaks == part.peaks
     assert full.compute_scale == part.compute_scale
@@ -151,8 +151,8 @@ def test_provision_on_a_loaded_bound_equals_the_original():
 
 
 def test_comparison_of_loaded_bounds_renders_identically():
-    program, g = solar.trace_and_lift(*_attention())
-    c = compare_graph(program, g, ["A100", "H100"])
+    _, g = solar.trace_and_lift(*_attention())
+    c = compare_graph(g, ["A100", "H100"])
     loaded = Comparison(c.program, [Bound.from_json(b.to_json()) for b in c.bounds], c.errors)
     assert str(loaded) == str(c) and loaded.to_json() == c.to_json()
     assert loaded._repr_html_() == c._repr_html_()
@@ -326,13 +326,13 @@ def test_every_result_class_is_frozen():
     from solar.questions.sweep import sweep
 
     model, inputs = _mlp()
-    program, g = solar.trace_and_lift(model, inputs)
+    _, g = solar.trace_and_lift(model, inputs)
     b = solar.api.bound_graph(g, "H100")
     results = [
         b,
         b.kernels[0],
-        bound_parallel(program, g, "H100", 2, tp=2, single=b),
-        compare_graph(program, g, ["A100", "H100"]),
+        bound_parallel(g, "H100", 2, tp=2, single=b),
+        compare_graph(g, ["A100", "H100"]),
         provision_bound(b, target_s=1e-4),
         sweep(model, lambda n: [torch.randn(n, 256)], [8, 16], hw="H100", symbolic=False),
         BatchResult("p.py", "p", "ok", 1.0, {"totals": {"flops": {"fma": 3}}}, None),

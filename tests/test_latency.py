@@ -125,7 +125,7 @@ def test_gru_stack_of_the_issue():
     bound is 6 x 12.88 µs + one launch for the zero initial state = 77.77 µs. The fused bound
     stays the tensor-core time (23.2 Gflop at 535 Tflop/s = 43.3 µs)."""
     p = load_problem(ROOT / "examples" / "model_gru_stack.py")
-    program, g = trace_and_lift(p.model, p.inputs, name="gru")
+    _, g = trace_and_lift(p.model, p.inputs, name="gru")
     b = bound_graph(g, H100)
     lane = {"tc_tf32": 3 * 256 * 256 * 2, "cuda_fp32": 11 * 256, "sfu": 3 * 256}
     chains = b.latency.chains
@@ -167,7 +167,7 @@ def test_bidirectional_lstm():
     (399 - 1) x φ / 2 = 1.608 µs, above the throughput bound: bound by latency."""
     torch.manual_seed(0)
     model = torch.nn.LSTM(32, 64, num_layers=2, bidirectional=True)
-    program, g = solar.trace_and_lift(model, [torch.randn(200, 4, 32)])
+    _, g = solar.trace_and_lift(model, [torch.randn(200, 4, 32)])
     b = solar.api.bound_graph(g, "H100")
     phi = cycles(16)
     chains = b.latency.chains
@@ -225,7 +225,7 @@ def test_jax_scan_recurrence():
     from solar.problem import load_module
 
     fn, inputs = load_jax_problem(load_module(ROOT / "examples" / "jax_scan_rnn.py"))
-    program, g = solar.trace_and_lift(fn, inputs)
+    _, g = solar.trace_and_lift(fn, inputs)
     b = solar.api.bound_graph(g, "H100")
     (raw,) = g.info.kernels[0].chains
     assert (raw.steps, raw.lanes, raw.state) == (1000, 4, "scan_carry_hist")

@@ -188,7 +188,7 @@ def test_gpt_block_peak_memory_by_hand_one_gpu_and_tp2():
     TP 2 the qkv, attention, fc and gelu tensors are halved, the partial projections whole:
     peak 5A while gelu runs, beside half of the split weights."""
     model, x = gpt_block(2, 1024, 1024, 16)
-    program, g = trace_and_lift(model, [x])
+    _, g = trace_and_lift(model, [x])
     one = solar.api.bound_graph(g, "H100")
     a, s = 2 * 1024 * 1024 * BF, 2 * 1024 * BF
     weights = {n: p.numel() * BF for n, p in model.named_parameters()}
@@ -197,7 +197,7 @@ def test_gpt_block_peak_memory_by_hand_one_gpu_and_tp2():
     hand = [a + 2 * s, 4 * a, 4 * a, 2 * a, 2 * a, 2 * a + 2 * s, 6 * a, 9 * a, 6 * a, 3 * a]
     assert one.memory.timeline == tuple(r + v for v in hand)
     assert one.memory.peak_kernel == "gelu_7"
-    tp = bound_parallel(program, g, "H100", 2, tp=2, single=one)
+    tp = bound_parallel(g, "H100", 2, tp=2, single=one)
     split = (
         "c_attn.weight",
         "c_attn.bias",
@@ -292,12 +292,12 @@ def test_plan_without_a_split_says_why():
 
 def test_no_plan_is_faster_than_ideal():
     model, x = gpt_block(b=4, t=32, c=128, heads=8)
-    program, g = trace_and_lift(model, [x])
+    _, g = trace_and_lift(model, [x])
     pm = ParallelModel(g)
     for n in (2, 4, 8):
         for tp, pp, dp in ((n, 1, 1), (1, 1, n), (1, n, 1)):
             try:
-                pb = bound_parallel(program, g, "H100", n, tp=tp, pp=pp, dp=dp, model=pm)
+                pb = bound_parallel(g, "H100", n, tp=tp, pp=pp, dp=dp, model=pm)
             except ValueError:
                 continue
             assert pb.fused >= pb.ideal_s * (1 - 1e-12)

@@ -109,10 +109,10 @@ def test_each_plot(mpl, ffn_bound, tmp_path):
     from solar.problem import load_problem
 
     problem = load_problem(GPT_FFN)
-    program, g = solar.trace_and_lift(problem.model, problem.inputs, name=problem.name)
-    p = provision_graph(program, g, target_s=2e-4)
+    _, g = solar.trace_and_lift(problem.model, problem.inputs, name=problem.name)
+    p = provision_graph(g, target_s=2e-4)
     assert region_plot(p).axes
-    assert compare_plot(compare_graph(program, g, ["A100", "H100"])).axes
+    assert compare_plot(compare_graph(g, ["A100", "H100"])).axes
     lin = torch.nn.Linear(256, 256, device="meta")
     s = sweep(lin, lambda n: [torch.empty(n, 256, device="meta")], [64, 256], target_s=1e-3)
     assert sweep_plot(s).axes

@@ -30,7 +30,7 @@ def ffn():
     """(the problem, its provision, the IR program and graph it was computed from)."""
     p = load_problem(GPT_FFN)
     program, g = solar.trace_and_lift(p.model, p.inputs, name=p.name)
-    return p, provision_graph(program, g, target_s=2e-4, hw="H100"), program, g
+    return p, provision_graph(g, target_s=2e-4, hw="H100"), program, g
 
 
 def test_region_is_a_bandwidth_capacity_tradeoff(ffn):
@@ -178,7 +178,7 @@ def test_provision_graph_with_explicit_catalog():
     t = solar.trace(lambda a, b: a @ b, [x, x])
     from solar.graph import lift
 
-    p = provision_graph(t.program, lift(t.program), target_s=1e-4, catalog=["A100", "B200"])
+    p = provision_graph(lift(t.program), target_s=1e-4, catalog=["A100", "B200"])
     assert [c.key for c in p.catalog] == ["a100_sxm_80gb", "b200"]
     assert p.to_dataframe().index.tolist() == ["a100_sxm_80gb", "b200"]
     assert len(p.to_dataframe("region")) == len(CAPACITY_FACTORS)

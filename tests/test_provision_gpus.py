@@ -51,16 +51,16 @@ def test_llama70b_needs_two_h100s_never_one(llama70b):
     """138 GB of bf16 weights: one H100 (80 GB) cannot hold them, whatever the target; two
     can (tensor parallel, 69 GB each). One H200 (141 GB) holds them; at 25 ms it needs two
     (one reads 138 GB in 28.7 ms at 4.8 TB/s); one B200 (8 TB/s) meets 25 ms alone."""
-    program, g = llama70b
+    _, g = llama70b
     weights = sum(t.bytes for t in g.info.tensors.values() if t.role == "weight")
     assert PARAMS == 68_976_648_192
     assert weights >= 2 * PARAMS  # plus the rotary-embedding buffer
     for target in (10.0, 0.025):
-        h100 = gpus_needed(program, g, "H100", target, level="fused")
+        h100 = gpus_needed(g, "H100", target, level="fused")
         assert h100.at_least == 2 and h100.gpus == 2 and h100.plan == "TP 2 x PP 1 x DP 1"
         assert h100.peak_bytes <= 80e9 < 2 * PARAMS
     p = provision_graph(
-        program, g, target_s=0.025, level="fused", hw="H100", catalog=["H100", "H200", "B200"]
+        g, target_s=0.025, level="fused", hw="H100", catalog=["H100", "H200", "B200"]
     )
     fit = {c.key: c for c in p.catalog}
     assert fit["h100_sxm"].fits is False and not fit["h100_sxm"].meets
@@ -149,10 +149,10 @@ def test_gpu_kinds_searched_in_worker_processes_agree():
             torch.nn.Linear(4096, 16384), torch.nn.GELU(), torch.nn.Linear(16384, 4096)
         ).to(torch.bfloat16)
         x = torch.empty(8192, 4096, dtype=torch.bfloat16)
-    program, g = trace_and_lift(model, [x])
+    _, g = trace_and_lift(model, [x])
     kinds = ["H100", "L40S"]
-    serial = gpus_per_gpu_kind(program, g, kinds, 1e-3, jobs=1)
-    pooled = gpus_per_gpu_kind(program, g, kinds, 1e-3, jobs=2)
+    serial = gpus_per_gpu_kind(g, kinds, 1e-3, jobs=1)
+    pooled = gpus_per_gpu_kind(g, kinds, 1e-3, jobs=2)
     assert [c.to_dict() for c in serial] == [c.to_dict() for c in pooled]
     # 2.2 TF of bf16 matmuls take 2.05 ms on one H100: at least 3 for 1 ms; 3 splits nothing
     # (16384 hidden units, 8192 tokens), 4 do

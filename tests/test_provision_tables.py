@@ -33,10 +33,10 @@ def test_counts_tried_and_why(projection):
     (memory-bound: 0.54 GFLOP is 0.5 us of the 989 TFLOP/s). A count needs TP x PP x DP with
     TP dividing 8192, DP dividing the batch 4 and PP at most the one kernel: 5, 6 and 7 have
     none; 8 is TP 8 (each GPU reads an eighth of the weight, 5.0 us)."""
-    program, g = projection
+    _, g = projection
     spec = load_spec("H100")
     assert math.ceil((WEIGHT + ACTIVATIONS) / spec.dram_bandwidth / TARGET) == 5
-    c = gpus_needed(program, g, "H100", TARGET, level="fused")
+    c = gpus_needed(g, "H100", TARGET, level="fused")
     assert (c.at_least, c.gpus, c.plan) == (5, 8, "TP 8 x PP 1 x DP 1")
     assert c.tried == ((5, "no plan"), (6, "no plan"), (7, "no plan"), (8, "meets"))
     assert tried_text(c.tried) == "5-7 no plan, 8 meets"
@@ -46,8 +46,8 @@ def test_counts_tried_and_why(projection):
 def test_no_memory_per_gpu_without_a_plan(projection):
     """At 2 us the proven minimum is 21 (40.08 / 2), more than a host's 8: nothing is tried,
     and the row shows no memory figure."""
-    program, g = projection
-    c = gpus_needed(program, g, "H100", 2e-6, level="fused")
+    _, g = projection
+    c = gpus_needed(g, "H100", 2e-6, level="fused")
     assert (c.gpus, c.at_least, c.tried) == (None, 21, ())
     assert c.reason == "needs at least 21 GPUs, a host has 8"
     text = render(gpu_count_renderables([c]))
@@ -56,10 +56,8 @@ def test_no_memory_per_gpu_without_a_plan(projection):
 
 
 def test_the_provision_table_rows(projection):
-    program, g = projection
-    p = provision_graph(
-        program, g, target_s=TARGET, level="fused", hw="H100", catalog=["H100", "H200"]
-    )
+    _, g = projection
+    p = provision_graph(g, target_s=TARGET, level="fused", hw="H100", catalog=["H100", "H200"])
     text = render(gpu_count_renderables(p.gpus))
     assert "GPUs needed" in str(p)
     rows = {}

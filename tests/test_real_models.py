@@ -440,7 +440,7 @@ def test_view_copy_to_another_dtype_copies_the_bytes(dtype):
 def test_a_constructor_that_reads_values_is_built_on_the_cpu_and_says_so():
     problem = load_problem("examples/model_swin_block.py")
     assert any("built on the CPU with real weights" in n for n in problem.notes)
-    program, g = solar.api.lift_problem(problem)
+    _, g = solar.api.lift_problem(problem)
     b = solar.api.bound_graph(g, "H100")
     assert any("built on the CPU" in a for a in b.assumptions)
 

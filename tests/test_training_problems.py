@@ -181,10 +181,10 @@ def test_twins_train_with_the_same_fused_bound():
     only by what the frameworks really move differently: int64 vs int32 token ids, optax's
     step count (read and written) and JAX's literal constants."""
     fn, inputs = load_jax_problem(load_module(EX / "jax_twin_train_gpt.py"))
-    program, gj = solar.trace_and_lift(fn, inputs)
+    _, gj = solar.trace_and_lift(fn, inputs)
     bj = solar.api.bound_graph(gj, "H100")
     p = load_problem(EX / "jax_twin_train_gpt_torch.py")
-    program, gt = solar.trace_and_lift(p.model, p.inputs)
+    _, gt = solar.trace_and_lift(p.model, p.inputs)
     bt = solar.api.bound_graph(gt, "H100")
     assert bj.fused == bt.fused and bj.fused_bound_by == bt.fused_bound_by == "tensor"
     for a, b in zip(bj.phases, bt.phases, strict=True):

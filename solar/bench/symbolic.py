@@ -104,7 +104,7 @@ def run_stage(workload: str, stage: str) -> dict:
     out: dict = {"workload": workload, "stage": stage, "param": param, "traced_at": n0}
 
     def numeric(n: int):
-        program, g = trace_and_lift(*build(n))
+        _, g = trace_and_lift(*build(n))
         return bound_graph(g, spec)
 
     if stage == "numeric":

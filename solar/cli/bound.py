@@ -90,9 +90,9 @@ def run(args) -> int:
     check_out(args.out)
     spec = load_spec(hw_from_args(args))
     with gc_paused(default=True):  # the command's process is its own
-        program, g = lifted(args.paths[0], args.precision)
+        _, g = lifted(args.paths[0], args.precision)
         if multi:
-            b = bound_parallel(program, g, spec, args.gpus, **plan_kwargs(args))
+            b = bound_parallel(g, spec, args.gpus, **plan_kwargs(args))
         else:
             b = bound_graph(g, spec)
     emit(b.to_json() if args.json else str(b), args.out)

@@ -28,7 +28,7 @@ def add_parser(sub):
 
 def run(args) -> int:
     hw = hw_from_args(args)
-    program, g = lifted(args.file, args.precision)
-    c = compare_graph(program, g, hw, args.gpus)
+    _, g = lifted(args.file, args.precision)
+    c = compare_graph(g, hw, args.gpus)
     emit(c.to_json() if args.json else str(c), args.out)
     return 0

@@ -39,7 +39,7 @@ def save_all(
     matplotlib.use("Agg")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    program, g = lifted(file, precision)
+    _, g = lifted(file, precision)
     spec = load_spec(hw)
     b = bound_graph(g, spec)
     written = []
@@ -48,9 +48,9 @@ def save_all(
             fig = plot_bound(b, kind)
         elif kind == "region":
             t = target_ms * 1e-3 if target_ms is not None else b.cache_aware
-            fig = region_plot(provision_graph(program, g, target_s=t, hw=spec))
+            fig = region_plot(provision_graph(g, target_s=t, hw=spec))
         elif kind == "compare":
-            fig = compare_plot(compare_graph(program, g, compare_hw))
+            fig = compare_plot(compare_graph(g, compare_hw))
         else:
             raise ValueError(f"unknown plot kind {kind!r}; kinds: {', '.join(KINDS)}")
         written.append(_save(fig, out / f"{kind}.png"))

@@ -65,9 +65,8 @@ def add_parser(sub):
 
 def run(args) -> int:
     hw = hw_from_args(args)
-    program, g = lifted(args.file, args.precision)
+    _, g = lifted(args.file, args.precision)
     p = provision_graph(
-        program,
         g,
         target_s=args.target_ms * 1e-3,
         level=args.level,

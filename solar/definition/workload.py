@@ -149,7 +149,7 @@ def bound_workload(defn: Definition, wl: Workload, spec, module=None, inputs=Non
     """Bound one workload; never raises (a failure is ``status="error"``, one line)."""
     t0 = time.perf_counter()
     try:
-        inputs, program, g = lift_workload(defn, wl, module, inputs)
+        inputs, _, g = lift_workload(defn, wl, module, inputs)
         b = bound_graph(g, spec)
     except Exception as e:  # one workload's failure is a row, not the end of the batch
         return failed_row(wl, e, t0)

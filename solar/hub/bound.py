@@ -171,7 +171,7 @@ def bound_hub(
     ``"prefill"``, ``"decode"`` (``context`` cached tokens) or ``"train"``; ``dtype``
     overrides the config's ``torch_dtype``. Several GPUs: :func:`plan_hub`."""
     spec = load_spec(hw)
-    program, g = lift_hub(
+    _, g = lift_hub(
         model_id, batch, seq, phase=phase, context=context, dtype=dtype, cache=cache,
         precision=precision,
     )  # fmt: skip
@@ -195,11 +195,11 @@ def plan_hub(
     """The best plan of ``gpus`` GPUs of ``hw`` for a Hugging Face model (the model as in
     :func:`bound_hub`; ``plan``: the keywords of :func:`solar.api.bound_parallel`)."""
     spec = load_spec(hw)
-    program, g = lift_hub(
+    _, g = lift_hub(
         model_id, batch, seq, phase=phase, context=context, dtype=dtype, cache=cache,
         precision=precision,
     )  # fmt: skip
-    return bound_parallel(program, g, spec, gpus, **plan)
+    return bound_parallel(g, spec, gpus, **plan)
 
 
 def is_hub_name(path: str) -> bool:

@@ -81,7 +81,7 @@ def bound_problem(path: str | Path, hw="H100", *, precision: str | None = None):
     """:func:`solar.bound` of a problem file, PyTorch or JAX (:func:`solar.problem.load_problem`
     builds either)."""
     spec = load_spec(hw)
-    program, g = lift_problem(load_problem(path), precision=precision)
+    _, g = lift_problem(load_problem(path), precision=precision)
     return bound_graph(g, spec)
 
 

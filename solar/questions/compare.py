@@ -116,7 +116,7 @@ class Comparison(Frozen, Viewable):
         return f"Comparison({self.program!r}: cache-aware {parts})"
 
 
-def compare_graph(program, g, hw=DEFAULT_HW, gpus: int = 1) -> Comparison:
+def compare_graph(g, hw=DEFAULT_HW, gpus: int = 1) -> Comparison:
     """:func:`compare` on an already lifted graph."""
     bounds, errors, parallel = [], {}, []
     model = ParallelModel(g) if gpus > 1 else None
@@ -129,7 +129,7 @@ def compare_graph(program, g, hw=DEFAULT_HW, gpus: int = 1) -> Comparison:
         bounds.append(b)
         if model is not None:
             try:
-                parallel.append(bound_parallel(program, g, spec, gpus, model=model, single=b))
+                parallel.append(bound_parallel(g, spec, gpus, model=model, single=b))
             except ValueError as e:  # no interconnect, too few GPUs per host, no plan
                 errors[spec.key] = str(e).splitlines()[0]
     return Comparison(g.info.name, bounds, errors, gpus, parallel)
@@ -146,5 +146,5 @@ def compare(
 ) -> Comparison:
     """Bounds of ``model(*inputs)`` on each GPU of ``hw`` (names, specs, or ``"all"``): traced
     once, analysed per spec; with ``gpus > 1`` also each kind's best plan of that many GPUs."""
-    program, g = trace_and_lift(model, inputs, precision=precision, name=name)
-    return compare_graph(program, g, hw, gpus)
+    _, g = trace_and_lift(model, inputs, precision=precision, name=name)
+    return compare_graph(g, hw, gpus)

@@ -77,7 +77,6 @@ def at_least(single, g, spec, target_s: float) -> int:
 
 
 def gpus_needed(
-    program,
     g,
     hw,
     target_s: float,
@@ -114,7 +113,7 @@ def gpus_needed(
     model = model if model is not None else ParallelModel(g)
     for n in range(max(2, low), top + 1):
         try:
-            pb = bound_parallel(program, g, spec, n, level=level, model=model, single=single)
+            pb = bound_parallel(g, spec, n, level=level, model=model, single=single)
         except NoInterconnectError as e:
             return result(None, None, math.inf, last_peak, one_line(e))
         except ValueError:  # no plan splits the program n ways: try the next count
@@ -141,10 +140,10 @@ def tried_text(tried: tuple[tuple[int, str], ...]) -> str:
     return ", ".join(f"{a}{f'-{b}' if b > a else ''} {what}" for a, b, what in runs)
 
 
-def _task(program, g, key, target_s, level, max_gpus, model=None):
+def _task(g, key, target_s, level, max_gpus, model=None):
     """One catalogue GPU (a top-level function: executors pickle it)."""
     try:
-        return gpus_needed(program, g, key, target_s, level=level, max_gpus=max_gpus, model=model)
+        return gpus_needed(g, key, target_s, level=level, max_gpus=max_gpus, model=model)
     except ValueError as e:  # a unit the GPU lacks, ...
         spec = load_spec(key)
         return GpuCount(
@@ -163,7 +162,6 @@ def _task(program, g, key, target_s, level, max_gpus, model=None):
 
 
 def gpus_per_gpu_kind(
-    program,
     g,
     specs,
     target_s: float,
@@ -178,7 +176,7 @@ def gpus_per_gpu_kind(
     specs = [load_spec(s) for s in specs]
     if resolve_executor(jobs, ray) == "serial" or len(specs) <= 1:
         model = ParallelModel(g)  # one split analysis shared by every GPU kind
-        return [_task(program, g, s, target_s, level, max_gpus, model) for s in specs]
+        return [_task(g, s, target_s, level, max_gpus, model) for s in specs]
     # a spec travels as its dict (a HardwareSpec holds read-only mappings pickle refuses)
-    items = [(program, g, s.to_dict(), target_s, level, max_gpus) for s in specs]
+    items = [(g, s.to_dict(), target_s, level, max_gpus) for s in specs]
     return map_tasks(_task, items, jobs=jobs, ray=ray)

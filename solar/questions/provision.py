@@ -227,7 +227,7 @@ def _fit(b: Bound, spec, level: str, target: float) -> CatalogFit:
     )
 
 
-def _catalog(program, g, level: str, target: float, specs) -> list[CatalogFit]:
+def _catalog(g, level: str, target: float, specs) -> list[CatalogFit]:
     out = []
     for spec in specs:
         try:
@@ -304,7 +304,6 @@ def provision_bound(
 
 
 def provision_graph(
-    program,
     g,
     hw="H100",
     *,
@@ -315,7 +314,7 @@ def provision_graph(
     jobs: int | None = 1,
     ray: str | None = None,
 ) -> Provision:
-    """:func:`provision` on an already lifted graph (``program`` may be None):
+    """:func:`provision` on an already lifted graph:
     :func:`provision_bound` of its bound on ``hw``, with the catalogue's GPUs bounded."""
     level = level_name(level)
     ref = bound_graph(g, load_spec(hw))
@@ -323,9 +322,9 @@ def provision_graph(
     specs = list_specs() if catalog is None else [load_spec(s) for s in catalog]
     return dataclasses.replace(
         p,
-        catalog=_catalog(program, g, level, target_s, specs),
+        catalog=_catalog(g, level, target_s, specs),
         gpus=gpus_per_gpu_kind(
-            program, g, specs, target_s, level=level, max_gpus=max_gpus, jobs=jobs, ray=ray
+            g, specs, target_s, level=level, max_gpus=max_gpus, jobs=jobs, ray=ray
         ),
     )
 
@@ -350,9 +349,8 @@ def provision(
     feasible region, which catalog GPUs (or those of ``catalog``) meet it alone, and per GPU
     kind the fewest GPUs (up to ``max_gpus``, default a host's) that hold it and meet it
     (:mod:`solar.questions.plan`; one task per GPU kind on ``jobs`` processes or ``ray``)."""
-    program, g = trace_and_lift(model, inputs, precision=precision, name=name)
+    _, g = trace_and_lift(model, inputs, precision=precision, name=name)
     return provision_graph(
-        program,
         g,
         hw,
         target_s=target_s,

@@ -213,7 +213,7 @@ def sweep(
 
     def trace(n, built) -> Bound:
         m, inputs = built
-        program, g = trace_and_lift(m, inputs, precision=precision, name=name)
+        _, g = trace_and_lift(m, inputs, precision=precision, name=name)
         return bound_graph(g, spec)
 
     wanted = symbolic if symbolic is not None else len(set(map(repr, sizes))) >= MIN_FORMULA_POINTS
