@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from solar.backend.units import SFU_EMULATION_FLOPS
 from solar.fmt import fmt_bytes
+from solar.frozen import Frozen
 
 
 def _peaks(v: dict) -> str:
@@ -77,7 +78,7 @@ _TEMPLATES: dict[str, Callable[[dict], str]] = {
 
 
 @dataclass(frozen=True)
-class Assumption:
+class Assumption(Frozen):
     """One assumption of a bound: its ``kind`` (a template above, or ``note``) and the
     numbers it states; ``text`` is the sentence, rendered from them."""
 

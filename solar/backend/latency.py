@@ -37,6 +37,7 @@ from solar.algebra.total import sum_times
 from solar.backend.chain_paths import Tail, chain_tail, dp, tail_best
 from solar.backend.units import compute_time
 from solar.fmt import fmt_time
+from solar.frozen import Frozen
 from solar.graph.types import Chain
 
 LEVELS = ("unfused", "fused", "cache_aware")
@@ -74,9 +75,9 @@ class ChainFloor:
 
 
 @dataclass(frozen=True)
-class Latency:
+class Latency(Frozen):
     """The latency terms of a bound: launch floor, critical path, and the levels they give.
-    Frozen: the sequences are tuples (lists given are frozen)."""
+    Frozen: sequences are tuples, mappings read-only (what is given is frozen)."""
 
     launch_floor_s: float
     sync_floor_s: float
@@ -92,10 +93,6 @@ class Latency:
     # level -> the final bound: max(throughput, latency); the unfused level adds per kernel,
     # Σ max(roofline_i, latency_i), and is at least the critical path
     final: dict[str, float] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "chains", tuple(self.chains))
-        object.__setattr__(self, "kernel_s", tuple(self.kernel_s))
 
     def binds(self, level: str) -> bool:
         """Whether latency raised the bound at ``level`` above the throughput bound."""

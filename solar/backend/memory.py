@@ -23,13 +23,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from solar.backend.phases import tensor_uses
+from solar.frozen import Frozen
 from solar.graph.types import Graph
 
 RESIDENT = ("input", "weight", "constant")
 
 
 @dataclass(frozen=True)
-class PeakMemory:
+class PeakMemory(Frozen):
     """The live-bytes profile of a program (see the module docstring for the rule)."""
 
     peak_bytes: int

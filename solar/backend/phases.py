@@ -14,13 +14,14 @@ from collections import Counter
 from dataclasses import dataclass
 
 from solar.backend.units import compute_time
+from solar.frozen import Frozen
 
 #: The order phases are reported in.
 PHASES = ("forward", "backward", "recompute", "optimizer")
 
 
 @dataclass(frozen=True)
-class PhaseRow:
+class PhaseRow(Frozen):
     phase: str
     kernels: int
     flops: dict[str, int]
