@@ -84,7 +84,7 @@ def bounds_with(path, spec) -> dict:
     """The problem file's program bounded on ``spec`` (no new measurement; traced again: a
     report's Bound keeps no graph)."""
     from solar.api import bound_graph
-    from solar.cli.common import lifted
+    from solar.cli.options import lifted
 
     _, g = lifted(str(path), None)
     b = bound_graph(g, spec)

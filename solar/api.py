@@ -18,7 +18,7 @@ from pathlib import Path
 
 from solar.backend import analyze
 from solar.backend.parallel.model import ParallelModel, link_bandwidth
-from solar.backend.parallel.result import ParallelBound
+from solar.backend.parallel.parallel_bound import ParallelBound
 from solar.backend.parallel.search import best_plan
 from solar.backend.result import Bound
 from solar.frontend.frameworks import FRONTENDS, frontend_of, owners
@@ -227,7 +227,8 @@ def bound(
 
     ``symbolic={"batch": (0, 0), "seq": (0, 1)}`` makes sizes symbols (name -> (input index,
     dim), or a list of such places for a size several inputs share): the result is a
-    :class:`~solar.symbolic.result.SymbolicBound`, the Bound at the traced sizes whose numbers
+    :class:`~solar.symbolic.symbolic_bound.SymbolicBound`, the Bound at the traced sizes whose
+    numbers
     are also formulas of the sizes (``b.formula("fused")``, ``b.at(batch=8)``,
     ``b.crossovers("batch")``; docs/symbolic.md).
 

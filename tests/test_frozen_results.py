@@ -19,7 +19,7 @@ from torch import nn
 import solar
 from solar.backend.assumptions import Assumption
 from solar.backend.cache_aware import CacheAwareModel
-from solar.backend.parallel.result import ParallelBound
+from solar.backend.parallel.parallel_bound import ParallelBound
 from solar.backend.result import Bound, KernelRow
 from solar.backend.units import SFU_EMULATION_FLOPS
 from solar.frozen import FrozenDict
@@ -416,7 +416,7 @@ def test_a_draft_fills_a_frozen_result_in_steps():
 def test_symbolic_bound_json_keeps_formulas_regions_and_pieces():
     from solar.algebra.size import symbol
     from solar.symbolic.analysis import OutsideRegionError
-    from solar.symbolic.result import QUANTITIES, SymbolicBound
+    from solar.symbolic.symbolic_bound import QUANTITIES, SymbolicBound
 
     lin = nn.Linear(64, 32)
     b = solar.bound(lin, [torch.randn(8, 64)], hw="H100", symbolic={"rows": [(0, 0)]})

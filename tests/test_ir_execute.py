@@ -688,7 +688,7 @@ def test_an_extern_routine_runs_on_whole_batches_of_rows(monkeypatch):
     executor batches as the source's call does (the FNO example on the H100 matched only
     then)."""
     import solar
-    import solar.interp.torch.extern_rows as routines
+    import solar.interp.torch.routine_kernels as routines
     from solar.interp.torch.execute import execute
 
     calls = []

@@ -155,7 +155,7 @@ def test_every_command_module_is_in_the_cli_table_and_in_help():
     modules = {
         p.stem
         for p in (PACKAGE / "cli").glob("*.py")
-        if p.stem not in ("__init__", "__main__", "common")
+        if p.stem not in ("__init__", "__main__", "options")
     }
     table = {c.__name__.rpartition(".")[2] for c in solar.cli.COMMANDS}
     assert table == modules

@@ -218,7 +218,7 @@ def test_contiguous_strides_is_defined_once():
         if isinstance(node, ast.FunctionDef)
         and node.name in ("contiguous_strides", "_contiguous_strides", "_contiguous")
     ]
-    assert defs == [("solar/frontend/common.py", "contiguous_strides")]
+    assert defs == [("solar/frontend/layout.py", "contiguous_strides")]
 
 
 def _frontend_imports() -> dict[str, set[str]]:
@@ -258,7 +258,7 @@ LIBRARY = {
     "cast": "solar/frontend/lowering/exprs.py",
     "scale": "solar/frontend/lowering/exprs.py",
     "pointwise": "solar/frontend/lowering/pointwise.py",
-    "extern_rows": "solar/frontend/lowering/rows.py",
+    "extern_rows": "solar/frontend/lowering/extern_rows.py",
     "window": "solar/frontend/lowering/window.py",
     "range_guard": "solar/frontend/lowering/window.py",
 }

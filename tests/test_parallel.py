@@ -11,8 +11,8 @@ import solar
 from solar.api import bound_parallel, trace_and_lift
 from solar.backend.parallel.collectives import per_gpu_bytes
 from solar.backend.parallel.model import ParallelModel
+from solar.backend.parallel.parallel_bound import Plan
 from solar.backend.parallel.pipeline import partition
-from solar.backend.parallel.result import Plan
 from solar.backend.units import compute_time
 from solar.hw import SpecError, load_spec
 

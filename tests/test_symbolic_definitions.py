@@ -15,7 +15,7 @@ from solar.algebra.size import Size, symbol
 from solar.definition import bound_definition, load_definition
 from solar.definition.inputs import make_inputs, reference_module
 from solar.definition.schema import load_workloads
-from solar.definition.symbolic import Candidate, symbolic_axes, trace_formula
+from solar.definition.symbolic_axes import Candidate, symbolic_axes, trace_formula
 from solar.hw import load_spec
 from tests.symbolic_equal import assert_bounds_equal, fresh_caches
 

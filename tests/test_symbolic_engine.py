@@ -29,7 +29,7 @@ import solar
 from solar.algebra.prove import always
 from solar.algebra.size import Size, gcd, minimum, recording, symbol
 from solar.backend.chain_paths import chain_tail, dp, tail_best
-from solar.symbolic.result import LEVELS, QUANTITIES
+from solar.symbolic.symbolic_bound import LEVELS, QUANTITIES
 
 ROOT = Path(__file__).resolve().parents[1]
 TIMES = ("unfused", "fused", "cache_aware", "critical_path")

@@ -29,7 +29,7 @@ import solar
 import solar.algebra.size as size_module
 from solar.algebra.size import symbol
 from solar.problem import ProblemError, problem_with
-from solar.report.symbolic import fixed_sizes, region_holds
+from solar.report.symbolic_views import fixed_sizes, region_holds
 from solar.symbolic.problem import UnusedSizeError, bound_problem, clear_value_caches
 
 ROOT = Path(__file__).resolve().parents[1]

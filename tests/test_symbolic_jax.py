@@ -16,7 +16,7 @@ import sympy  # noqa: E402
 import solar  # noqa: E402
 from solar.algebra.size import symbol  # noqa: E402
 from solar.frontend.jax import load_jax_problem  # noqa: E402
-from solar.frontend.jax.symbolic import SymbolicDimError, to_sympy  # noqa: E402
+from solar.frontend.jax.symbolic_dims import SymbolicDimError, to_sympy  # noqa: E402
 from solar.problem import load_module, load_problem  # noqa: E402
 from solar.symbolic.jax import bound_symbolic_jax  # noqa: E402
 from tests.symbolic_equal import assert_bounds_equal, fresh_caches  # noqa: E402

@@ -11,7 +11,7 @@ import sympy
 from torch.utils._sympy import functions as tf
 
 from solar.algebra.size import symbol
-from solar.frontend.torch.symbolic import _integer
+from solar.frontend.torch.symbolic_shapes import _integer
 
 a, b, c = symbol("a"), symbol("b"), symbol("c")
 

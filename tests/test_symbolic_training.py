@@ -10,7 +10,7 @@ import torch
 
 import solar
 from solar.algebra.size import symbol
-from solar.report.symbolic import fixed_sizes
+from solar.report.symbolic_views import fixed_sizes
 from tests.symbolic_equal import assert_bounds_equal, fresh_caches
 
 WIDTH, CLASSES = 512, 10

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from solar.api import bound_graph, bound_parallel
-from solar.cli.common import (
+from solar.cli.options import (
     Progress,
     add_gpus_args,
     add_hw_option,
@@ -26,7 +26,7 @@ from solar.cli.targets.definitions import add_definition_args, definitions_repor
 from solar.cli.targets.hub import add_hub_args, bound_hub_from_args
 from solar.collector import full_collections_deferred, gc_paused
 from solar.definition import is_definition_path
-from solar.hub.bound import is_hub_name
+from solar.hub.programs import is_hub_name
 from solar.hw import load_spec
 from solar.problem import discover
 from solar.questions.batch import batch_json, bound_paths
@@ -101,10 +101,10 @@ def run(args) -> int:
 
 def _run_symbolic(args) -> int:
     """``solar bound FILE --symbolic NAMES``: one problem file with module constants as
-    symbols (solar/symbolic/problem.py), its formulas printed (solar/report/symbolic.py)."""
+    symbols (solar/symbolic/problem.py), its formulas printed (solar/report/symbolic_views.py)."""
     import json
 
-    from solar.report.symbolic import symbolic_dict, symbolic_text
+    from solar.report.symbolic_views import symbolic_dict, symbolic_text
     from solar.symbolic.problem import bound_problem, parse_symbolic
 
     path = args.paths[0]

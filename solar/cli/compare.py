@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from solar.cli.common import (
+from solar.cli.options import (
     add_gpus_args,
     add_hw_option,
     add_output_args,

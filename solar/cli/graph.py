@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from solar.cli.common import add_problem_args, lifted, write
+from solar.cli.options import add_problem_args, lifted, write
 from solar.graph.export import to_dot, to_json, to_text
 
 

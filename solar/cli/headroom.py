@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from solar.cli.common import (
+from solar.cli.options import (
     Progress,
     add_device_option,
     add_hw_option,

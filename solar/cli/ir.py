@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from solar.api import trace
-from solar.cli.common import add_problem_args
+from solar.cli.options import add_problem_args
 from solar.problem import load_problem
 
 

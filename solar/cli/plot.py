@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from solar.api import bound_graph
-from solar.cli.common import add_hw_option, add_problem_args, hw_from_args, lifted
+from solar.cli.options import add_hw_option, add_problem_args, hw_from_args, lifted
 from solar.collector import full_collections_deferred
 from solar.hw import load_spec
 from solar.questions.compare import compare_graph

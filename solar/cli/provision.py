@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from solar.cli.common import (
+from solar.cli.options import (
     add_hw_option,
     add_output_args,
     add_problem_args,

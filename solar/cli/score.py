@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 
-from solar.cli.common import add_hw_option, add_output_args, check_out, emit, hw_from_args
+from solar.cli.options import add_hw_option, add_output_args, check_out, emit, hw_from_args
 from solar.fmt import fmt_time
 
 LEVELS = ("cache_aware", "fused")

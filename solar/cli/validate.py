@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from solar.cli.common import add_device_option, add_set_option, problem_sets, resolve_device
+from solar.cli.options import add_device_option, add_set_option, problem_sets, resolve_device
 from solar.fmt import jsonable
 from solar.gpu.validate import discover, validate_paths
 

@@ -2,12 +2,13 @@
 ``workload.jsonl``, as SOL-ExecBench uses): the schema and loader
 (:mod:`~solar.definition.schema`), axes and constraints (:mod:`~solar.definition.axes`),
 workload inputs with real index values (:mod:`~solar.definition.inputs`,
-:mod:`~solar.definition.shadow`) and bounds per workload (:mod:`~solar.definition.bound`).
+:mod:`~solar.definition.shadow`) and bounds per workload
+(:mod:`~solar.definition.bound_definitions`).
 
 Layer: with the questions (it traces and bounds through :mod:`solar.api`).
 """
 
-from solar.definition.bound import (
+from solar.definition.bound_definitions import (
     DefinitionBound,
     WorkloadBound,
     bound_definition,

@@ -11,7 +11,7 @@ def _axes(axes: dict[str, int], limit: int = 48) -> str:
 
 
 def definition_table(db) -> str:
-    """``db``: a :class:`~solar.definition.bound.DefinitionBound`."""
+    """``db``: a :class:`~solar.definition.bound_definitions.DefinitionBound`."""
     head = f"{db.name} on {db.hw}: {len(db.workloads)} workloads"
     symbolic = any(w.method != "trace" or w.note for w in db.workloads)
     rows = [("workload", "axes", "unfused", "fused", "cache-aware", "bound by", "kernels")]

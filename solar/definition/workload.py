@@ -1,8 +1,9 @@
 """One workload of a definition, traced and bounded: the reference traced with its index
 tensors real (:mod:`solar.definition.shadow`) and its float tensors fake, the rows its
 gathers name charged, lifted and bounded like any program; its row of results
-(:class:`WorkloadBound`). A definition's workloads together are :mod:`solar.definition.bound`'s;
-from formulas, :mod:`solar.definition.symbolic`'s."""
+(:class:`WorkloadBound`). A definition's workloads together are
+:mod:`solar.definition.bound_definitions`'s;
+from formulas, :mod:`solar.definition.symbolic_axes`'s."""
 
 from __future__ import annotations
 
@@ -45,7 +46,7 @@ class WorkloadBound:
     error: str | None = None
     bound: object = field(default=None, repr=False)  # the full Bound (not serialised)
     method: str = "trace"  # "trace": its own trace; "formula": a symbolic trace's formula
-    note: str = ""  # which formula, or why a trace of its own (solar.definition.symbolic)
+    note: str = ""  # which formula, or why a trace of its own (solar.definition.symbolic_axes)
 
     @classmethod
     def of(cls, uuid: str, axes: dict[str, int], b, seconds: float, **how: str) -> WorkloadBound:

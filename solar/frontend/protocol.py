@@ -138,7 +138,8 @@ class Frontend(ABC):
         **sizes: object,
     ) -> Trace:
         """Trace ``model(*inputs, **kwargs)`` into IR. ``symbolic``: the frontend's symbolic
-        sizes (:mod:`solar.frontend.torch.symbolic`, :mod:`solar.frontend.jax.symbolic`);
+        sizes (:mod:`solar.frontend.torch.symbolic_shapes`,
+        :mod:`solar.frontend.jax.symbolic_dims`);
         ``sizes``: options only some frontends take (PyTorch's ``observe``, ``routing``)."""
 
 

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from math import prod
 
-from solar.frontend.common import T, broadcast_index, contiguous_strides
+from solar.frontend.layout import T, broadcast_index, contiguous_strides
 from solar.frontend.lowering.base import LoweringContext
 from solar.ir.affine import Affine
 from solar.ir.dtypes import real_part_dtype

@@ -26,11 +26,11 @@ store; without their weights solar cannot look). An explicit ``dtype`` wins.
 Problem files whose ``Model.__init__`` calls ``from_pretrained`` (benchmark suites'
 model-level problems) are built the same way while :mod:`solar.problem` loads them
 (:mod:`solar.hub.pretrained`). The programs bounded (forward, prefill, decode, training step)
-are :mod:`solar.hub.bound`'s.
+are :mod:`solar.hub.programs`'s.
 """
 
-from solar.hub.bound import PHASES, bound_hub, hub_program, lift_hub, plan_hub
 from solar.hub.models import HubError, find_config, hub_model
+from solar.hub.programs import PHASES, bound_hub, hub_program, lift_hub, plan_hub
 
 __all__ = [
     "PHASES",

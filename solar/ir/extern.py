@@ -9,7 +9,7 @@ The IR states them as *extern* statements (:class:`solar.ir.program.Extern`): th
 they read and the outputs they write are ordinary affine accesses, so their DRAM traffic is
 exact, and the routine itself is a row of this table: its name and the operations it provably
 needs (pure data; the torch interpreter's implementation of each routine, mapping rows
-``(*batch, n)`` to ``(*batch, m)``, is :data:`solar.interp.torch.extern_rows.TORCH_ROUTINES`).
+``(*batch, n)`` to ``(*batch, m)``, is :data:`solar.interp.torch.routine_kernels.TORCH_ROUTINES`).
 
 The FFT and dense linear-algebra routines (:mod:`solar.ir.extern_spectral`,
 :mod:`solar.ir.extern_linalg`) add their rows to the table: they carry their

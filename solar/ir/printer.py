@@ -3,7 +3,7 @@ its declarations and kernels around these, is :func:`solar.ir.program.format_pro
 
 from __future__ import annotations
 
-from solar.ir.statement import Extern, Scan, Statement, StatementVisitor
+from solar.ir.statement_kinds import Extern, Scan, Statement, StatementVisitor
 
 _ASSIGN = {
     None: "=",

@@ -27,7 +27,7 @@ Extensions beyond plain loop nests (each executed vectorised and costed soundly)
 
 The statement kinds are distinct frozen types sharing :class:`Statement`'s fields; a pass
 handles each kind in one method of a :class:`StatementVisitor` (both in
-:mod:`solar.ir.statement`, re-exported here).
+:mod:`solar.ir.statement_kinds`, re-exported here).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from solar.ir.dtypes import itemsize
 from solar.ir.ops import SCALAR_OPS
 from solar.ir.printer import format_statement
 from solar.ir.scalar import Call, Expr, Index, Load
-from solar.ir.statement import (
+from solar.ir.statement_kinds import (
     Access,
     Dim,
     Extern,
@@ -51,8 +51,8 @@ from solar.ir.statement import (
     interned_dims,
     new_statement,
 )
-from solar.ir.statement import Guard as Guard  # re-exported: the IR's names, from one place
-from solar.ir.statement import with_loops as with_loops
+from solar.ir.statement_kinds import Guard as Guard  # re-exported: the IR's names, from one place
+from solar.ir.statement_kinds import with_loops as with_loops
 
 ROLES = ("input", "weight", "constant", "intermediate", "output", "local")
 # logsumexp combines a, b as log(exp(a) + exp(b)) (logcumsumexp, logsumexp).

@@ -26,7 +26,7 @@ import sympy
 from solar.algebra.numeric import compile_exprs
 from solar.algebra.size import Real, Size, symbol
 from solar.backend.result import Bound
-from solar.symbolic.result import QUANTITIES, SymbolicBound
+from solar.symbolic.symbolic_bound import QUANTITIES, SymbolicBound
 
 LEVELS = ("unfused", "fused", "cache_aware")
 #: the times of a row (float64)

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 from solar.api import bound_graph, bound_parallel, trace_and_lift
 from solar.backend.parallel.model import ParallelModel
-from solar.backend.parallel.result import ParallelBound
+from solar.backend.parallel.parallel_bound import ParallelBound
 from solar.backend.result import Bound
 from solar.fmt import fmt_time
 from solar.frozen import Frozen, thaw

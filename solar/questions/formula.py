@@ -24,7 +24,7 @@ from solar.backend.result import Bound
 from solar.questions.along import COUNTS, TIMES, Along, along, count_of
 from solar.questions.executors import one_line
 from solar.questions.marks import size_marks
-from solar.symbolic.result import SymbolicBound
+from solar.symbolic.symbolic_bound import SymbolicBound
 from solar.symbolic.trace import bound_symbolic
 
 #: the relative tolerance of the check point's times (counts must be equal)

@@ -2,7 +2,7 @@
 ``symbolic=``) without tracing again, each as an exact integer and one line:
 
 - :func:`largest_meeting`: the largest size whose bound at a level meets a target time
-  (:meth:`~solar.symbolic.result.SymbolicBound.solve`: bisection on exact evaluations; it
+  (:meth:`~solar.symbolic.symbolic_bound.SymbolicBound.solve`: bisection on exact evaluations; it
   assumes the bound grows with the size, as a program's work and bytes do);
 - :func:`memory_limit`: the size where the program's peak memory reaches the GPU's DRAM
   capacity (bisection on exact evaluations of the peak, in integers; it assumes the peak
@@ -10,7 +10,7 @@
 - :func:`crossovers`: where a level's bound-by term changes (memory-bound below, tensor
   cores above), from the guards of the analysis' pieces, among the sizes that fit.
 
-Single sizes are evaluated by :meth:`~solar.symbolic.result.SymbolicBound.numeric_at` (the
+Single sizes are evaluated by :meth:`~solar.symbolic.symbolic_bound.SymbolicBound.numeric_at` (the
 graph evaluated there, analysed as numbers: exact, and cheaper for one point than a new
 piece); the crossovers walk the pieces, each analysed once.
 
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from solar.algebra.size import symbol
 from solar.backend.result import level_name
 from solar.fmt import fmt_bytes, fmt_time
-from solar.symbolic.result import SymbolicBound
+from solar.symbolic.symbolic_bound import SymbolicBound
 
 #: the largest size a question searches up to (the count region may end sooner)
 HI = 1 << 40
@@ -74,7 +74,7 @@ def largest_meeting(
     **fixed: int,
 ) -> Answer:
     """The largest ``size`` whose ``level`` bound is at most ``target_s`` seconds
-    (:meth:`~solar.symbolic.result.SymbolicBound.solve`)."""
+    (:meth:`~solar.symbolic.symbolic_bound.SymbolicBound.solve`)."""
     level = level_name(level)
     lo, top = span(b, size, hi, **fixed)
     x = b.solve(level, target_s, size, hi=hi, **fixed)

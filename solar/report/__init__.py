@@ -1,6 +1,6 @@
 """Views of solar's results: text tables (:mod:`.table`, :mod:`.measured`), HTML
 (:mod:`.html`), pandas DataFrames (:mod:`.frame`) and matplotlib plots (:mod:`.plots`); a
-symbolic bound's formulas, crossovers and curve (:mod:`.symbolic`).
+symbolic bound's formulas, crossovers and curve (:mod:`.symbolic_views`).
 
 Layer: the top, beside the CLI. Views import the results they draw (``solar.backend.result``,
 ``solar.questions``, ``solar.gpu``) and any layer below; nothing below imports this package
@@ -26,9 +26,9 @@ VIEWS: dict[str, dict[str, str]] = {
         "plot": "plots:plot_bound",
     },
     "SymbolicBound": {
-        "text": "symbolic:symbolic_text",
-        "html": "symbolic:symbolic_html",
-        "plot": "symbolic:plot_symbolic",
+        "text": "symbolic_views:symbolic_text",
+        "html": "symbolic_views:symbolic_html",
+        "plot": "symbolic_views:plot_symbolic",
     },
     "ParallelBound": {"text": "parallel:parallel_text"},
     "Comparison": {

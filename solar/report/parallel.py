@@ -7,7 +7,7 @@ import math
 
 from rich.table import Table
 
-from solar.backend.parallel.result import ParallelBound
+from solar.backend.parallel.parallel_bound import ParallelBound
 from solar.fmt import fmt_bytes, fmt_time
 from solar.report.table import render
 

@@ -1,6 +1,7 @@
 """The live half of a symbolic bound: :class:`SymbolicAnalysis` and its :class:`Piece` s.
 
-A :class:`~solar.symbolic.result.SymbolicBound` is frozen data (the Bound at the traced sizes
+A :class:`~solar.symbolic.symbolic_bound.SymbolicBound` is frozen data (the Bound at the traced
+sizes
 with its formulas, its regions, the pieces known so far). What grows as it is asked lives
 here: the symbolic graph and spec it re-analyses on, the pieces recorded so far, the memo of
 walks along a size, and the ``retrace`` link to the program (its model and inputs) used
@@ -164,7 +165,7 @@ class SymbolicAnalysis:
     def cover(
         self, size: str, xs: np.ndarray, todo: np.ndarray, fixed: Mapping[str, int]
     ) -> Iterator[tuple[Piece, np.ndarray]]:
-        """See :meth:`~solar.symbolic.result.SymbolicBound.cover`."""
+        """See :meth:`~solar.symbolic.symbolic_bound.SymbolicBound.cover`."""
         base = self.point(fixed)
         s = symbol(size)
         if s not in base:

@@ -1,6 +1,6 @@
 """Bound a JAX program with some of its sizes as symbols: JAX's own shape polymorphism
 (``jax.export`` symbolic dimensions) traces it once, and the lowering reads its dimension
-polynomials as :class:`~solar.algebra.size.Size` s (:mod:`solar.frontend.jax.symbolic`)."""
+polynomials as :class:`~solar.algebra.size.Size` s (:mod:`solar.frontend.jax.symbolic_dims`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from solar.algebra.region import Region
 from solar.algebra.size import recording, symbol
 from solar.symbolic.marks import Marks, mark_dims
-from solar.symbolic.result import SymbolicBound
+from solar.symbolic.symbolic_bound import SymbolicBound
 
 
 def places(marks: Marks) -> dict[tuple[object, int], str]:
@@ -37,10 +37,10 @@ def bound_symbolic_jax(
     symbols: ``{"batch": (1, 0), "seq": [(1, 1), ("params/pos", 0)]}`` (an input's position
     or label, and its dim). ``constraints``: JAX constraints on the sizes (``"seq >= 16"``);
     they and the lowering's decisions are the formula's guards. Outside the guards,
-    :meth:`~solar.symbolic.result.SymbolicBound.at` traces the program again at those sizes
+    :meth:`~solar.symbolic.symbolic_bound.SymbolicBound.at` traces the program again at those sizes
     with ``numeric`` (``solar.bound``; None: no retrace)."""
     from solar.frontend.frameworks import FRONTENDS
-    from solar.frontend.jax.symbolic import SymbolicDims
+    from solar.frontend.jax.symbolic_dims import SymbolicDims
     from solar.graph.lift import lift
     from solar.hw import load_spec
 

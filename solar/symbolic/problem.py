@@ -47,7 +47,7 @@ from solar.problem import (
     training_step,
     weights_from_config,
 )
-from solar.symbolic.result import SymbolicBound
+from solar.symbolic.symbolic_bound import SymbolicBound
 
 #: ``(binding, dim) -> (label, expression)``: the dims :class:`SymbolicShapes` makes symbolic
 DimMap = dict[tuple[object, int], tuple[str, sympy.Expr]]
@@ -160,7 +160,7 @@ def bound_problem(
     and the caches that compare sizes by value out of the way (the structure cache off, the
     footprint caches emptied: :func:`clear_value_caches`)."""
     from solar.algebra.region import Region
-    from solar.frontend.torch.symbolic import SymbolicShapes
+    from solar.frontend.torch.symbolic_shapes import SymbolicShapes
     from solar.graph.cache import structure_cache
     from solar.hw import load_spec
     from solar.symbolic.trace import trace_lifted

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from solar.algebra.region import Region
 from solar.algebra.size import Recording, recording, symbol
 from solar.symbolic.marks import Marks, mark_dims
-from solar.symbolic.result import SymbolicBound
+from solar.symbolic.symbolic_bound import SymbolicBound
 
 
 def bound_symbolic(
@@ -26,9 +26,9 @@ def bound_symbolic(
     training step, :func:`~solar.frontend.torch.training.is_training_step`, is traced by
     :func:`~solar.frontend.torch.training.trace_training_step`). ``numeric``:
     ``solar.bound`` (or any function of the same arguments), which the result's
-    :attr:`~solar.symbolic.result.SymbolicBound.retrace` calls at sizes outside the
+    :attr:`~solar.symbolic.symbolic_bound.SymbolicBound.retrace` calls at sizes outside the
     formula's region (None: no retrace)."""
-    from solar.frontend.torch.symbolic import SymbolicShapes
+    from solar.frontend.torch.symbolic_shapes import SymbolicShapes
     from solar.hw import load_spec
 
     spec = load_spec(hw)
@@ -62,7 +62,8 @@ def trace_lifted(
 ):
     """``(traced, graph)``: ``model`` (a module, a function, or a training step:
     :func:`~solar.frontend.torch.training.trace_training_step`) traced with ``shapes`` (a
-    :class:`~solar.frontend.torch.symbolic.SymbolicShapes`) inside ``within``, PyTorch's guards
+    :class:`~solar.frontend.torch.symbolic_shapes.SymbolicShapes`) inside ``within``, PyTorch's
+    guards
     and those of tracing and lifting recorded on ``rec``, the graph's trace notes ``notes``
     and the trace's assumptions."""
     from solar.frontend.frameworks import FRONTENDS

@@ -52,8 +52,8 @@ from solar.backend.memory import peak_memory
 from solar.backend.narrow import recharge_narrow
 from solar.backend.parallel.assign import ShardCosts, shard
 from solar.backend.parallel.groups import SplitIndex
+from solar.backend.parallel.parallel_bound import ParallelBound, Plan, StageBound
 from solar.backend.parallel.pipeline import crossings, stage_paths, stage_ranges
-from solar.backend.parallel.result import ParallelBound, Plan, StageBound
 from solar.backend.result import LEVELS, Bound
 from solar.backend.units import compute_time
 from solar.graph.types import Graph

@@ -25,8 +25,8 @@ from collections.abc import Iterator
 
 from solar.backend.parallel.assign import collectives_of
 from solar.backend.parallel.model import ParallelModel, link_bandwidth
+from solar.backend.parallel.parallel_bound import ParallelBound, Plan
 from solar.backend.parallel.pipeline import candidate_cuts, crossings, partition
-from solar.backend.parallel.result import ParallelBound, Plan
 from solar.backend.result import Bound, level_name
 from solar.backend.units import compute_time
 

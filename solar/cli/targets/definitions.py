@@ -8,7 +8,7 @@ import gc
 import json
 
 from solar.collector import full_collections_deferred
-from solar.definition.bound import bound_definition, bound_definitions
+from solar.definition.bound_definitions import bound_definition, bound_definitions
 from solar.definition.table import definitions_batch_table
 
 
@@ -47,7 +47,7 @@ def freeze_imports() -> None:
 
 def definitions_report(args) -> tuple[str, bool]:
     """``(text, all bounded)`` for ``solar bound`` on definition files (``--json``: data;
-    ``--symbolic``, with no names: the var axes as symbols, :mod:`solar.definition.symbolic`).
+    ``--symbolic``, with no names: the var axes as symbols, :mod:`solar.definition.symbolic_axes`).
     The command's process is its own: the imports are frozen and no full collection starts
     during the batch (:mod:`solar.collector`)."""
     if args.symbolic:

@@ -1,10 +1,10 @@
 """``solar bound hf:ID``: the options of a model by name and the bound they ask for
-(:mod:`solar.hub.bound` holds the library calls)."""
+(:mod:`solar.hub.programs` holds the library calls)."""
 
 from __future__ import annotations
 
-from solar.hub.bound import bound_hub, plan_hub
 from solar.hub.models import HubError
+from solar.hub.programs import bound_hub, plan_hub
 
 
 def add_hub_args(sp) -> None:

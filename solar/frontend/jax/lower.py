@@ -27,8 +27,7 @@ import numpy as np
 from solar.algebra.size import Size, integer
 from solar.frontend import lowering
 from solar.frontend.cells import source_label
-from solar.frontend.common import T, broadcast_index, contiguous_strides, dims_of, nest
-from solar.frontend.jax import symbolic
+from solar.frontend.jax import symbolic_dims as symbolic
 from solar.frontend.jax.precision import PrecisionPolicy
 from solar.frontend.jax.registry import (
     LOWERINGS,
@@ -36,6 +35,7 @@ from solar.frontend.jax.registry import (
     VALUE_ONLY,
     UnsupportedPrimitiveError,
 )
+from solar.frontend.layout import T, broadcast_index, contiguous_strides, dims_of, nest
 from solar.frontend.lowering.errors import expressible
 from solar.frontend.lowering.exprs import cast
 from solar.ir.affine import AffineLike, affines

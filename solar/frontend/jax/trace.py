@@ -26,7 +26,7 @@ from solar.frontend.jax import ops  # noqa: F401  (registers the lowerings)
 from solar.frontend.jax.fusion import group_units
 from solar.frontend.jax.lower import Lowerer, V, to_torch
 from solar.frontend.jax.precision import jax_policy
-from solar.frontend.jax.symbolic import SymbolicDimError, SymbolicDims, sizes
+from solar.frontend.jax.symbolic_dims import SymbolicDimError, SymbolicDims, sizes
 from solar.frontend.jax.training import assign_phases
 from solar.frontend.protocol import Trace
 
@@ -120,7 +120,7 @@ def trace_jax(
     short ones and loop long ones (``"auto"``, see :mod:`solar.frontend.jax.ops.control`).
     ``symbolic`` makes the dims it names JAX symbolic dimensions (keyed by a positional
     input's index or a leaf's label, such as ``"params/fc1/weight"``): the program's sizes are
-    then :class:`~solar.algebra.size.Size` s (see :mod:`solar.frontend.jax.symbolic`).
+    then :class:`~solar.algebra.size.Size` s (see :mod:`solar.frontend.jax.symbolic_dims`).
     """
     import jax
 
@@ -213,7 +213,7 @@ def resized(
     fn: object, inputs: object, places: dict[tuple[object, int], str], values: dict[str, int]
 ) -> tuple:
     """``inputs`` with each dim that ``places`` names (``{(input, dim): name}``, as
-    :class:`~solar.frontend.jax.symbolic.SymbolicDims` takes them) of size ``values[name]``:
+    :class:`~solar.frontend.jax.symbolic_dims.SymbolicDims` takes them) of size ``values[name]``:
     marked leaves become ``ShapeDtypeStruct`` s (a numeric trace at other sizes)."""
     import jax
 

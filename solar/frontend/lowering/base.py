@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from typing import ClassVar, NoReturn
 
 from solar.algebra.size import integer
-from solar.frontend.common import T
+from solar.frontend.layout import T
 from solar.frontend.lowering.errors import UnsupportedOperatorError
 from solar.frontend.lowering.exprs import cast
 from solar.frontend.lowering.precision import PrecisionPolicy

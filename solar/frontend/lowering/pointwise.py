@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from solar.frontend.common import T, dims_of, nest
+from solar.frontend.layout import T, dims_of, nest
 from solar.frontend.lowering.exprs import cast
 from solar.ir.scalar import Expr
 

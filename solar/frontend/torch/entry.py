@@ -11,7 +11,7 @@ import torch
 
 from solar.frontend.protocol import SymbolicShapeError, Trace
 from solar.frontend.torch.structure import tensors as structure_tensors
-from solar.frontend.torch.symbolic import SymbolicShapes
+from solar.frontend.torch.symbolic_shapes import SymbolicShapes
 from solar.frontend.torch.trace import trace_torch
 from solar.frontend.torch.training import is_training_step, trace_training_step
 from solar.frontend.torchvision_ops import torchvision_importable

@@ -17,7 +17,7 @@ from torch.utils import _pytree as pytree
 
 from solar.algebra.size import integer
 from solar.frontend import lowering
-from solar.frontend.common import T, broadcast_index, contiguous_strides
+from solar.frontend.layout import T, broadcast_index, contiguous_strides
 from solar.frontend.lowering.errors import UnsupportedDtypeError, expressible
 from solar.frontend.lowering.exprs import cast
 from solar.frontend.torch.precision import PrecisionPolicy
@@ -31,7 +31,7 @@ from solar.frontend.torch.registry import (
 )
 from solar.frontend.torch.scalars import is_scalar_node, scalar_value
 from solar.frontend.torch.sizes import SizePolicy
-from solar.frontend.torch.symbolic import size, sizes
+from solar.frontend.torch.symbolic_shapes import size, sizes
 from solar.ir.affine import Affine, AffineLike, affines
 from solar.ir.dtypes import from_torch, itemsize
 from solar.ir.program import Dim, Kernel

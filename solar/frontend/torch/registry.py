@@ -3,7 +3,7 @@
 A lowering is ``fn(ctx, *args)``: ``ctx`` is the
 :class:`~solar.frontend.torch.lower.LoweringContext` of one graph node and ``args`` are the
 operator's schema arguments in order, defaults filled in, with tensors replaced by
-:class:`~solar.frontend.common.T` references. It declares the node's
+:class:`~solar.frontend.layout.T` references. It declares the node's
 outputs (``ctx.out()``) and emits statements (``ctx.statement``); everything it emits forms one
 kernel. Register with ``@lowering(torch.ops.aten.foo.default)`` (an overload) or
 ``@lowering(torch.ops.aten.foo)`` (every overload of the packet). The table is a

@@ -34,7 +34,7 @@ from solar.frontend.torch.ranges import ranged_items
 from solar.frontend.torch.registry import DataDependentOperatorError, UnsupportedOperatorError
 from solar.frontend.torch.sizes import Routing, SizePolicy, sized_fake_ops
 from solar.frontend.torch.sizes import observe as observe_sizes
-from solar.frontend.torch.symbolic import SymbolicShapes
+from solar.frontend.torch.symbolic_shapes import SymbolicShapes
 from solar.frontend.torch.wrappers import unwrap_module
 
 
@@ -113,7 +113,7 @@ def trace_torch(
     :mod:`solar.frontend.torch.sizes`). The trace's assumptions list every size taken.
     ``symbolic`` makes the dims it names symbols (keyed by each graph input's binding,
     ``("input", 0)`` or ``("param", name)``): the program's sizes are then
-    :class:`~solar.algebra.size.Size` s (see :mod:`solar.frontend.torch.symbolic`).
+    :class:`~solar.algebra.size.Size` s (see :mod:`solar.frontend.torch.symbolic_shapes`).
     """
     policy = torch_policy(precision)
     fn, wrapper_notes = unwrap_module(fn)

@@ -51,7 +51,7 @@ from solar.frontend.torch.step_state import (
     find_step_objects,
     optimizer_state_specs,
 )
-from solar.frontend.torch.symbolic import SymbolicShapes
+from solar.frontend.torch.symbolic_shapes import SymbolicShapes
 from solar.frontend.torch.trace import (
     _argument_names,
     _as_tuple,

@@ -37,7 +37,7 @@ Extensions:
 * a :class:`~solar.ir.program.Scan` evaluates its expression on the domain and applies
   ``torch.cumsum`` / ``cumprod`` / ``cummax`` / ``cummin`` / ``logcumsumexp`` along the scan dim;
 * an :class:`~solar.ir.program.Extern` evaluates its rows and calls the torch implementation
-  of its routine (:data:`solar.interp.torch.extern_rows.TORCH_ROUTINES`) on them.
+  of its routine (:data:`solar.interp.torch.routine_kernels.TORCH_ROUTINES`) on them.
 
 Each statement kind runs in its own class (:mod:`solar.interp.torch.kinds`) over the shared
 data access of :mod:`solar.interp.torch.statement`.

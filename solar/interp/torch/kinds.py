@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import torch
 
 from solar.interp.torch.dtypes import torch_dtype
-from solar.interp.torch.extern_rows import torch_routine
+from solar.interp.torch.routine_kernels import torch_routine
 from solar.interp.torch.scalar import REDUCE_FNS, SCANS
 from solar.interp.torch.statement import Box, Executor, StatementRun, identity, upcast
 from solar.ir.program import Extern, Guard, Scan, Statement, StatementVisitor

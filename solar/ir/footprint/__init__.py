@@ -47,7 +47,7 @@ from __future__ import annotations
 
 from solar.ir.footprint.counts import distinct_tuples, guarded_count, statement_instances
 from solar.ir.footprint.forms import access_footprint, flat_form, has_indirect, injective_layout
-from solar.ir.footprint.result import Footprint
+from solar.ir.footprint.record import Footprint
 from solar.ir.footprint.union import union_footprint
 from solar.ir.limits import limits as enumeration_limits
 

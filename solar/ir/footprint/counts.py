@@ -16,7 +16,7 @@ from solar.ir.footprint.arith import NP_SAFE, cdiv, concrete, form_range, sized
 from solar.ir.footprint.domain import Domain, LinearGuard, components, domain, statement_domain
 from solar.ir.footprint.forms import form_set
 from solar.ir.footprint.groups import group_values
-from solar.ir.footprint.result import Footprint
+from solar.ir.footprint.record import Footprint
 from solar.ir.footprint.sized import lattice_count
 from solar.ir.footprint.sums import fold, scaled_range
 from solar.ir.program import Guard, Statement

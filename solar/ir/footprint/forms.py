@@ -33,7 +33,7 @@ from solar.ir.footprint.factors import (
     progression,
 )
 from solar.ir.footprint.groups import group_values
-from solar.ir.footprint.result import Footprint
+from solar.ir.footprint.record import Footprint
 from solar.ir.footprint.sums import ValueSet, fold, scaled_range
 from solar.ir.limits import Limits, current_limits
 from solar.ir.program import Program, Statement

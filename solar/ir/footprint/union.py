@@ -23,7 +23,7 @@ from solar.ir.affine import Affine
 from solar.ir.footprint.arith import bound_int, distinct_sorted, sized
 from solar.ir.footprint.factors import Progression, materialize
 from solar.ir.footprint.forms import access_set, flat_form, has_indirect, indirect_min
-from solar.ir.footprint.result import Footprint
+from solar.ir.footprint.record import Footprint
 from solar.ir.footprint.sums import ValueSet
 from solar.ir.limits import current_limits
 from solar.ir.program import Program, Statement

@@ -26,9 +26,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 from itertools import product
 
-from solar.frontend.common import T, dims_of, nest
 from solar.frontend.jax.lower import LoweringContext, V
 from solar.frontend.jax.registry import lowering
+from solar.frontend.layout import T, dims_of, nest
 from solar.frontend.lowering.window import window
 from solar.ir.affine import Affine
 from solar.ir.program import Dim

@@ -31,9 +31,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from solar.frontend.common import dims_of, nest
 from solar.frontend.jax.lower import Lowerer, LoweringContext, V, ir_dtype
 from solar.frontend.jax.registry import DataDependentError, lowering
+from solar.frontend.layout import dims_of, nest
 from solar.ir.affine import Affine
 from solar.ir.cost import kernel_io, statement_ops
 from solar.ir.program import Dim, Guard, Program, ProgramBuilder, Statement

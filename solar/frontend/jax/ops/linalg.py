@@ -6,9 +6,9 @@ solve is its ``solve`` jaxpr, lowered in place)."""
 
 from __future__ import annotations
 
-from solar.frontend.common import T
 from solar.frontend.jax.lower import LoweringContext, V
 from solar.frontend.jax.registry import lowering
+from solar.frontend.layout import T
 from solar.frontend.routines import Operand, linalg
 from solar.ir.dtypes import is_complex
 

@@ -23,11 +23,11 @@ from __future__ import annotations
 from dataclasses import replace
 from math import prod
 
-from solar.frontend.common import T, broadcast_index, flat_index
 from solar.frontend.jax.lower import LoweringContext, V
 from solar.frontend.jax.ops import shape as _shape  # noqa: F401  (its rules, wrapped below)
 from solar.frontend.jax.ops.random_keys import bind_key, is_key, key_tensor
 from solar.frontend.jax.registry import LOWERINGS, Rule, lowering
+from solar.frontend.layout import T, broadcast_index, flat_index
 from solar.ir.scalar import Const, Expr, call
 
 

@@ -3,8 +3,8 @@ key data), carried by a :class:`~solar.frontend.jax.lower.V` of the key's shape 
 
 from __future__ import annotations
 
-from solar.frontend.common import T
 from solar.frontend.jax.lower import LoweringContext, V
+from solar.frontend.layout import T
 
 
 def is_key(dtype: object) -> bool:

@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from math import prod
 
-from solar.frontend.common import dims_of, nest
 from solar.frontend.jax.lower import LoweringContext, V
 from solar.frontend.jax.registry import lowering
-from solar.frontend.lowering.rows import extern_rows
+from solar.frontend.layout import dims_of, nest
+from solar.frontend.lowering.extern_rows import extern_rows
 from solar.ir.affine import Affine
 from solar.ir.program import Dim, Guard
 from solar.ir.scalar import Const, Index, call
@@ -228,7 +228,8 @@ def _extern_rows(
     ctx: LoweringContext, x: V, axis: int, routine: str, out, m: int, **attrs: object
 ) -> None:
     """``out[.., p, ..] = routine(row)[p]`` for the rows of ``x`` along ``axis``
-    (:func:`~solar.frontend.lowering.rows.extern_rows`; a known ``x`` is read as constants)."""
+    (:func:`~solar.frontend.lowering.extern_rows.extern_rows`; a known ``x`` is read as
+    constants)."""
     load = lambda index: ctx.operand_at(x, index, None)  # noqa: E731
     extern_rows(ctx, x.shape, [axis], load, [(routine, out)], m, **attrs)
 

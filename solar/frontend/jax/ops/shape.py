@@ -24,9 +24,9 @@ from math import prod
 import numpy as np
 
 from solar.algebra.size import integer
-from solar.frontend.common import T, dims_of, nest
 from solar.frontend.jax.lower import LoweringContext, V, contiguous_strides
 from solar.frontend.jax.registry import DataDependentError, lowering
+from solar.frontend.layout import T, dims_of, nest
 from solar.ir.affine import Affine, AffineLike
 from solar.ir.scalar import Const, Expr, Index, Indirect, Load, call
 

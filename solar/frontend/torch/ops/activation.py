@@ -26,7 +26,7 @@ import torch
 from solar.frontend.lowering.exprs import scale
 from solar.frontend.lowering.pointwise import pointwise
 from solar.frontend.torch.lower import LoweringContext, T
-from solar.frontend.torch.ops.common import dims_of, nest
+from solar.frontend.torch.ops.conventions import dims_of, nest
 from solar.frontend.torch.ops.elementwise import Row, _row_lowering, positive
 from solar.frontend.torch.ops.normalization import fresh_outputs
 from solar.frontend.torch.registry import lowering

@@ -28,7 +28,6 @@ from solar.algebra.size import integer
 from solar.frontend.lowering.pointwise import pointwise
 from solar.frontend.lowering.window import window
 from solar.frontend.torch.lower import LoweringContext, T
-from solar.frontend.torch.ops.common import acc_dtype, dims_of, nest, norm_dim
 from solar.frontend.torch.ops.conv import (
     OUT_NAMES,
     TAP_NAMES,
@@ -36,6 +35,7 @@ from solar.frontend.torch.ops.conv import (
     _transposed,
     expand,
 )
+from solar.frontend.torch.ops.conventions import acc_dtype, dims_of, nest, norm_dim
 from solar.frontend.torch.ops.indexing import index_load, write
 from solar.frontend.torch.registry import lowering
 from solar.ir.scalar import Const, Expr, Indirect, call

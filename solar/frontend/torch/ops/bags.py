@@ -22,7 +22,7 @@ import torch
 import torch.fx as fx
 
 from solar.frontend.torch.lower import LoweringContext, T, cast
-from solar.frontend.torch.ops.common import acc_dtype
+from solar.frontend.torch.ops.conventions import acc_dtype
 from solar.frontend.torch.ops.indexing import index_load, write
 from solar.frontend.torch.registry import lowering
 from solar.ir.affine import Affine

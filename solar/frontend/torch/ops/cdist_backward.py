@@ -19,7 +19,7 @@ import math
 import torch
 
 from solar.frontend.torch.lower import LoweringContext, T, cast
-from solar.frontend.torch.ops.common import acc_dtype
+from solar.frontend.torch.ops.conventions import acc_dtype
 from solar.frontend.torch.registry import lowering
 from solar.ir.scalar import Const, Expr, call
 

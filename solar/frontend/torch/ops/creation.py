@@ -10,7 +10,7 @@ import torch
 
 from solar.frontend.lowering.pointwise import pointwise
 from solar.frontend.torch.lower import LoweringContext, T, cast
-from solar.frontend.torch.ops.common import dims_of, nest
+from solar.frontend.torch.ops.conventions import dims_of, nest
 from solar.frontend.torch.registry import lowering
 from solar.ir.affine import Affine
 from solar.ir.scalar import Const, Index, call

@@ -11,7 +11,7 @@ It reads the boxes and scores once and writes the ``m`` kept indices (``m`` is t
 
 from __future__ import annotations
 
-from solar.frontend.common import acc_dtype
+from solar.frontend.layout import acc_dtype
 from solar.frontend.lowering.exprs import cast
 from solar.frontend.torch.lower import LoweringContext, T
 from solar.frontend.torch.ops.indexing import index_load

@@ -27,7 +27,7 @@ from __future__ import annotations
 import torch
 
 from solar.frontend.torch.lower import LoweringContext, T
-from solar.frontend.torch.ops.common import broadcast_index, nest
+from solar.frontend.torch.ops.conventions import broadcast_index, nest
 from solar.frontend.torch.ops.indexing import advanced, gather_index, index_load, write
 from solar.frontend.torch.registry import lowering
 from solar.ir.scalar import Const, Expr, Indirect

@@ -19,7 +19,7 @@ import torch
 from solar.frontend.lowering.exprs import scale
 from solar.frontend.lowering.pointwise import pointwise
 from solar.frontend.torch.lower import LoweringContext
-from solar.frontend.torch.ops.common import dims_of, nest, result_dtype
+from solar.frontend.torch.ops.conventions import dims_of, nest, result_dtype
 from solar.frontend.torch.registry import lowering
 from solar.ir.affine import Affine
 from solar.ir.ops import SCALAR_OPS

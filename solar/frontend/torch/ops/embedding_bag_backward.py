@@ -26,7 +26,7 @@ import torch
 
 from solar.frontend.torch.lower import LoweringContext, T
 from solar.frontend.torch.ops.bags import LAST_OFFSET, bag_rows, bag_sizes, regular_bags
-from solar.frontend.torch.ops.common import acc_dtype
+from solar.frontend.torch.ops.conventions import acc_dtype
 from solar.frontend.torch.ops.indexing import index_load, write
 from solar.frontend.torch.registry import lowering
 from solar.ir.affine import Affine

@@ -36,7 +36,7 @@ from solar.algebra.size import integer, sqrt
 from solar.frontend.torch import fused_grad  # noqa: F401  (defines the backward ops)
 from solar.frontend.torch.lower import LoweringContext, T
 from solar.frontend.torch.ops.attention import layout
-from solar.frontend.torch.ops.common import acc_dtype
+from solar.frontend.torch.ops.conventions import acc_dtype
 from solar.frontend.torch.ops.random import draw
 from solar.frontend.torch.registry import lowering
 from solar.ir.affine import Affine

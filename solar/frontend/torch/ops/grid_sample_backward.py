@@ -25,7 +25,7 @@ from __future__ import annotations
 import torch
 
 from solar.frontend.torch.lower import LoweringContext, T, cast
-from solar.frontend.torch.ops.common import acc_dtype
+from solar.frontend.torch.ops.conventions import acc_dtype
 from solar.frontend.torch.ops.grid_sample import (
     MODES,
     PADDING,

@@ -18,7 +18,7 @@ from __future__ import annotations
 import torch
 
 from solar.frontend.torch.lower import LoweringContext, T
-from solar.frontend.torch.ops.common import acc_dtype
+from solar.frontend.torch.ops.conventions import acc_dtype
 from solar.frontend.torch.registry import lowering
 from solar.frontend.torch.sizes import fewest_groups
 from solar.ir.affine import Affine

@@ -17,8 +17,8 @@ import torch
 from solar.algebra.size import integer
 from solar.frontend.lowering.window import range_guard
 from solar.frontend.torch.lower import LoweringContext, T, cast
-from solar.frontend.torch.ops.common import acc_dtype, nest
 from solar.frontend.torch.ops.conv import expand
+from solar.frontend.torch.ops.conventions import acc_dtype, nest
 from solar.frontend.torch.registry import lowering
 from solar.ir.affine import Affine
 from solar.ir.program import Dim

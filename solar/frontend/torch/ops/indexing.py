@@ -36,7 +36,7 @@ import torch
 
 from solar.frontend.torch import fused  # noqa: F401  (defines torch.ops.solar.one_hot)
 from solar.frontend.torch.lower import LoweringContext, T, storage_index
-from solar.frontend.torch.ops.common import acc_dtype, broadcast_index, dims_of, nest, norm_dim
+from solar.frontend.torch.ops.conventions import acc_dtype, broadcast_index, dims_of, nest, norm_dim
 from solar.frontend.torch.registry import DataDependentOperatorError, lowering
 from solar.ir.affine import Affine, affines
 from solar.ir.dtypes import is_float

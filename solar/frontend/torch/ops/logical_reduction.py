@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 
 from solar.frontend.torch.lower import LoweringContext, T
-from solar.frontend.torch.ops.common import norm_dims
+from solar.frontend.torch.ops.conventions import norm_dims
 from solar.frontend.torch.ops.reduction import Nest
 from solar.frontend.torch.registry import lowering
 from solar.ir.scalar import Const, call

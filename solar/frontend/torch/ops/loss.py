@@ -47,7 +47,7 @@ import torch
 from solar.frontend.lowering.pointwise import pointwise
 from solar.frontend.torch.lower import LoweringContext, T
 from solar.frontend.torch.ops.activation import log_sigmoid
-from solar.frontend.torch.ops.common import acc_dtype, dims_of, nest
+from solar.frontend.torch.ops.conventions import acc_dtype, dims_of, nest
 from solar.frontend.torch.ops.indexing import index_load
 from solar.frontend.torch.registry import lowering
 from solar.ir.affine import Affine

@@ -23,9 +23,9 @@ import math
 
 import torch
 
-from solar.frontend.common import contiguous_strides
+from solar.frontend.layout import contiguous_strides
 from solar.frontend.torch.lower import LoweringContext, T, cast
-from solar.frontend.torch.ops.common import broadcast_index, dims_of, nest
+from solar.frontend.torch.ops.conventions import broadcast_index, dims_of, nest
 from solar.frontend.torch.registry import lowering
 from solar.ir.affine import Affine
 from solar.ir.scalar import Const, Expr, Index, Indirect, call

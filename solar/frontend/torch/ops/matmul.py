@@ -30,7 +30,7 @@ import torch
 
 from solar.frontend.torch import fakes  # noqa: F401  (fake kernels of the ops lowered here)
 from solar.frontend.torch.lower import LoweringContext, T
-from solar.frontend.torch.ops.common import broadcast_index, nest
+from solar.frontend.torch.ops.conventions import broadcast_index, nest
 from solar.frontend.torch.registry import lowering
 from solar.ir.scalar import Const, call
 

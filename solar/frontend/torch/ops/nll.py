@@ -24,7 +24,7 @@ from __future__ import annotations
 import torch
 
 from solar.frontend.torch.lower import LoweringContext, T
-from solar.frontend.torch.ops.common import acc_dtype, dims_of, nest
+from solar.frontend.torch.ops.conventions import acc_dtype, dims_of, nest
 from solar.frontend.torch.ops.indexing import index_load
 from solar.frontend.torch.registry import lowering
 from solar.ir.scalar import Const, Indirect, call

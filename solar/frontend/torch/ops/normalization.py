@@ -43,7 +43,7 @@ import torch
 from solar.algebra.size import integer
 from solar.frontend.torch import fused  # noqa: F401  (defines torch.ops.solar.rms_norm)
 from solar.frontend.torch.lower import LoweringContext, T, output_stem
-from solar.frontend.torch.ops.common import acc_dtype
+from solar.frontend.torch.ops.conventions import acc_dtype
 from solar.frontend.torch.registry import lowering
 from solar.ir.affine import Affine, AffineLike
 from solar.ir.scalar import Const, Expr, call

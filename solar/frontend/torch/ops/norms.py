@@ -26,7 +26,7 @@ import math
 import torch
 
 from solar.frontend.torch.lower import LoweringContext, T, cast
-from solar.frontend.torch.ops.common import acc_dtype, dims_of, nest, norm_dims
+from solar.frontend.torch.ops.conventions import acc_dtype, dims_of, nest, norm_dims
 from solar.frontend.torch.ops.elementwise import pow_scalar
 from solar.frontend.torch.ops.reduction import Nest
 from solar.frontend.torch.registry import lowering

@@ -36,9 +36,9 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from solar.frontend.common import contiguous_strides
+from solar.frontend.layout import contiguous_strides
 from solar.frontend.torch.lower import LoweringContext, T
-from solar.frontend.torch.ops.common import acc_dtype
+from solar.frontend.torch.ops.conventions import acc_dtype
 from solar.frontend.torch.ops.elementwise import lerp
 from solar.frontend.torch.registry import lowering
 from solar.ir.affine import Affine

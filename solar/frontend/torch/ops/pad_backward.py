@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import torch
 
 from solar.frontend.torch.lower import LoweringContext, T
-from solar.frontend.torch.ops.common import acc_dtype, dims_of, nest
+from solar.frontend.torch.ops.conventions import acc_dtype, dims_of, nest
 from solar.frontend.torch.ops.shape import pad_pairs, padded_pieces
 from solar.frontend.torch.registry import lowering
 from solar.ir.affine import Affine

@@ -24,7 +24,7 @@ import torch
 
 from solar.frontend.torch.lower import LoweringContext, T, cast
 from solar.frontend.torch.ops.cdist_backward import grad_term
-from solar.frontend.torch.ops.common import acc_dtype
+from solar.frontend.torch.ops.conventions import acc_dtype
 from solar.frontend.torch.ops.norms import distance_term, finish_distance
 from solar.frontend.torch.registry import lowering
 from solar.ir.affine import Affine

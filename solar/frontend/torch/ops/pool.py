@@ -41,8 +41,8 @@ import torch
 from solar.algebra.size import Size
 from solar.frontend.lowering.window import window
 from solar.frontend.torch.lower import LoweringContext, T
-from solar.frontend.torch.ops.common import acc_dtype
 from solar.frontend.torch.ops.conv import OUT_NAMES, TAP_NAMES, Loops, expand
+from solar.frontend.torch.ops.conventions import acc_dtype
 from solar.frontend.torch.registry import lowering
 from solar.ir.affine import Affine
 from solar.ir.program import Guard

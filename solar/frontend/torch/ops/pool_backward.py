@@ -28,7 +28,6 @@ import torch
 
 from solar.frontend.lowering.window import range_guard
 from solar.frontend.torch.lower import LoweringContext, T
-from solar.frontend.torch.ops.common import acc_dtype, dims_of, nest
 from solar.frontend.torch.ops.conv import (
     OUT_NAMES,
     TAP_NAMES,
@@ -36,6 +35,7 @@ from solar.frontend.torch.ops.conv import (
     _never,
     tap_progression,
 )
+from solar.frontend.torch.ops.conventions import acc_dtype, dims_of, nest
 from solar.frontend.torch.ops.pool import (
     MAX_WINDOW_CLASSES,
     Window,

@@ -22,9 +22,9 @@ from __future__ import annotations
 import torch
 
 from solar.algebra.size import integer
-from solar.frontend.common import flat_index
+from solar.frontend.layout import flat_index
 from solar.frontend.torch.lower import LoweringContext, T
-from solar.frontend.torch.ops.common import dims_of, nest
+from solar.frontend.torch.ops.conventions import dims_of, nest
 from solar.frontend.torch.registry import lowering
 from solar.ir.affine import Affine
 from solar.ir.scalar import Const, Expr, Index, call

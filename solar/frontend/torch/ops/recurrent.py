@@ -50,7 +50,7 @@ import torch
 
 from solar.frontend.torch import fused  # noqa: F401  (defines torch.ops.solar.*)
 from solar.frontend.torch.lower import LoweringContext, T, cast
-from solar.frontend.torch.ops.common import acc_dtype
+from solar.frontend.torch.ops.conventions import acc_dtype
 from solar.frontend.torch.registry import lowering
 from solar.ir.affine import Affine, AffineLike
 from solar.ir.program import Guard

@@ -14,7 +14,7 @@ from math import prod
 import torch
 
 from solar.frontend.torch.lower import LoweringContext, T
-from solar.frontend.torch.ops.common import acc_dtype, dims_of, nest, norm_dim, norm_dims
+from solar.frontend.torch.ops.conventions import acc_dtype, dims_of, nest, norm_dim, norm_dims
 from solar.frontend.torch.registry import lowering
 from solar.ir.affine import Affine
 from solar.ir.scalar import Const, Index, call

@@ -23,7 +23,7 @@ from __future__ import annotations
 import torch
 
 from solar.frontend.torch.lower import LoweringContext, T
-from solar.frontend.torch.ops.common import acc_dtype, dims_of, nest, norm_dim
+from solar.frontend.torch.ops.conventions import acc_dtype, dims_of, nest, norm_dim
 from solar.frontend.torch.registry import lowering
 from solar.ir.affine import Affine
 from solar.ir.program import Statement

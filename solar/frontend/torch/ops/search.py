@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 
 from solar.frontend.torch.lower import LoweringContext, T, cast
-from solar.frontend.torch.ops.common import dims_of, nest, result_dtype
+from solar.frontend.torch.ops.conventions import dims_of, nest, result_dtype
 from solar.frontend.torch.registry import lowering
 from solar.ir.scalar import Const, Expr, Indirect, call
 

@@ -37,7 +37,7 @@ import torch
 
 from solar.algebra.size import integer
 from solar.frontend.torch.lower import LoweringContext, T, contiguous_strides
-from solar.frontend.torch.ops.common import dims_of, nest, norm_dim
+from solar.frontend.torch.ops.conventions import dims_of, nest, norm_dim
 from solar.frontend.torch.registry import lowering
 from solar.ir.affine import Affine
 from solar.ir.scalar import Const, Expr

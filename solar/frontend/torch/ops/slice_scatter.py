@@ -19,7 +19,7 @@ from collections.abc import Callable
 import torch
 
 from solar.frontend.torch.lower import LoweringContext, T
-from solar.frontend.torch.ops.common import dims_of, norm_dim
+from solar.frontend.torch.ops.conventions import dims_of, norm_dim
 from solar.frontend.torch.registry import lowering
 from solar.ir.affine import Affine
 from solar.ir.scalar import Const, Expr

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import torch
 
-from solar.frontend.lowering.rows import extern_rows
+from solar.frontend.lowering.extern_rows import extern_rows
 from solar.frontend.torch.lower import LoweringContext, T
-from solar.frontend.torch.ops.common import norm_dim
+from solar.frontend.torch.ops.conventions import norm_dim
 from solar.frontend.torch.registry import lowering
 
 aten = torch.ops.aten
@@ -33,7 +33,7 @@ def _rows(
     **attrs: object,
 ) -> None:
     """The values and indices of ``routine`` over the rows of ``x`` along ``dim`` (every dim
-    when None): :func:`~solar.frontend.lowering.rows.extern_rows`."""
+    when None): :func:`~solar.frontend.lowering.extern_rows.extern_rows`."""
     axes = None if dim is None else [norm_dim(dim, x.ndim)] if x.ndim else []
     named = [(f"{routine}.{which}", out) for which, out in zip(("values", "indices"), outs)]
     load = lambda index: ctx.load(x, index)  # noqa: E731

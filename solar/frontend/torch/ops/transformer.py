@@ -21,7 +21,7 @@ import torch
 from solar.algebra.size import sqrt
 from solar.frontend.torch import fakes  # noqa: F401  (fake kernels of the ops lowered here)
 from solar.frontend.torch.lower import LoweringContext, T
-from solar.frontend.torch.ops.common import acc_dtype, broadcast_index, nest
+from solar.frontend.torch.ops.conventions import acc_dtype, broadcast_index, nest
 from solar.frontend.torch.registry import lowering
 from solar.ir.affine import Affine
 from solar.ir.scalar import Const, call

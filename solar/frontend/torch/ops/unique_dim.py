@@ -31,7 +31,7 @@ import math
 import torch
 
 from solar.frontend.torch.lower import LoweringContext, T
-from solar.frontend.torch.ops.common import norm_dim
+from solar.frontend.torch.ops.conventions import norm_dim
 from solar.frontend.torch.ops.dynamic import coordinates
 from solar.frontend.torch.registry import lowering
 from solar.ir.affine import Affine

@@ -28,7 +28,7 @@ import torch
 
 from solar.algebra.size import integer
 from solar.frontend.torch.lower import LoweringContext, T, cast
-from solar.frontend.torch.ops.common import acc_dtype, nest
+from solar.frontend.torch.ops.conventions import acc_dtype, nest
 from solar.frontend.torch.ops.resample import (
     DimRule,
     OutputClass,

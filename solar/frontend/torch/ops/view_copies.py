@@ -25,10 +25,10 @@ import torch.fx as fx
 
 from solar.algebra.size import integer
 from solar.frontend.torch.lower import LoweringContext, T, contiguous_strides
-from solar.frontend.torch.ops.common import dims_of, nest
+from solar.frontend.torch.ops.conventions import dims_of, nest
 from solar.frontend.torch.registry import lowering
-from solar.frontend.torch.symbolic import size as traced_size
-from solar.frontend.torch.symbolic import sizes
+from solar.frontend.torch.symbolic_shapes import size as traced_size
+from solar.frontend.torch.symbolic_shapes import sizes
 from solar.ir.dtypes import from_torch
 
 aten = torch.ops.aten

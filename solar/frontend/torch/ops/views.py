@@ -14,7 +14,7 @@ import torch
 
 from solar.frontend.lowering.pointwise import pointwise
 from solar.frontend.torch.lower import LoweringContext, T
-from solar.frontend.torch.ops.common import dims_of, nest
+from solar.frontend.torch.ops.conventions import dims_of, nest
 from solar.frontend.torch.registry import lowering
 from solar.ir.affine import Affine
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from solar.frontend.common import T
+from solar.frontend.layout import T
 from solar.ir.scalar import Expr
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -1,4 +1,4 @@
-"""Views of a symbolic bound (:class:`~solar.symbolic.result.SymbolicBound`).
+"""Views of a symbolic bound (:class:`~solar.symbolic.symbolic_bound.SymbolicBound`).
 
 - :func:`symbolic_text` — the bound at the traced sizes (as every Bound prints), then its
   formulas in the size names (each level's seconds, the work per op class, DRAM bytes, peak

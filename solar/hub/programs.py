@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from solar.api import bound_graph, bound_parallel, trace_and_lift
-from solar.backend.parallel.result import ParallelBound
+from solar.backend.parallel.parallel_bound import ParallelBound
 from solar.backend.result import Bound
 from solar.hub.models import PREFIX, HubError, hub_model, strip_prefix
 from solar.hw import load_spec

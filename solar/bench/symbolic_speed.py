@@ -1,4 +1,4 @@
-"""``python -m solar.bench.symbolic``: symbolic bounds against numeric ones, in time.
+"""``python -m solar.bench.symbolic_speed``: symbolic bounds against numeric ones, in time.
 
 For each workload (an example's size constant, or the LLaMA decode step's batch) and the
 1,000 sizes 1..1000 of that size:
@@ -15,7 +15,7 @@ For each workload (an example's size constant, or the LLaMA decode step's batch)
 Each stage runs in a fresh Python process (the framework imported and a small program bounded
 first, so first-call costs are not charged to the workload; no cache shared between the
 symbolic and numeric traces). Writes ``bench/results/symbolic_speed.md`` and ``.json``;
-``python -m solar.bench.symbolic attention_bf16`` measures one workload and prints its row.
+``python -m solar.bench.symbolic_speed attention_bf16`` measures one workload and prints its row.
 """
 
 from __future__ import annotations
@@ -160,7 +160,7 @@ def _symbolic(build, param: str, n0: int, n1: int, spec) -> dict:
 
 
 def _child(workload: str, stage: str) -> dict:
-    cmd = [sys.executable, "-m", "solar.bench.symbolic", "--child", workload, stage]
+    cmd = [sys.executable, "-m", "solar.bench.symbolic_speed", "--child", workload, stage]
     path = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
     env = dict(os.environ, PYTHONPATH=path, TF_CPP_MIN_LOG_LEVEL="3")
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT)
@@ -229,7 +229,8 @@ def markdown(doc: dict) -> str:
         f"{tuple(round(x, 2) for x in m['load_avg_end'])} at the end (a shared machine).",
         "",
         f"Command: `{doc['command']}`. Each stage runs in a fresh process (see "
-        f"`solar/bench/symbolic.py`); times are the best of {doc['repeat']} run(s), on H100's "
+        f"`solar/bench/symbolic_speed.py`); times are the best of {doc['repeat']} run(s), "
+        "on H100's "
         "spec, for the sizes 1..1000 of the size named. *symbolic trace*: `solar.bound` with the "
         "size a symbol, at the sweep's trace point (size 501); *numeric trace*: `solar.bound` "
         "there. *formula, 1,000 points*: every point from that trace's formulas, after the "
@@ -255,7 +256,7 @@ def markdown(doc: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m solar.bench.symbolic", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m solar.bench.symbolic_speed", description=__doc__)
     p.add_argument("workloads", nargs="*", metavar="WORKLOAD", help=", ".join(WORKLOADS))
     p.add_argument("--child", nargs=2, metavar=("WORKLOAD", "STAGE"), help=argparse.SUPPRESS)
     p.add_argument("--repeat", type=int, default=1, help="runs per stage (best kept; default 1)")
@@ -272,7 +273,8 @@ def main(argv: list[str] | None = None) -> int:
     workloads = args.workloads or list(WORKLOADS)
     doc = {
         "machine": machine(),
-        "command": "python -m solar.bench.symbolic" + "".join(f" {w}" for w in args.workloads),
+        "command": "python -m solar.bench.symbolic_speed"
+        + "".join(f" {w}" for w in args.workloads),
         "repeat": args.repeat,
         "workloads": workloads,
     }

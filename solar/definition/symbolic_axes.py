@@ -1,7 +1,7 @@
 """Bounds of a definition's workloads from one trace: the definition's ``var`` axes are
 symbols, its ``expr`` axes their expressions, the reference is traced once with PyTorch's
-symbolic shapes, and each workload is that :class:`~solar.symbolic.result.SymbolicBound` at
-its axes (:meth:`~solar.symbolic.result.SymbolicBound.at`) instead of a trace of its own.
+symbolic shapes, and each workload is that :class:`~solar.symbolic.symbolic_bound.SymbolicBound` at
+its axes (:meth:`~solar.symbolic.symbolic_bound.SymbolicBound.at`) instead of a trace of its own.
 
 A workload is bounded from the formula only where the formula is known to equal its own
 trace; otherwise it is traced (the row's ``method`` says which, and why):
@@ -37,7 +37,7 @@ from solar.definition.workload import (
     failed_row,
     traced_reference,
 )
-from solar.symbolic.result import SymbolicBound
+from solar.symbolic.symbolic_bound import SymbolicBound
 
 #: what a row's ``method`` is: the formula, or a trace of the workload's own and why
 FORMULA = "formula"
@@ -122,7 +122,7 @@ def trace_formula(defn: Definition, cand: Candidate, spec, module) -> SymbolicBo
     """Trace the reference once at ``cand``'s axes with the axes as symbols."""
     import torch
 
-    from solar.frontend.torch.symbolic import SymbolicShapes
+    from solar.frontend.torch.symbolic_shapes import SymbolicShapes
     from solar.frontend.torch.trace import trace_torch
     from solar.graph.lift import lift
 

@@ -1,5 +1,5 @@
 """Bounds of a definition, one per workload (each :mod:`solar.definition.workload`'s, or from
-formulas: :mod:`solar.definition.symbolic`), in this process or as a batch of tasks on
+formulas: :mod:`solar.definition.symbolic_axes`), in this process or as a batch of tasks on
 worker processes or Ray. A folder of definitions is a batch, like a folder of problem files."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from solar.definition.schema import (
     load_definition,
     load_workloads,
 )
-from solar.definition.symbolic import DefinitionTask, bound_with_formulas, definition_task
+from solar.definition.symbolic_axes import DefinitionTask, bound_with_formulas, definition_task
 from solar.definition.workload import NOTES, WorkloadBound, bound_workload
 from solar.hw import load_spec
 from solar.questions.executors import map_tasks
@@ -135,7 +135,7 @@ def bound_definition(
     ``bound`` (the full :class:`~solar.backend.result.Bound`) is kept only in this process.
     ``symbolic=True``: trace the reference once with the ``var`` axes as symbols and bound
     each workload from that formula where it holds (each row's ``method`` says which;
-    :mod:`solar.definition.symbolic`); with ``jobs``/``ray``/``timeout`` the definition is one
+    :mod:`solar.definition.symbolic_axes`); with ``jobs``/``ray``/``timeout`` the definition is one
     task (its workloads share the formulas; ``timeout`` is the whole definition's limit).
 
     Python's garbage collector is left as the caller has it (``solar bound`` defers full

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import torch
 
-from solar.frontend.common import (  # noqa: F401  (re-exported for the op families)
+from solar.frontend.layout import (  # noqa: F401  (re-exported for the op families)
     HALF,
     T,
     acc_dtype,

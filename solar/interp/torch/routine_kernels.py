@@ -116,7 +116,7 @@ def torch_routine(name: str) -> Callable[..., torch.Tensor]:
     except KeyError:
         raise ValueError(
             f"extern routine {name!r} has no torch implementation; add it to "
-            "solar.interp.torch.extern_rows.TORCH_ROUTINES"
+            "solar.interp.torch.routine_kernels.TORCH_ROUTINES"
         ) from None
 
 
