@@ -39,11 +39,16 @@ class Analysis:
     def with_fact(self, name: str, value: object) -> Analysis:
         return replace(self, facts=MappingProxyType({**self.facts, name: value}))
 
+    def reading(self, names: Sequence[str]) -> Analysis:
+        """The analysis as a pass that declared it reads ``names`` sees it: those facts only."""
+        return replace(self, facts=MappingProxyType({n: self.facts[n] for n in names}))
+
 
 @dataclass(frozen=True)
 class Pass:
     """A named step: ``run(analysis)`` gives the new graph (``graph=True``) or the fact
-    ``name``; ``reads`` names the facts it needs (checked when the pipeline is declared)."""
+    ``name``; ``reads`` names the facts it needs, the only ones it is shown (checked when the
+    pipeline is declared)."""
 
     name: str
     run: Callable[[Analysis], object]
@@ -68,7 +73,7 @@ def run(passes: Sequence[Pass], analysis: Analysis) -> Analysis:
     whose ``graph`` is one (and what else it found, kept as the fact of its name); the later
     passes read that graph."""
     for p in passes:
-        out = p.run(analysis)
+        out = p.run(analysis.reading(p.reads))
         if p.graph:
             new = out if isinstance(out, Graph) else getattr(out, "graph", None)
             if not isinstance(new, Graph):
