@@ -193,6 +193,20 @@ def _sizes(observe: bool, routing) -> dict:
     return sizes
 
 
+def _graph(model, inputs, kwargs, precision, name, framework, observe, routing):
+    """The einsum graph :func:`bound` and :func:`plan` analyse (their keywords, as given)."""
+    _, g = trace_and_lift(
+        model,
+        inputs,
+        kwargs=kwargs,
+        precision=precision,
+        name=name,
+        framework=framework,
+        **_sizes(observe, routing),
+    )
+    return g
+
+
 def bound(
     model,
     inputs,
@@ -240,15 +254,7 @@ def bound(
             model, inputs, hw, symbolic, kwargs, precision, name, framework, observe, routing
         )
     spec = load_spec(hw)
-    _, g = trace_and_lift(
-        model,
-        inputs,
-        kwargs=kwargs,
-        precision=precision,
-        name=name,
-        framework=framework,
-        **_sizes(observe, routing),
-    )
+    g = _graph(model, inputs, kwargs, precision, name, framework, observe, routing)
     return bound_graph(g, spec)
 
 
@@ -309,15 +315,7 @@ def plan(
     keywords as in :func:`bound`); ``level``, ``tp``, ``pp``, ``dp``, ``micro_batches``,
     ``batch`` and ``split`` pin or steer it (:func:`bound_parallel`)."""
     spec = load_spec(hw)
-    _, g = trace_and_lift(
-        model,
-        inputs,
-        kwargs=kwargs,
-        precision=precision,
-        name=name,
-        framework=framework,
-        **_sizes(observe, routing),
-    )
+    g = _graph(model, inputs, kwargs, precision, name, framework, observe, routing)
     return bound_parallel(
         g,
         spec,
