@@ -22,7 +22,7 @@ class FrozenDict(dict):
     __slots__ = ()
 
     def _refuse(self, *args, **kwargs) -> NoReturn:
-        raise TypeError(f"{type(self).__name__} is read-only (results are frozen)")
+        raise TypeError(f"{type(self).__name__} is read-only (frozen data: build a new one)")
 
     __setitem__ = __delitem__ = __ior__ = _refuse
     clear = pop = popitem = setdefault = update = _refuse
@@ -41,7 +41,7 @@ class FrozenList(list):
     __slots__ = ()
 
     def _refuse(self, *args, **kwargs) -> NoReturn:
-        raise TypeError(f"{type(self).__name__} is read-only (results are frozen)")
+        raise TypeError(f"{type(self).__name__} is read-only (frozen data: build a new one)")
 
     __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
     append = extend = insert = pop = remove = clear = sort = reverse = _refuse
