@@ -246,6 +246,7 @@ def lift(program: Program, *, verified: bool = False, notes: Sequence[str] = ())
     lifter.add_inputs()
     kernels = tuple(lifter.add_kernel(ki, k) for ki, k in enumerate(program.kernels))
     lifter.add_outputs()
+    routines = {r.extern for r in lifter.records.values() if isinstance(r, ExternNode)}
     info = GraphInfo(
         name=program.name,
         kernels=kernels,
@@ -253,16 +254,7 @@ def lift(program: Program, *, verified: bool = False, notes: Sequence[str] = ())
         views=_views(program),
         fused_io=_io_bytes(program, program_io(program)),
         trace_notes=tuple(notes),
-        routine_notes=tuple(
-            routine_assumptions(
-                {
-                    st.routine
-                    for k in program.kernels
-                    for st in k.statements
-                    if isinstance(st, Extern) and st.routine
-                }
-            )
-        ),
+        routine_notes=tuple(routine_assumptions(routines)),
         complex=any(is_complex(t.dtype) for t in lifter.tensors.values()),
     )
     return checked(Graph(info, tuple(lifter.records.values()), tuple(lifter.links)))
