@@ -1,12 +1,15 @@
 """The inputs of one workload. Integer tensors (index tensors: ``kv_indptr``, ``kv_indices``,
 expert ids) and scalars carry real values, made by the definition's
-``custom_inputs_entrypoint``, read from safetensors or given as scalars; float tensors are
+``custom_inputs_entrypoint`` (called as SOL-ExecBench calls it: ``fn(axes_and_scalars,
+device)``, every axis and the workload's scalar inputs; an input marked ``{"type": "custom"}``
+must be among what it returns), read from safetensors or given as scalars; float tensors are
 meta tensors when bounding (nothing allocated) and random data on a device when executing.
 Random integer tensors larger than :data:`INDEX_NUMEL` are packed data, not indices: fake when
 bounding (a host read of one is then an error naming it)."""
 
 from __future__ import annotations
 
+import linecache
 import math
 import sys
 import types
@@ -30,11 +33,15 @@ class WorkloadInputs:
 def reference_module(defn: Definition) -> types.ModuleType:
     """The reference source run as a module (``torch``, ``math`` and ``F`` importable as usual)."""
     mod = types.ModuleType(f"solar_definition_{defn.name}")
-    mod.__file__ = f"<{defn.name} reference>"
+    filename = f"<{defn.name} reference>"
+    mod.__file__ = filename
     # importable by name, as torch.compile (dynamo) looks a function's module up
     sys.modules[mod.__name__] = mod
+    # its source findable by inspect, as decorators that read it (@triton.jit) need
+    lines = defn.reference.splitlines(keepends=True)
+    linecache.cache[filename] = (len(defn.reference), None, lines, filename)
     try:
-        exec(compile(defn.reference, f"{defn.name}.reference", "exec"), mod.__dict__)  # noqa: S102
+        exec(compile(defn.reference, filename, "exec"), mod.__dict__)  # noqa: S102
     except Exception as e:
         raise DefinitionError(
             f"{defn.where}: running the reference source failed: {type(e).__name__}: {e}"
@@ -105,13 +112,22 @@ def make_inputs(
                 f"{defn.custom_inputs_entrypoint!r} is not a function of the reference"
             )
         torch.manual_seed(seed)
+        scalars = {n: s.value for n, s in wl.inputs.items() if s.kind == "scalar"}
+        where_made = torch.device(device if real_floats else "cpu")
         try:
-            made = dict(fn(dict(axes), "cpu"))
+            made = dict(fn({**axes, **scalars}, where_made))
         except Exception as e:
             raise DefinitionError(
                 f"{defn.where}: workload {wl.uuid}: {defn.custom_inputs_entrypoint}(...) "
                 f"failed: {type(e).__name__}: {e}"
             ) from None
+    missing = [n for n, s in wl.inputs.items() if s.kind == "custom" and n not in made]
+    if missing:
+        raise DefinitionError(
+            f"{defn.where}: workload {wl.uuid}: input {missing[0]!r} is "
+            f'{{"type": "custom"}} but {defn.custom_inputs_entrypoint}(...) returns no '
+            f"{missing[0]!r} (it returns {', '.join(map(repr, made)) or 'nothing'})"
+        )
     values: dict[str, object] = {}
     real: dict[str, object] = {}
     for name, spec in defn.inputs.items():

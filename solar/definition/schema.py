@@ -11,8 +11,10 @@ inputs); ``inputs``/``outputs`` (name -> ``{"shape": [axis names] | [] | null, "
 
 A *workload* (one line of ``workload.jsonl``): ``uuid``, ``axes`` (var axis -> value),
 ``inputs`` (name -> ``{"type": "random"}`` | ``{"type": "scalar", "value": v}`` |
-``{"type": "safetensors", "path", "tensor_key"}``), optional ``tolerance``
-(``{"atol", "rtol"}``).
+``{"type": "safetensors", "path", "tensor_key"}`` | ``{"type": "custom"}``: made by the
+definition's ``custom_inputs_entrypoint``), optional ``tolerance`` (SOL-ExecBench's
+``max_atol``, ``max_rtol``, ``required_matched_ratio``, ``max_error_cap``,
+``allow_negative_inf``; FlashInfer's ``atol``/``rtol`` read as ``max_atol``/``max_rtol``).
 """
 
 from __future__ import annotations
@@ -88,10 +90,24 @@ class Definition:
 
 @dataclass(frozen=True)
 class InputSource:
-    kind: str  # "random", "scalar" or "safetensors"
+    kind: str  # "random", "scalar", "safetensors" or "custom"
     value: object = None
     path: str | None = None
     tensor_key: str | None = None
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """When a solution's output matches the reference's (SOL-ExecBench's rule): an element
+    matches if ``|out - ref| <= max_atol + max_rtol * |ref|``; the output matches if at least
+    ``required_matched_ratio`` of its elements do and (when set) no error exceeds
+    ``max_error_cap``. The defaults are SOL-ExecBench's."""
+
+    max_atol: float = 1e-2
+    max_rtol: float = 1e-2
+    required_matched_ratio: float = 0.99
+    max_error_cap: float | None = None
+    allow_negative_inf: bool = False
 
 
 @dataclass
@@ -99,7 +115,8 @@ class Workload:
     uuid: str
     axes: dict[str, int]
     inputs: dict[str, InputSource]
-    tolerance: dict[str, float] = field(default_factory=dict)
+    tolerance: Tolerance = field(default_factory=Tolerance)
+    raw: dict = field(default_factory=dict, repr=False)  # the line as written (for traces)
 
 
 def _need(d: dict, key: str, kind: type | tuple, where: str, what: str):
@@ -241,18 +258,61 @@ def parse_workload(doc: dict, defn: Definition, where: str) -> Workload:
             inputs[n] = InputSource("scalar", value=spec["value"])
         elif kind == "safetensors" and spec.get("path") and spec.get("tensor_key"):
             inputs[n] = InputSource("safetensors", path=spec["path"], tensor_key=spec["tensor_key"])
+        elif kind == "custom":
+            if not defn.custom_inputs_entrypoint:
+                raise DefinitionError(
+                    f'{where}: workload {uuid}: input {n!r} is {{"type": "custom"}} but '
+                    f"{defn.name} has no custom_inputs_entrypoint; add one to the definition "
+                    'or make the input {"type": "random"}'
+                )
+            inputs[n] = InputSource("custom")
         else:
             raise DefinitionError(
                 f'{where}: workload {uuid}: input {n!r} must be {{"type": "random"}}, '
-                '{"type": "scalar", "value"} or {"type": "safetensors", "path", "tensor_key"}'
+                '{"type": "scalar", "value"}, {"type": "safetensors", "path", "tensor_key"} '
+                'or {"type": "custom"}'
             )
-    tol = doc.get("tolerance") or {}
-    return Workload(
-        uuid,
-        dict(axes),
-        inputs,
-        {k: float(v) for k, v in tol.items() if isinstance(v, (int, float))},
-    )
+    tolerance = _tolerance(doc.get("tolerance"), f"{where}: workload {uuid}")
+    return Workload(uuid, dict(axes), inputs, tolerance, dict(doc))
+
+
+#: tolerance fields and what they must hold; FlashInfer's short names read as SOL-ExecBench's
+_TOLERANCE_FIELDS = {
+    "max_atol": "max_atol",
+    "atol": "max_atol",
+    "max_rtol": "max_rtol",
+    "rtol": "max_rtol",
+    "required_matched_ratio": "required_matched_ratio",
+    "max_error_cap": "max_error_cap",
+    "allow_negative_inf": "allow_negative_inf",
+}
+
+
+def _tolerance(doc, where: str) -> Tolerance:
+    """A workload's :class:`Tolerance` (defaults for what it leaves out)."""
+    if doc is None:
+        return Tolerance()
+    if not isinstance(doc, dict):
+        raise DefinitionError(f"{where}: tolerance must be an object")
+    given = {}
+    for key, v in doc.items():
+        name = _TOLERANCE_FIELDS.get(key)
+        if name is None:
+            raise DefinitionError(
+                f"{where}: tolerance field {key!r} is unknown; known: "
+                + ", ".join(dict.fromkeys(_TOLERANCE_FIELDS.values()))
+            )
+        if name == "allow_negative_inf":
+            ok = isinstance(v, bool)
+        elif name == "max_error_cap":
+            ok = v is None or (isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0)
+        else:
+            ok = isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0
+            ok = ok and (name != "required_matched_ratio" or v <= 1)
+        if not ok:
+            raise DefinitionError(f"{where}: tolerance {key} = {v!r} is not a valid value")
+        given[name] = v if name == "allow_negative_inf" or v is None else float(v)
+    return Tolerance(**given)
 
 
 def load_definition(source: str | Path | dict) -> Definition:

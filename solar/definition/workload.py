@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, fields, replace
 
 from solar.api import bound_graph, trace_and_lift
 from solar.definition.inputs import WorkloadInputs, make_inputs, reference_module
+from solar.definition.outputs import check_outputs
 from solar.definition.schema import Definition, Workload
 from solar.definition.shadow import RealValues
 from solar.graph.types import Graph
@@ -72,7 +73,8 @@ class WorkloadBound:
 
 def traced_reference(defn: Definition, inputs: WorkloadInputs, module=None):
     """``(fn, tensors)``: ``fn(*tensors)`` runs the reference on the tensor inputs (scalars
-    bound in), with the real values of the index tensors shadowing their fakes."""
+    bound in), with the real values of the index tensors shadowing their fakes; what it returns
+    is checked against the declared outputs (:func:`~solar.definition.outputs.check_outputs`)."""
     import torch
 
     module = module or reference_module(defn)
@@ -90,6 +92,7 @@ def traced_reference(defn: Definition, inputs: WorkloadInputs, module=None):
         mode = RealValues(shadows, given)
         with mode:
             result = run(*args)
+        check_outputs(defn, inputs.axes, result)
         gathered.update(mode.gathered)
         gathers[:] = mode.gathers
         return result
