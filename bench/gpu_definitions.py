@@ -104,32 +104,27 @@ def check_definition(path: Path, spec, device: str, n_workloads: int, small: boo
 
 
 def score_solutions(spec, device: str, small: bool) -> tuple[list[str], list[dict]]:
-    from solar.cli.score import score_table, score_workload
-    from solar.definition.inputs import reference_module
+    from solar.cli.score import score_table
     from solar.definition.schema import default_workloads_path, load_definition, load_workloads
-    from solar.problem import load_module
+    from solar.gpu.score import score_solution
+    from solar.gpu.solution import python_file_solution
 
     path = ROOT / "examples" / "definitions" / "silu_and_mul_i14336.json"
     defn = load_definition(path)
-    module = reference_module(defn)
     wls = load_workloads(default_workloads_path(path), defn)
     if small:
         wls = wls[:2]
     tables, data = [], []
     for name in SOLUTIONS:
         try:
-            solution = load_module(ROOT / "bench" / "solutions" / f"{name}.py")
-            rows = [
-                score_workload(defn, wl, solution, module, spec, "cache_aware", device)
-                for wl in wls
-            ]
+            solution = python_file_solution(ROOT / "bench" / "solutions" / f"{name}.py")
+            rows = score_solution(defn, wls, solution, spec, device=device)
         except Exception as e:
             tables.append(f"### {name}\n\nerror: {type(e).__name__}: {e}\n")
             continue
-        tables.append(
-            f"### {name}\n\n" + score_table(defn.name, spec.name, "cache_aware", rows) + "\n"
-        )
-        data.append({"solution": name, "rows": [r.__dict__ for r in rows]})
+        table = score_table(defn.name, name, spec.name, "cache_aware", rows)
+        tables.append(f"### {name}\n\n{table}\n")
+        data.append({"solution": name, "rows": [r.to_dict() for r in rows]})
     return tables, data
 
 
@@ -169,7 +164,11 @@ def main(argv=None) -> int:
     bad = [r for r in rows if r["status"] not in ("ok", "skipped")]
     ref = next((s for s in scores if s["solution"] == "silu_and_mul_reference"), None)
     if ref and device == "cuda":
-        off = [r for r in ref["rows"] if r["status"] == "ok" and abs(r["score"] - 0.5) > 0.1]
+        off = [
+            r
+            for r in ref["rows"]
+            if r["status"] == "PASSED" and r["score"] is not None and abs(r["score"] - 0.5) > 0.1
+        ]
         if off:
             print(f"the reference scored away from 0.5 on {len(off)} workloads (timing noise?)")
     print(f"{len(rows)} workloads checked, {len(bad)} failed; tables in {out / 'definitions.md'}")

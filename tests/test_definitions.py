@@ -228,14 +228,6 @@ def test_cli_score_without_cuda_is_one_line():
     assert rc != 0 and err.strip().count("\n") == 0 and "needs a CUDA GPU" in err
 
 
-def test_score_rule():
-    from solar.cli.score import score
-
-    assert score(2.0, 2.0, 1.0) == pytest.approx(0.5)
-    assert score(1.0, 2.0, 1.0) == pytest.approx(1.0)
-    assert score(0.5, 0.8, 1.0) == 1.0 and score(1.5, 0.8, 1.0) == 0.0
-
-
 def test_folder_batch_on_worker_processes_equals_one_process(tmp_path):
     """A folder of definitions through the installed command with --jobs 2 (every workload a
     task of one pool) gives the numbers of bounding them one after another here, in order; a
