@@ -52,6 +52,13 @@ def add_parser(sub):
         help="where to run (default cuda; cpu checks outputs and defences only: host times "
         "are not comparable to a GPU's bound)",
     )
+    sp.add_argument(
+        "--budget",
+        type=float,
+        default=1.0,
+        metavar="S",
+        help="about how long each timing takes, in seconds (default 1)",
+    )
     add_output_args(sp)
     return sp
 
@@ -119,7 +126,11 @@ def run(args) -> int:
     if not on_gpu and str(hw).lower() == "auto":
         hw = "H100"
     spec = resolve_hw(hw)
-    rows = score_solution(defn, wls, sol, spec, level=args.level, device=args.device)
+    if not args.budget > 0:
+        raise ValueError(f"--budget {args.budget}: give a positive number of seconds")
+    rows = score_solution(
+        defn, wls, sol, spec, level=args.level, device=args.device, budget_s=args.budget
+    )
     if rows and all(r.status == "COMPILE_ERROR" for r in rows):
         raise ValueError(rows[0].note)  # a missing toolchain or a failed build: one line
     if args.json:
