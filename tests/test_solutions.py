@@ -157,13 +157,16 @@ def test_harness_timing_functions_replaced(guarded):
             assert "the solution replaced" in row.note
 
 
-def test_stream_injection_needs_a_gpu():
-    """SOL-ExecBench's stream-injection sample does its extra work on a CUDA stream: on the
-    CPU it fails to run (no gamed score either way)."""
-    if torch.cuda.is_available():
-        pytest.skip("the GPU run (bench/gpu_sebench.py) scores it")
+def test_stream_injection():
+    """SOL-ExecBench's stream-injection sample queues work on another CUDA stream, which the
+    timed stream's events do not see: on a GPU it is caught (check_one_stream); on the CPU it
+    fails to run (no CUDA stream), never a score either way."""
     (row,) = _score(RMSNORM, HACKS / "solution_hack_stream_injection.json")
-    assert row.status == "RUNTIME_ERROR" and row.score is None
+    assert row.score is None
+    if torch.cuda.is_available():
+        assert row.status == "REWARD_HACK" and "another CUDA stream" in row.note
+    else:
+        assert row.status == "RUNTIME_ERROR" and "CUDA" in row.note
 
 
 def test_violation_reported_with_the_numbers_never_capped():

@@ -7,19 +7,26 @@ threads that work after the timed region, or return an object that computes only
 functions and these checks themselves); :func:`check_untouched` after the import and after
 every call finds any of them replaced; :func:`check_threads` finds threads the solution left
 running; :func:`check_plain_tensors` finds outputs that are not plain ``torch.Tensor`` (a
-subclass, a lazy proxy). Each raises :class:`GamedTiming` with one line naming what it found.
+subclass, a lazy proxy); :func:`check_one_stream` (CUDA only) finds work the solution put on
+another CUDA stream, which the timed stream's events do not see. Each raises
+:class:`GamedTiming` with one line naming what it found.
 """
 
 from __future__ import annotations
 
 import importlib
 import threading
+import time
 from dataclasses import dataclass
+
+#: the host clock as it was when solar imported this module (a solution cannot swap it out)
+_clock = time.perf_counter
 
 __all__ = [
     "GUARDED",
     "GamedTiming",
     "Snapshot",
+    "check_one_stream",
     "check_plain_tensors",
     "check_threads",
     "check_untouched",
@@ -47,6 +54,7 @@ GUARDED: tuple[tuple[str, str], ...] = (
     ("solar.gpu.defences", "check_untouched"),
     ("solar.gpu.defences", "check_threads"),
     ("solar.gpu.defences", "check_plain_tensors"),
+    ("solar.gpu.defences", "check_one_stream"),
 )
 
 
@@ -109,3 +117,35 @@ def check_plain_tensors(outputs: dict) -> None:
                 f"output {name!r} is a {type(t).__module__}.{type(t).__qualname__}, not a plain "
                 "torch.Tensor: a lazy or proxy output"
             )
+
+
+#: a call's device-wide time may exceed its timed-stream time by this factor plus
+#: :data:`SYNC_SLACK_S` (the host's launch and synchronisation latency) before it is gaming
+STREAM_FACTOR = 2.0
+SYNC_SLACK_S = 100e-6
+
+
+def check_one_stream(run, timed_s: float, device, reps: int = 3) -> None:
+    """Raise :class:`GamedTiming` if ``run()``, waited for on the whole device (the host clock
+    around the call and ``torch.cuda.synchronize``, best of ``reps``), takes more than
+    :data:`STREAM_FACTOR` times ``timed_s`` (its time on the timed stream's CUDA events) plus
+    :data:`SYNC_SLACK_S`: work queued on another stream, outside the timed region. The events
+    start before the call is made, so host-side work inside the call is in ``timed_s``; only
+    work the timed stream does not wait for is not. No check off CUDA."""
+    import torch
+
+    device = torch.device(device)
+    if device.type != "cuda":
+        return
+    torch.cuda.synchronize(device)
+    best = float("inf")
+    for _ in range(reps):
+        t0 = _clock()
+        run()
+        torch.cuda.synchronize(device)
+        best = min(best, _clock() - t0)
+    if best > STREAM_FACTOR * timed_s + SYNC_SLACK_S:
+        raise GamedTiming(
+            f"a call takes {best * 1e6:.1f} us to finish on the whole device but "
+            f"{timed_s * 1e6:.1f} us on the timed stream: work on another CUDA stream"
+        )

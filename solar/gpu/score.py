@@ -148,6 +148,7 @@ def score_workload(
     from solar.gpu.correctness import compare_outputs
     from solar.gpu.defences import (
         GamedTiming,
+        check_one_stream,
         check_plain_tensors,
         check_threads,
         check_untouched,
@@ -206,6 +207,7 @@ def score_workload(
         try:
             before = running_threads()
             tb, tk = time_pair(lambda: module.run(*args), call_solution, dev, budget_s)
+            check_one_stream(call_solution, tk.median_s, dev)
             check_threads(before)
             check_untouched(snap)
         except GamedTiming as e:
