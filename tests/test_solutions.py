@@ -72,6 +72,22 @@ def test_published_python_solution_scored_on_cpu():
     assert row.score == pytest.approx(1 / (1 + (row.t_k - row.t_sol) / (row.t_b - row.t_sol)))
 
 
+def test_a_python_file_with_run_is_still_a_solution(tmp_path):
+    """solar's older form: a Python file whose run(...) returns the outputs, used in place."""
+    from solar.gpu.solution import python_file_solution
+
+    (tmp_path / "helper.py").write_text("def mm(a, b):\n    return a @ b\n")
+    (tmp_path / "mine.py").write_text(
+        "from helper import mm\n\ndef run(A, B):\n    return mm(A, B)\n"
+    )
+    sol = python_file_solution(tmp_path / "mine.py")
+    assert not sol.destination_passing_style and sol.root == tmp_path.resolve()
+    defn = load_definition(MATMUL / "definition.json")
+    wls = load_workloads(MATMUL / "workload.jsonl", defn)[:1]
+    (row,) = score_solution(defn, wls, sol, H100, device="cpu", budget_s=0.01)
+    assert row.status == "PASSED"
+
+
 def test_destination_passing_style_is_the_default():
     """No destination_passing_style: the outputs are allocated and passed after the inputs."""
     seen = "def run(A, B, C):\n    assert C.shape == (A.shape[0], B.shape[1])\n"
