@@ -12,6 +12,7 @@ import yaml
 from console import run_solar
 
 import solar
+from solar.backend.energy import energy_of
 from solar.backend.result import Bound
 from solar.hw import SpecError, load_spec
 from solar.questions.provision import provision
@@ -117,6 +118,8 @@ def test_json_round_trip_keeps_the_floor():
     b = _bound()
     back = Bound.from_json(b.to_json())
     assert back.energy == b.energy
+    # a bound on the uncalibrated spec, priced afterwards with the costs: the same floor
+    assert energy_of(_bound(UNCALIBRATED), load_spec(TINY)) == b.energy
     assert str(back) == str(b)
     old = json.loads(b.to_json())
     del old["energy"]  # a file written before floors were

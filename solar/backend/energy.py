@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from solar.backend.levels import Level
 from solar.frozen import Frozen
 
-__all__ = ["EnergyFloor", "EnergyTerm", "LevelEnergy", "energy_floor"]
+__all__ = ["EnergyFloor", "EnergyTerm", "LevelEnergy", "energy_floor", "energy_of", "no_floor"]
 
 _LEVELS = (Level.UNFUSED, Level.FUSED, Level.CACHE_AWARE)
 
@@ -185,3 +185,17 @@ def energy_floor(
             total = total + t.joules
         levels.append(LevelEnergy(lv, total, terms))
     return EnergyFloor(tuple(levels), "", costs.measured_on, costs.method, tuple(uncharged))
+
+
+def energy_of(b, spec) -> EnergyFloor:
+    """The floor of a finished bound ``b`` (a :class:`~solar.backend.result.Bound`, maybe read
+    from JSON) priced with ``spec``'s energy costs: the same arithmetic as the ``energy`` pass,
+    from the work, rates, bytes and times the bound holds (a bound made on a spec without
+    energy costs, priced once the GPU is calibrated)."""
+    nbytes = {
+        Level.UNFUSED: b.bytes_unfused,
+        Level.FUSED: b.bytes_fused,
+        Level.CACHE_AWARE: b.bytes_cache_aware,
+    }
+    times = {lv: getattr(b, lv) for lv in _LEVELS}
+    return energy_floor(spec, b.flops, b.rates_used, nbytes, times)

@@ -147,29 +147,32 @@ def measure_l2(device, l2_bytes: int, *, budget_s: float = 0.3, copies: int = 32
     )
 
 
-def gemm_call(device, label: str, n: int) -> Callable[[], object]:
+def gemm_call(device, label: str, n: int, *, positive: bool = False) -> Callable[[], object]:
     """One ``n^3`` GEMM of ``label`` (fp32, tf32, bf16, fp16, fp8, int8, fp64) through torch on
-    random inputs, as a function to call (fp32/tf32: call it under :func:`tf32_mode`)."""
+    random inputs (normal; uniform in [0, 1) with ``positive``), as a function to call
+    (fp32/tf32: call it under :func:`tf32_mode`)."""
+    fill = torch.rand if positive else torch.randn
     if label in ("fp32", "tf32"):
-        a = torch.randn(n, n, device=device)
-        b = torch.randn(n, n, device=device)
+        a = fill(n, n, device=device)
+        b = fill(n, n, device=device)
         return lambda: a @ b
     if label in ("bf16", "fp16", "fp64"):
         dt = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp64": torch.float64}[label]
-        a = torch.randn(n, n, device=device, dtype=dt)
-        b = torch.randn(n, n, device=device, dtype=dt)
+        a = fill(n, n, device=device, dtype=dt)
+        b = fill(n, n, device=device, dtype=dt)
         return lambda: a @ b
     if label == "fp8":
         f8 = torch.float8_e4m3fn
-        a = torch.randn(n, n, device=device).to(f8)
-        b = torch.randn(n, n, device=device).to(f8).t()  # column-major, as cuBLASLt wants
+        a = fill(n, n, device=device).to(f8)
+        b = fill(n, n, device=device).to(f8).t()  # column-major, as cuBLASLt wants
         one = torch.ones((), device=device)
         return lambda: torch._scaled_mm(
             a, b, one, one, out_dtype=torch.bfloat16, use_fast_accum=True
         )
     if label == "int8":
-        a = torch.randint(-128, 128, (n, n), device=device, dtype=torch.int8)
-        b = torch.randint(-128, 128, (n, n), device=device, dtype=torch.int8).t()
+        lo = 0 if positive else -128
+        a = torch.randint(lo, 128, (n, n), device=device, dtype=torch.int8)
+        b = torch.randint(lo, 128, (n, n), device=device, dtype=torch.int8).t()
         return lambda: torch._int_mm(a, b)
     raise ValueError(f"unknown GEMM {label!r}")
 

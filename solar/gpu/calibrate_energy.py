@@ -9,10 +9,11 @@ and reads the GPU's cumulative energy counter before and after (NVML's
   powers is the spec's ``idle_w`` (the idle GPU's static power);
 * ``dram`` -- a device-to-device copy of ``max(1 GiB, 8 x L2)``: J per DRAM byte (read +
   written) = (energy - idle power x time) / bytes;
-* one GEMM per tensor-core rate the GPU has (bf16, fp16, fp8, tf32, int8: ``8192^3``, random
-  inputs) and an FMA loop (a Triton kernel of independent fp32 FMA chains; an IEEE fp32 GEMM
-  without Triton) for ``cuda_fp32``: J per op = (energy - idle power x time - the kernel's
-  compulsory DRAM bytes x J per byte) / ops.
+* one GEMM per tensor-core rate the GPU has (bf16, fp16, fp8, tf32, int8: ``8192^3``, inputs
+  uniform in [0, 1) as KernelBench's ``torch.rand``: no sign bits toggle, which should cost
+  less than signed normal data) and an FMA loop (a Triton kernel of independent fp32 FMA
+  chains; an IEEE fp32 GEMM without Triton) for ``cuda_fp32``: J per op = (energy - idle
+  power x time - the kernel's compulsory DRAM bytes x J per byte) / ops.
 
 What is left above idle power is charged to the kernel's work, so a floor built on these costs
 holds at the energy efficiency of this GPU's best measured kernels (long, large, power-capped
@@ -43,7 +44,9 @@ __all__ = [
     "EnergyMeter",
     "EnergyRun",
     "cost_per_item",
+    "idle_run",
     "measure_energy",
+    "run_for",
 ]
 
 #: the rates whose energy per op a GEMM measures, and its label (solar.gpu.calibrate)
@@ -191,7 +194,7 @@ class EnergyCalibration(Frozen):
 # Runs
 
 
-def _run_for(fn: Callable[[], object], seconds: float, device, meter: EnergyMeter):
+def run_for(fn: Callable[[], object], seconds: float, device, meter: EnergyMeter):
     """(seconds, joules, calls, clock) of calling ``fn`` back to back for ``seconds``."""
     for _ in range(3):  # warm-up: libraries, clocks
         fn()
@@ -213,7 +216,7 @@ def _run_for(fn: Callable[[], object], seconds: float, device, meter: EnergyMete
     return t1 - t0, meter.read() - e0, calls, clock
 
 
-def _idle(seconds: float, device, meter: EnergyMeter) -> EnergyRun:
+def idle_run(seconds: float, device, meter: EnergyMeter) -> EnergyRun:
     torch.cuda.synchronize(device)
     time.sleep(0.2)  # let the last kernel's power settle
     e0, t0 = meter.read(), time.perf_counter()
@@ -291,7 +294,7 @@ def measure_energy(
     say = log or (lambda s: None)
     meter = EnergyMeter.open(info)
     seconds = 1.0 if quick else 2.0
-    n = 4096 if quick else 8192
+    n = 8192  # the largest, most efficient GEMMs even when quick: the cheapest J/op measured
     runs: list[EnergyRun] = []
 
     def run(key: str, make: Callable[[], tuple]) -> None:
@@ -299,7 +302,7 @@ def measure_energy(
         try:
             fn, items, nbytes, how, mode = make()
             with mode:
-                t, e, calls, clock = _run_for(fn, seconds, device, meter)
+                t, e, calls, clock = run_for(fn, seconds, device, meter)
             runs.append(
                 EnergyRun(key, t, e, items * calls, nbytes * calls, calls, how, clock_mhz=clock)
             )
@@ -322,7 +325,7 @@ def measure_energy(
         def make():
             mode = tf32_mode(label)
             with mode:
-                fn = gemm_call(device, label, n)
+                fn = gemm_call(device, label, n, positive=True)
             nbytes = (2 * _ITEMSIZE[label] + _OUT_ITEMSIZE.get(label, _ITEMSIZE[label])) * n * n
             return fn, 2.0 * n**3, float(nbytes), f"{n}^3 {label} GEMM through torch", mode
 
@@ -335,7 +338,7 @@ def measure_energy(
         except ImportError:  # no Triton: an IEEE fp32 GEMM runs on the FMA pipe too
             return gemm("fp32")()
 
-    runs.append(_idle(seconds, device, meter))
+    runs.append(idle_run(seconds, device, meter))
     run("dram", copy)
     wanted = list(rates) if rates is not None else [*ENERGY_GEMMS, "cuda_fp32"]
     for rate in wanted:
@@ -345,7 +348,7 @@ def measure_energy(
             run(rate, fma)
         elif rate in ENERGY_GEMMS:
             run(rate, gemm(ENERGY_GEMMS[rate]))
-    runs.append(_idle(seconds, device, meter))
+    runs.append(idle_run(seconds, device, meter))
     return EnergyCalibration(tuple(runs), costs_of(runs, info), meter.how)
 
 
