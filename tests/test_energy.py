@@ -187,3 +187,31 @@ def test_cli_prints_the_floor_only_for_a_calibrated_spec(tmp_path):
     rc, out, err = run_solar("bound", "examples/mlp.py", "--hw", "H100")
     assert rc == 0, err
     assert "energy floor" not in out and "--energy" not in out
+
+
+def test_a_symbolic_bound_gives_the_floor_as_a_formula_of_sizes():
+    spec = {**TINY, "rates_per_sm_per_clock": {"cuda_fp32": 2, "sfu": 1}}
+
+    def attention(q, k, v):
+        return torch.softmax(q @ k.transpose(-2, -1) / 8.0, dim=-1) @ v
+
+    def qkv(seq):
+        return [torch.empty(1, 1, seq, 8, device="meta") for _ in "qkv"]
+
+    b = solar.bound(attention, qkv(16), hw=spec, symbolic={"seq": [(0, 2), (1, 2), (2, 2)]})
+    assert "seq" in str(b.energy.fused.expr)  # a formula, not a number
+    numeric = solar.bound(attention, qkv(32), hw=spec)
+    assert b.at(seq=32).energy.fused == pytest.approx(numeric.energy.fused, rel=1e-9)
+
+
+def test_the_level_frame_has_the_floor_only_with_costs():
+    pytest.importorskip("pandas")
+    df = _bound().to_dataframe(by="level")
+    assert df.loc["fused", "energy_j"] == pytest.approx(1.655104e-4, rel=1e-12)
+    assert "energy_j" not in _bound(UNCALIBRATED).to_dataframe(by="level").columns
+
+
+def test_the_html_view_states_the_floor_only_with_costs():
+    html = _bound()._repr_html_()
+    assert "energy floor (at the energy efficiency of this GPU" in html and "165.5 uJ" in html
+    assert "energy floor" not in _bound(UNCALIBRATED)._repr_html_()

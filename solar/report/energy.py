@@ -58,6 +58,20 @@ def energy_renderables(b: Bound) -> list:
     return [t, *lines]
 
 
+def energy_lines(b: Bound) -> list[str]:
+    """One line per level for the HTML view (nothing without a floor)."""
+    e = b.energy
+    if not e.available:
+        return []
+    levels = ", ".join(
+        f"{_LABEL.get(lv.level, lv.level)} {fmt_joules(lv.joules)}" for lv in e.levels
+    )
+    return [
+        f"energy floor (at the energy efficiency of this GPU's best measured kernels): {levels}; "
+        f"costs measured by solar calibrate --energy on {e.measured_on}"
+    ]
+
+
 def energy_cell(b: Bound, level: str = "cache_aware") -> str:
     """A comparison's energy cell: the floor at ``level``, or ``-`` without one."""
     return fmt_joules(b.energy.at(level))
