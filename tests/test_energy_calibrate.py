@@ -67,3 +67,15 @@ def test_calibrate_energy_without_a_gpu_says_so_in_one_line():
     rc, out, err = run_solar("calibrate", "--energy")
     assert rc != 0
     assert "needs a CUDA GPU" in err and "Traceback" not in err
+
+
+def test_no_energy_counter_is_one_line_naming_the_way_out():
+    import shutil
+
+    if shutil.which("nvidia-smi"):
+        pytest.skip("this machine has nvidia-smi")
+    from solar.gpu.calibrate_energy import EnergyMeter
+
+    with pytest.raises(ValueError, match=r"no energy counter: NVML: .*nvidia-ml-py") as e:
+        EnergyMeter.open(INFO)
+    assert "\n" not in str(e.value)

@@ -100,9 +100,14 @@ class EnergyMeter:
 
         pynvml.nvmlInit()
         uuid = info.smi.get("uuid")
-        if uuid:
-            h = pynvml.nvmlDeviceGetHandleByUUID(uuid if uuid.startswith("GPU-") else f"GPU-{uuid}")
-        else:
+        h = None
+        if uuid:  # CUDA_VISIBLE_DEVICES may renumber: the UUID names the device
+            try:
+                name = uuid if uuid.startswith("GPU-") else f"GPU-{uuid}"
+                h = pynvml.nvmlDeviceGetHandleByUUID(name.encode())
+            except Exception:
+                h = None
+        if h is None:
             h = pynvml.nvmlDeviceGetHandleByIndex(info.index or 0)
         pynvml.nvmlDeviceGetTotalEnergyConsumption(h)  # fails here on GPUs without it
         return cls(
