@@ -37,6 +37,8 @@ import torch
 import yaml
 
 from solar.frozen import Frozen
+from solar.gpu.calibrate_energy import EnergyCalibration, EnergyRun, measure_energy
+from solar.gpu.calibrate_gemm import gemm_call, tf32_mode
 from solar.gpu.calibrate_latency import measure_launch, measure_sync, sync_to_write
 from solar.gpu.measure import DeviceInfo, detect_spec, device_info, time_fn
 from solar.hw import SpecError, list_specs, load_spec
@@ -145,51 +147,6 @@ def measure_l2(device, l2_bytes: int, *, budget_s: float = 0.3, copies: int = 32
         f"{how} {copies} copies of {4 * n / 2**20:.1f} MiB inside the L2 (read + write); "
         "launch gaps included, so a lower estimate"
     )
-
-
-def gemm_call(device, label: str, n: int, *, positive: bool = False) -> Callable[[], object]:
-    """One ``n^3`` GEMM of ``label`` (fp32, tf32, bf16, fp16, fp8, int8, fp64) through torch on
-    random inputs (normal; uniform in [0, 1) with ``positive``), as a function to call
-    (fp32/tf32: call it under :func:`tf32_mode`)."""
-    fill = torch.rand if positive else torch.randn
-    if label in ("fp32", "tf32"):
-        a = fill(n, n, device=device)
-        b = fill(n, n, device=device)
-        return lambda: a @ b
-    if label in ("bf16", "fp16", "fp64"):
-        dt = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp64": torch.float64}[label]
-        a = fill(n, n, device=device, dtype=dt)
-        b = fill(n, n, device=device, dtype=dt)
-        return lambda: a @ b
-    if label == "fp8":
-        f8 = torch.float8_e4m3fn
-        a = fill(n, n, device=device).to(f8)
-        b = fill(n, n, device=device).to(f8).t()  # column-major, as cuBLASLt wants
-        one = torch.ones((), device=device)
-        return lambda: torch._scaled_mm(
-            a, b, one, one, out_dtype=torch.bfloat16, use_fast_accum=True
-        )
-    if label == "int8":
-        lo = 0 if positive else -128
-        a = torch.randint(lo, 128, (n, n), device=device, dtype=torch.int8)
-        b = torch.randint(lo, 128, (n, n), device=device, dtype=torch.int8).t()
-        return lambda: torch._int_mm(a, b)
-    raise ValueError(f"unknown GEMM {label!r}")
-
-
-class tf32_mode:
-    """``with tf32_mode(label):`` PyTorch's fp32 matmuls run as TF32 for ``"tf32"`` only (as
-    IEEE fp32 for every other label); restored after."""
-
-    def __init__(self, label: str) -> None:
-        self.on = label == "tf32"
-
-    def __enter__(self) -> None:
-        self.old = torch.backends.cuda.matmul.allow_tf32
-        torch.backends.cuda.matmul.allow_tf32 = self.on
-
-    def __exit__(self, *exc) -> None:
-        torch.backends.cuda.matmul.allow_tf32 = self.old
 
 
 def measure_gemm(device, label: str, *, quick: bool = False, budget_s: float = 0.5) -> tuple:
@@ -321,7 +278,7 @@ class Calibration(Frozen, Viewable):
     seconds: float = 0.0
     date: str = field(default_factory=lambda: datetime.date.today().isoformat())
     # the energy costs' runs (solar.gpu.calibrate_energy; None: not asked for)
-    energy: object = None
+    energy: EnergyCalibration | None = None
 
     def measured(self) -> dict[str, float]:
         """What goes under ``measured:`` (units and ``dram_bandwidth``; per second)."""
@@ -608,8 +565,6 @@ def calibrate(
         run_latency("sm_sync", lambda: measure_sync(dev, round_trips=5000 if quick else 20000))
     costs = None
     if energy:
-        from solar.gpu.calibrate_energy import EnergyCalibration, EnergyRun, measure_energy
-
         try:
             costs = measure_energy(dev, info, spec, quick=quick, log=say)
         except ValueError as e:  # no energy counter: the other ceilings still count

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 import torch
 
 from solar.frozen import Frozen
-from solar.gpu.calibrate import gemm_call, tf32_mode
+from solar.gpu.calibrate_gemm import gemm_call, tf32_mode
 from solar.gpu.measure import DeviceInfo
 from solar.hw.energy import EnergyCosts
 
