@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from solar.algebra.total import sum_times
-from solar.backend.assumptions import Assumption, note, sfu_emulation
+from solar.backend.assumptions import Assumption, energy_assumptions, note, sfu_emulation
 from solar.backend.attribution import kernel_shares
 from solar.backend.cache_aware import CacheAwareModel
+from solar.backend.energy import energy_floor
 from solar.backend.latency import latency_bound, unfused_bound_by
 from solar.backend.levels import BoundBy, Level
 from solar.backend.memory import peak_memory
@@ -85,6 +86,19 @@ def _shares(a: Analysis) -> list:
     )
 
 
+def _energy(a: Analysis):
+    """Each level's energy floor (:mod:`solar.backend.energy`) from its work, DRAM bytes and
+    time."""
+    kernels, levels = a["rooflines"], a["levels"]
+    nbytes = {
+        Level.UNFUSED: sum(k.bytes_read + k.bytes_written for k in kernels),
+        Level.FUSED: a["fused_bytes"],
+        Level.CACHE_AWARE: a["cache_aware"].bytes,
+    }
+    times = {lv: t for lv, (t, _) in levels.items()}
+    return energy_floor(a.spec, a["ops"], a["compute"].rates_used, nbytes, times)
+
+
 #: The bound's passes, in order: each a graph pass (a new graph) or a fact pass (one fact).
 PIPELINE: tuple[Pass, ...] = (
     Pass("narrow", lambda a: recharge_narrow(a.graph), graph=True),
@@ -108,9 +122,14 @@ PIPELINE: tuple[Pass, ...] = (
     Pass("shares", _shares, reads=("levels", "rooflines", "latency", "cache_aware")),
     Pass("memory", lambda a: peak_memory(a.graph)),
     Pass(
+        "energy",
+        _energy,
+        reads=("rooflines", "levels", "ops", "compute", "fused_bytes", "cache_aware"),
+    ),
+    Pass(
         "assumptions",
         lambda a: _assumptions(a),
-        reads=("narrow", "rooflines", "cache_model", "cache_aware", "latency"),
+        reads=("narrow", "rooflines", "cache_model", "cache_aware", "latency", "energy"),
     ),
 )
 check_pipeline(PIPELINE)
@@ -183,6 +202,7 @@ def _bound(a: Analysis) -> Bound:
         gpu=spec.to_dict(),
         rates_used=dict(compute.rates_used),
         cache_model=a["cache_model"],
+        energy=a["energy"],
     )
 
 
@@ -230,6 +250,7 @@ def _assumptions(a: Analysis) -> list[Assumption]:
     if g.info.complex:
         out.append(Assumption("complex"))
     out.extend(note(n, "latency") for n in a["latency"].assumptions())
+    out.extend(energy_assumptions(a["energy"]))
     out.extend(note(n, "spec") for n in spec.notes)  # a what-if GPU: what changed
     out.extend(note(n, "trace") for n in a.notes)
     return out

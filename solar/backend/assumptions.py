@@ -45,6 +45,19 @@ def _cache_aware(v: dict) -> str:
     )
 
 
+def _energy(v: dict) -> str:
+    ops = ", ".join(f"{r} {j * 1e12:.3g} pJ/op" for r, j in v["op_j"].items()) or "none"
+    text = (
+        "energy floor: at the energy efficiency of this GPU's best measured kernels, not a "
+        f"physical law (solar calibrate --energy on {v['measured_on']}): work x energy per op "
+        f"({ops}) + DRAM bytes x {v['dram_j_per_byte'] * 1e12:.3g} pJ/B, both above idle "
+        f"power, + idle power {v['idle_w']:.4g} W x the level's time bound"
+    )
+    if v["uncharged"]:
+        text += f"; no measured cost, charged 0 J: {', '.join(v['uncharged'])}"
+    return text
+
+
 _TEMPLATES: dict[str, Callable[[dict], str]] = {
     "peaks": _peaks,
     "dram": _dram,
@@ -68,6 +81,7 @@ _TEMPLATES: dict[str, Callable[[dict], str]] = {
     "fallback": lambda v: (
         "no native unit, ran on: " + ", ".join(f"{c} -> {r}" for c, r in v["units"].items())
     ),
+    "energy": _energy,
     "precision": lambda v: f"fp32 contractions run as: {', '.join(v['precisions'])}",
     "footprints": lambda v: "some footprints are proven lower bounds, not exact counts (marked ≥)",
     "complex": lambda v: (
@@ -110,3 +124,22 @@ def note(text: str, kind: str = "note") -> Assumption:
 def sfu_emulation() -> Assumption:
     """SFU work may run as a polynomial on the FMA pipe (:mod:`solar.backend.units`)."""
     return Assumption("sfu_emulation", {"flops": SFU_EMULATION_FLOPS})
+
+
+def energy_assumptions(floor) -> list[Assumption]:
+    """What an energy floor (:mod:`solar.backend.energy`) rests on; nothing without one."""
+    if not floor.available:
+        return []
+    lv = floor.levels[0]
+    return [
+        Assumption(
+            "energy",
+            {
+                "measured_on": floor.measured_on,
+                "op_j": {t.what: t.per for t in lv.terms if t.kind == "op" and t.per},
+                "dram_j_per_byte": next(t.per for t in lv.terms if t.kind == "dram"),
+                "idle_w": next(t.per for t in lv.terms if t.kind == "static"),
+                "uncharged": list(floor.uncharged),
+            },
+        )
+    ]

@@ -34,7 +34,11 @@ JSON schema ``solar.bound/1`` (stable; agents may rely on it)::
      "gpu": {the HardwareSpec's to_dict(): peaks, bandwidth, capacities, ...},
      "rates_used": {op_class: rate},
      "cache_aware_model": {"fused_bytes": int, "items": [{"kind": "contraction" | "barrier",
-                            ...the item's fields}]}}
+                            ...the item's fields}]},
+     "energy": {"levels": [{"level": str, "joules": float, "terms": [{"kind": "op" | "dram" |
+                "static", "what": str, "amount": float, "per": float, "joules": float}]}]
+                (empty without energy costs), "reason": str (why empty), "measured_on": str,
+                "method": str, "uncharged": [rate]}}
 
 Each kernel also carries its shares of the fused and cache-aware levels (``fused_s``,
 ``cache_aware_s``, ``fused_bytes``, ``cache_aware_bytes``: :mod:`solar.backend.attribution`)
@@ -63,6 +67,7 @@ from dataclasses import dataclass, field
 
 from solar.backend.assumptions import Assumption, note
 from solar.backend.cache_aware import CacheAwareModel
+from solar.backend.energy import EnergyFloor
 from solar.backend.latency import LEVELS, ChainFloor, Latency
 from solar.backend.memory import PeakMemory
 from solar.backend.phases import PhaseRow
@@ -158,6 +163,10 @@ class Bound(Frozen, Viewable):
     rates_used: Mapping[str, str] = field(default_factory=dict)  # op class -> the rate it ran at
     # DRAM bytes against on-chip capacity (the proven I/O items; None: not computed)
     cache_model: CacheAwareModel | None = field(default=None, repr=False)
+    # joules per level (solar.backend.energy); none, and why, for a spec without energy costs
+    energy: EnergyFloor = field(
+        default_factory=lambda: EnergyFloor(reason="not computed"), repr=False
+    )
 
     @property
     def assumptions(self) -> list[str]:
@@ -245,6 +254,7 @@ class Bound(Frozen, Viewable):
             "gpu": thaw(self.gpu),
             "rates_used": dict(self.rates_used),
             "cache_aware_model": None if self.cache_model is None else self.cache_model.to_dict(),
+            "energy": self.energy.to_dict(),
         }
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -300,6 +310,7 @@ class Bound(Frozen, Viewable):
             gpu=dict(d.get("gpu") or {}),
             rates_used=dict(d.get("rates_used") or {}),
             cache_model=None if model is None else CacheAwareModel.from_dict(model),
+            energy=_energy(d.get("energy")),
         )
 
     @classmethod
@@ -312,6 +323,13 @@ class Bound(Frozen, Viewable):
             f"Bound({self.program!r} on {self.hw}: unfused {fmt_time(self.unfused)}, "
             f"fused {fmt_time(self.fused)}, cache-aware {fmt_time(self.cache_aware)})"
         )
+
+
+def _energy(d: dict | None) -> EnergyFloor:
+    """The energy floor of a bound file (a file written before floors were: none, and why)."""
+    if d is None:
+        return EnergyFloor(reason="a bound file written before energy floors were computed")
+    return EnergyFloor.from_dict(d)
 
 
 def _latency(d: dict, kernels: Sequence[KernelRow], final: dict[str, float]) -> Latency:

@@ -25,6 +25,12 @@ def add_parser(sub):
         action="store_true",
         help="skip the latency floors (kernel launch, SM-to-SM handoff)",
     )
+    p.add_argument(
+        "--energy",
+        action="store_true",
+        help="also measure energy per op, per DRAM byte and idle power from the GPU's energy "
+        "counter (needs nvidia-ml-py or nvidia-smi; about 20 s)",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     return p
 
@@ -37,6 +43,7 @@ def run(args) -> int:
         quick=args.quick,
         units=units,
         latency=not args.no_latency,
+        energy=args.energy,
         log=None if args.json else (lambda s: print(s, file=sys.stderr)),
     )
     if args.out:

@@ -37,9 +37,12 @@ import torch
 import yaml
 
 from solar.frozen import Frozen
+from solar.gpu.calibrate_energy import EnergyCalibration, EnergyRun, measure_energy
+from solar.gpu.calibrate_gemm import gemm_call, tf32_mode
 from solar.gpu.calibrate_latency import measure_launch, measure_sync, sync_to_write
 from solar.gpu.measure import DeviceInfo, detect_spec, device_info, time_fn
 from solar.hw import SpecError, list_specs, load_spec
+from solar.hw.energy import EnergyCosts, energy_yaml_block
 from solar.hw.latency import LATENCY_KEYS, latency_yaml_block
 from solar.hw.spec import UNITS, HardwareSpec
 from solar.viewable import Viewable
@@ -148,49 +151,11 @@ def measure_l2(device, l2_bytes: int, *, budget_s: float = 0.3, copies: int = 32
 
 def measure_gemm(device, label: str, *, quick: bool = False, budget_s: float = 0.5) -> tuple:
     n = 4096 if quick else 8192
-    old = torch.backends.cuda.matmul.allow_tf32
-    try:
-        if label in ("fp32", "tf32"):
-            torch.backends.cuda.matmul.allow_tf32 = label == "tf32"
-            a = torch.randn(n, n, device=device)
-            b = torch.randn(n, n, device=device)
-
-            def fn():
-                return a @ b
-
-        elif label in ("bf16", "fp16", "fp64"):
-            dt = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp64": torch.float64}[label]
-            a = torch.randn(n, n, device=device, dtype=dt)
-            b = torch.randn(n, n, device=device, dtype=dt)
-
-            def fn():
-                return a @ b
-
-        elif label == "fp8":
-            f8 = torch.float8_e4m3fn
-            a = torch.randn(n, n, device=device).to(f8)
-            b = torch.randn(n, n, device=device).to(f8).t()  # column-major, as cuBLASLt wants
-            one = torch.ones((), device=device)
-
-            def fn():
-                return torch._scaled_mm(
-                    a, b, one, one, out_dtype=torch.bfloat16, use_fast_accum=True
-                )
-
-        elif label == "int8":
-            a = torch.randint(-128, 128, (n, n), device=device, dtype=torch.int8)
-            b = torch.randint(-128, 128, (n, n), device=device, dtype=torch.int8).t()
-
-            def fn():
-                return torch._int_mm(a, b)
-
-        else:
-            raise ValueError(f"unknown GEMM {label!r}")
+    with tf32_mode(label):
+        fn = gemm_call(device, label, n)
         fn()
         torch.cuda.synchronize(device)
         t = _median_seconds(fn, device, budget_s, min_reps=3)
-    finally:
-        torch.backends.cuda.matmul.allow_tf32 = old
     return 2 * n**3 / t, f"{n}^3 {label} GEMM through torch (random inputs)"
 
 
@@ -312,6 +277,8 @@ class Calibration(Frozen, Viewable):
     results: tuple[Measurement, ...] = ()
     seconds: float = 0.0
     date: str = field(default_factory=lambda: datetime.date.today().isoformat())
+    # the energy costs' runs (solar.gpu.calibrate_energy; None: not asked for)
+    energy: EnergyCalibration | None = None
 
     def measured(self) -> dict[str, float]:
         """What goes under ``measured:`` (units and ``dram_bandwidth``; per second)."""
@@ -348,12 +315,19 @@ class Calibration(Frozen, Viewable):
             "date": self.date,
             "seconds": self.seconds,
             "results": [r.to_dict() for r in self.results],
+            "energy": None if self.energy is None else self.energy.to_dict(),
         }
 
     def to_yaml(self) -> str:
         latency, notes = self.latency()
+        costs = getattr(self.energy, "costs", None)
         return spec_yaml(
-            self.base, self.measured(), header=self._header(), latency=latency, notes=notes
+            self.base,
+            self.measured(),
+            header=self._header(),
+            latency=latency,
+            notes=notes,
+            energy=costs,
         )
 
     def _header(self) -> list[str]:
@@ -391,6 +365,13 @@ class Calibration(Frozen, Viewable):
                 )
             elif r.error:
                 lines.append(f"{r.key}: not measured ({r.error}).")
+        if self.energy is not None:
+            lines.append(f"Energy read from the GPU's counter ({self.energy.meter}).")
+            lines += [
+                f"energy {r.key}: not measured ({r.error})." for r in self.energy.runs if r.error
+            ]
+            if self.energy.costs is None:
+                lines.append("energy: no costs (the idle or DRAM run failed): no energy block.")
         return lines
 
     def write(self, path: str | Path) -> Path:
@@ -471,22 +452,28 @@ def spec_yaml(
     header: Sequence[str] = (),
     latency: dict[str, float] | None = None,
     notes: dict[str, str] | None = None,
+    energy: EnergyCosts | None = None,
 ) -> str:
     """YAML of ``spec`` with ``measured`` (per second, by unit / ``dram_bandwidth``) as its
     ``measured:`` section and ``latency`` (seconds, :mod:`solar.hw.latency`) as its
-    ``latency:`` block when given. A catalogue spec keeps its file's text and comments (aliases
+    ``latency:`` block when given, and ``energy`` (:mod:`solar.hw.energy`) as its ``energy:``
+    block when given. A catalogue spec keeps its file's text and comments (aliases
     dropped, so the file can sit beside the catalogue without clashing); others are written
     out."""
     head = "".join(f"# {h}\n" for h in header)
     block = yaml.safe_dump({"measured": _measured_block(measured)}, sort_keys=False)
     if latency:
         block += latency_yaml_block(latency, notes or {})
+    if energy is not None:
+        block += energy_yaml_block(energy)
     text = None
     if spec.path and Path(spec.path).is_file():
         text = Path(spec.path).read_text(encoding="utf-8")
         text = _strip_block(text, "measured")
         if latency:
             text = _strip_block(text, "latency")
+        if energy is not None:
+            text = _strip_block(text, "energy")
         lines = text.splitlines()
         alias = [i for i, ln in enumerate(lines) if re.match(r"^aliases\s*:", ln)]
         if len(alias) == 1 and "[" in lines[alias[0]] and "]" in lines[alias[0]]:
@@ -498,6 +485,14 @@ def spec_yaml(
         readable = _readable(spec)
         if spec.latency and not latency:
             readable["latency"] = {f"{k}_us": v * 1e6 for k, v in spec.latency.items()}
+        if spec.energy is not None and energy is None:
+            readable["energy"] = {
+                "idle_w": spec.energy.idle_w,
+                "op_pj": {u: j * 1e12 for u, j in spec.energy.op_j.items()},
+                "dram_pj_per_byte": spec.energy.dram_j_per_byte * 1e12,
+                "measured_on": spec.energy.measured_on,
+                "method": spec.energy.method,
+            }
         text = yaml.safe_dump(readable, sort_keys=False, width=100)
     return head + text.rstrip() + "\n\n" + block
 
@@ -509,12 +504,14 @@ def calibrate(
     quick: bool = False,
     units: Sequence[str] | None = None,
     latency: bool = True,
+    energy: bool = False,
     log: Callable[[str], None] | None = None,
 ) -> Calibration:
     """Measure the ceilings of ``device`` (default: the current CUDA GPU). ``base``: the
     datasheet spec to compare with and write (default: the catalogue's spec of the device,
     else one derived from it). ``units`` limits the compute units measured; ``latency``
-    measures the two latency floors too."""
+    measures the two latency floors too, ``energy`` the energy costs
+    (:mod:`solar.gpu.calibrate_energy`: about 20 s of long runs)."""
     if not torch.cuda.is_available():
         raise ValueError("solar calibrate needs a CUDA GPU (torch sees none)")
     dev = torch.device(device or "cuda")
@@ -566,4 +563,10 @@ def calibrate(
     if latency:
         run_latency("kernel_launch", lambda: measure_launch(dev, reps=10 if quick else 30))
         run_latency("sm_sync", lambda: measure_sync(dev, round_trips=5000 if quick else 20000))
-    return Calibration(info, spec, how, results, time.perf_counter() - t_start)
+    costs = None
+    if energy:
+        try:
+            costs = measure_energy(dev, info, spec, quick=quick, log=say)
+        except ValueError as e:  # no energy counter: the other ceilings still count
+            costs = EnergyCalibration((EnergyRun("meter", 0.0, 0.0, error=str(e)),), None, "none")
+    return Calibration(info, spec, how, results, time.perf_counter() - t_start, energy=costs)

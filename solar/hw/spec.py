@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from solar.hw.energy import EnergyCosts, parse_energy
 from solar.hw.interconnect import Interconnect, parse_interconnect
 from solar.hw.latency import check_latency, parse_latency
 
@@ -119,6 +120,8 @@ class HardwareSpec:
     latency: Mapping[str, float] = field(default_factory=dict)  # solar.hw.latency (seconds)
     # what a bound on this spec must state: a what-if GPU's changes, figures dropped
     notes: tuple[str, ...] = ()
+    # measured energy costs (solar.hw.energy; None: not calibrated, no energy floor)
+    energy: EnergyCosts | None = None
 
     def __post_init__(self) -> None:
         s = object.__setattr__
@@ -256,7 +259,7 @@ class HardwareSpec:
             v = getattr(self, f.name)
             if isinstance(v, Mapping):
                 v = dict(v)
-            elif isinstance(v, Interconnect):
+            elif isinstance(v, (Interconnect, EnergyCosts)):
                 v = v.to_dict()
             elif isinstance(v, tuple):
                 v = list(v)
@@ -378,6 +381,10 @@ def _check_spec(spec: HardwareSpec, where: str) -> None:
                 + _WHATIF_HINT
             )
     check_latency(spec.latency, bad)
+    if spec.energy is not None:
+        for u in spec.energy.op_j:
+            if u not in spec.rates:
+                raise bad(f"energy lists {u} but rates has no {u}")
 
 
 _WHATIF_HINT = (
@@ -455,7 +462,7 @@ _KNOWN = (
     | {h for h, _ in _MAPPINGS.values()}
     | set(_STRINGS)
     | set(_LISTS)
-    | {"measured", "interconnect", "latency"}
+    | {"measured", "interconnect", "latency", "energy"}
 )
 _NUMBER = re.compile(r"\s*[-+]?(\d[\d_]*\.?\d*|\.\d+)([eE][-+]?\d+)?\s*")
 
@@ -565,6 +572,7 @@ def _spec_from_mapping(
     kw["measured"] = _measured(data.get("measured"), bad)
     kw["interconnect"] = parse_interconnect(data.get("interconnect"), bad)
     kw["latency"] = parse_latency(data.get("latency"), bad)
+    kw["energy"] = parse_energy(data.get("energy"), bad, UNITS)
     if path is not None:
         kw["path"] = path
     if not strict:

@@ -170,6 +170,8 @@ def derive(spec, kw: dict[str, Any], *, name: str, key: str, what: str):
     dropped = [f"datasheet {u}" for u in spec.datasheet_dense if u not in datasheet]
     dropped += [f"measured {u}" for u in spec.measured if u not in measured]
     notes = [*spec.notes, what]
+    if spec.energy is not None:
+        dropped.append("energy calibration (measured on the real GPU)")
     if dropped:
         notes.append(
             f"figures of {spec.name} dropped (the peak they describe changed): "
@@ -184,6 +186,7 @@ def derive(spec, kw: dict[str, Any], *, name: str, key: str, what: str):
         measured=measured,
         path=None,
         notes=tuple(notes),
+        energy=None,
     )
 
 

@@ -4,7 +4,9 @@
 traces and lifts once, then analyses the same einsum graph against each spec: the work and the
 fused bytes are the same on every GPU; compute times, bottlenecks and the cache-aware bytes
 (which depend on each GPU's on-chip capacity) differ. A GPU without a unit the program needs
-is listed with the reason instead of a bound.
+is listed with the reason instead of a bound. Where a GPU's spec has measured energy costs
+(:mod:`solar.hw.energy`), each bound carries its energy floor, and :meth:`Comparison.least_energy`
+is the GPU that spends the fewest joules on the program (provisioning by energy).
 
 JSON schema ``solar.compare/1``::
 
@@ -12,7 +14,9 @@ JSON schema ``solar.compare/1``::
      "gpus": [{"hw": str, "hw_key": str, "on_chip_capacity": int, "dram_bandwidth": float,
                "bounds": {"unfused_s", "fused_s", "cache_aware_s": float,
                           "unfused_bound_by", "fused_bound_by", "cache_aware_bound_by": str},
-               "bytes": {"unfused": int, "fused": int, "cache_aware": float}}],
+               "bytes": {"unfused": int, "fused": int, "cache_aware": float},
+               "energy_j": {level: float | null (null: no measured energy costs)},
+               "energy_reason": str (why null)}],
      "errors": {hw_key: str},
      "gpus": int,  # with gpus > 1: each GPU kind's best plan of that many GPUs
      "parallel": [solar.parallel/1 objects]}
@@ -86,6 +90,12 @@ class Comparison(Frozen, Viewable):
     def fastest(self, level: str = "cache_aware") -> Bound:
         return min(self.bounds, key=lambda b: b.time(level))
 
+    def least_energy(self, level: str = "cache_aware") -> Bound | None:
+        """The GPU with the lowest energy floor at ``level`` (provisioning by energy); GPUs
+        whose spec has no measured energy costs take no part (None: none has them)."""
+        known = [b for b in self.bounds if b.energy.available]
+        return min(known, key=lambda b: b.energy.at(level)) if known else None
+
     def to_dict(self) -> dict:
         gpus = []
         for b in self.bounds:
@@ -100,6 +110,8 @@ class Comparison(Frozen, Viewable):
                     "bounds": d["bounds"],
                     "bytes": d["totals"]["bytes"],
                     "compute_s": d["totals"]["compute_s"],
+                    "energy_j": {lv: b.energy.at(lv) for lv in ("unfused", "fused", "cache_aware")},
+                    "energy_reason": b.energy.reason,
                 }
             )
         out = {"schema": SCHEMA, "program": self.program, "gpus": gpus, "errors": thaw(self.errors)}

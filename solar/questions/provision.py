@@ -15,7 +15,9 @@ answers, for the bound at ``level`` to be at most the target ``T``:
   Unfused: kernels add up, so with ``hw``'s compute the bandwidth solving
   ``Σ_k max(c_k, bytes_k / BW) = T``.)
 - **catalog**: every GPU of :func:`solar.hw.list_specs` with its bound at ``level``, whether it
-  meets ``T``, the slack ``T - bound`` and the ratio ``T / bound``.
+  meets ``T``, the slack ``T - bound`` and the ratio ``T / bound``, and its energy floor at
+  ``level`` where its spec has measured energy costs (:mod:`solar.backend.energy`);
+  :attr:`Provision.least_energy` is the GPU meeting ``T`` with the fewest joules.
 
 The reverse question, the best-case latency per problem size, is :mod:`solar.questions.sweep`.
 """
@@ -71,6 +73,7 @@ class CatalogFit:
     error: str | None = None
     fits: bool | None = None  # the program's peak memory fits in one GPU (None: unknown)
     peak_bytes: float = math.nan  # the program's peak live bytes on one GPU
+    energy_j: float | None = None  # the level's energy floor (None: no measured energy costs)
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -112,6 +115,14 @@ class Provision(Frozen, Viewable):
     @property
     def meeting(self) -> tuple[CatalogFit, ...]:
         return tuple(c for c in self.catalog if c.meets)
+
+    @property
+    def least_energy(self) -> CatalogFit | None:
+        """Provisioning by energy: of the catalogue GPUs that meet the target, the one whose
+        energy floor at this level is lowest (GPUs without measured energy costs take no part;
+        None: no such GPU)."""
+        known = [c for c in self.meeting if c.energy_j is not None]
+        return min(known, key=lambda c: c.energy_j) if known else None
 
     def to_dict(self) -> dict:
         return {
@@ -224,6 +235,7 @@ def _fit(b: Bound, spec, level: str, target: float) -> CatalogFit:
         comp,
         fits=b.fits,
         peak_bytes=b.memory.peak_bytes if b.memory is not None else math.nan,
+        energy_j=b.energy.at(level),
     )
 
 

@@ -51,6 +51,8 @@ def bound_frame(b, by: str = "kernel"):
         df = pd.DataFrame(rows).set_index("level")
         df["flops"] = sum(b.flops.values())
         df["hw"] = b.hw
+        if b.energy.available:  # the energy floor (J); no column without measured costs
+            df["energy_j"] = [b.energy.at(lv) for lv in df.index]
         return df
     if by == "phase":
         return _phase_frame(b, pd)

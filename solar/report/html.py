@@ -7,6 +7,7 @@ import html
 import math
 
 from solar.fmt import fmt_bytes, fmt_ops, fmt_rate, fmt_time
+from solar.report.energy import energy_lines
 from solar.report.style import COLORS
 from solar.report.table import latency_lines, memory_lines
 
@@ -138,6 +139,7 @@ def bound_html(b) -> str:
         f"<div>total work: {_e(fmt_ops(b.flops))}; unfused / fused = {gap:.3g}x "
         f"(fusion opportunity)</div>"
         + "".join(f"<div>{_e(line)}</div>" for line in latency_lines(b) + memory_lines(b))
+        + "".join(f"<div>{_e(line)}</div>" for line in energy_lines(b))
         + "".join(
             f"<div>{_e(p.phase)}: {p.kernels} kernels, {_e(fmt_ops(p.flops))}, "
             f"unfused {fmt_time(p.unfused_s)}</div>"

@@ -186,7 +186,36 @@ def calibration_text(cal: Calibration) -> str:
         if r.clamped:
             note = f"CLAMPED to the peak (measured above it: check the spec); {note}"
         lines.append(f"{r.key:<16} {v:>14} {p:>14} {fr:>8}  {note}")
-    return "\n".join(lines)
+    return "\n".join(lines + energy_calibration_lines(cal.energy))
+
+
+def energy_calibration_lines(energy) -> list[str]:
+    """The energy runs of a calibration (:mod:`solar.gpu.calibrate_energy`) and the costs
+    they give; nothing when energy was not measured."""
+    if energy is None:
+        return []
+    out = ["", f"energy ({energy.meter}):"]
+    out.append(
+        f"{'run':<16} {'seconds':>8} {'joules':>10} {'power':>9} {'clock':>9}  method / note"
+    )
+    for r in energy.runs:
+        if r.error:
+            out.append(f"{r.key:<16} {'-':>8} {'-':>10} {'-':>9} {'-':>9}  {r.error}")
+            continue
+        clock = f"{r.clock_mhz:.0f} MHz" if r.clock_mhz else "-"
+        out.append(
+            f"{r.key:<16} {r.seconds:>8.2f} {r.joules:>10.1f} {r.power_w:>7.1f} W {clock:>9}  "
+            f"{r.method}"
+        )
+    c = energy.costs
+    if c is None:
+        out.append("no energy costs: the idle or DRAM run failed")
+        return out
+    ops = ", ".join(f"{u} {j * 1e12:.3g} pJ/op" for u, j in c.op_j.items()) or "none"
+    out.append(
+        f"costs above idle: {ops}; DRAM {c.dram_j_per_byte * 1e12:.3g} pJ/B; idle {c.idle_w:.1f} W"
+    )
+    return out
 
 
 def validation_text(r: ValidationReport) -> str:

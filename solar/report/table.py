@@ -21,6 +21,7 @@ from solar.questions.compare import Comparison
 from solar.questions.plan import tried_text
 from solar.questions.provision import Provision
 from solar.questions.sweep import Sweep
+from solar.report.energy import energy_cell, energy_renderables, fmt_joules
 
 
 def render(renderables) -> str:
@@ -95,7 +96,16 @@ def bound_renderables(b: Bound) -> list:
     )
     notes = "assumptions:\n" + "\n".join(f"  - {a}" for a in b.assumptions)
     total = "total work: " + fmt_ops(b.flops)
-    return [t, s, *phase_renderables(b), total, *latency_lines(b), *memory_lines(b), notes]
+    return [
+        t,
+        s,
+        *energy_renderables(b),
+        *phase_renderables(b),
+        total,
+        *latency_lines(b),
+        *memory_lines(b),
+        notes,
+    ]
 
 
 def phase_renderables(b: Bound) -> list:
@@ -145,7 +155,8 @@ def memory_lines(b: Bound) -> list[str]:
 def comparison_renderables(c: Comparison) -> list:
     t = Table(title=f"{c.program}: speed-of-light bounds per GPU")
     cols = ("GPU", "unfused", "by", "fused", "by ", "cache-aware", "by  ", "DRAM bytes (c-a)")
-    for col in (*cols, "vs fastest"):
+    energy = any(b.energy.available for b in c.bounds)
+    for col in (*cols, "vs fastest", *(["energy (c-a)"] if energy else [])):
         t.add_column(col, justify="left" if col.strip() in ("GPU", "by") else "right")
     best = c.fastest().cache_aware if c.bounds else 0.0
     for b in sorted(c.bounds, key=lambda b: b.cache_aware):
@@ -159,10 +170,17 @@ def comparison_renderables(c: Comparison) -> list:
             b.cache_aware_bound_by,
             fmt_bytes(b.bytes_cache_aware),
             f"x{b.cache_aware / best:.3g}" if best > 0 else "-",
+            *([energy_cell(b)] if energy else []),
         )
     out = [t]
     if c.parallel:
         out.append(parallel_comparison_table(c))
+    least = c.least_energy() if energy else None
+    if least is not None:
+        out.append(
+            f"fewest joules (cache-aware energy floor): {least.hw}; GPUs without measured "
+            "energy costs show -"
+        )
     if c.errors:
         out.append("not comparable: " + "; ".join(f"{k}: {v}" for k, v in c.errors.items()))
     if c.bounds:
@@ -251,7 +269,9 @@ def provision_renderables(p: Provision) -> list:
             fmt_bytes(pt.dram_bytes),
         )
     cat = Table(title="catalog GPUs against the target")
-    for col in ("GPU", "bound", "by", "meets", "slack", "target/bound", "BW needed", "BW"):
+    energy = any(c.energy_j is not None for c in p.catalog)
+    cols = ("GPU", "bound", "by", "meets", "slack", "target/bound", "BW needed", "BW")
+    for col in (*cols, *(["energy floor"] if energy else [])):
         cat.add_column(col, justify="left" if col in ("GPU", "by") else "right")
     for c in sorted(p.catalog, key=lambda c: c.bound_s):
         cat.add_row(
@@ -263,8 +283,12 @@ def provision_renderables(p: Provision) -> list:
             f"{c.ratio:.3g}",
             fmt_rate(c.bandwidth_needed, "B/s"),
             fmt_rate(c.dram_bandwidth, "B/s"),
+            *([fmt_joules(c.energy_j)] if energy else []),
         )
     out = [need, region, cat]
+    least = p.least_energy
+    if least is not None:
+        out.append(f"fewest joules meeting the target: {least.name} ({fmt_joules(least.energy_j)})")
     if any(c.fits is False for c in p.catalog):
         short = ", ".join(c.key for c in p.catalog if c.fits is False)
         out.append(f"does not fit in one GPU (never a match alone): {short}")
