@@ -122,8 +122,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.debug:
             raise
         summary = getattr(e, "summary", None)  # solar.api.ProgramError: the program raised it
-        if summary:
-            msg, hint = summary, "raised by the program; --debug shows the traceback"
+        if summary:  # an EagerRefusal says why there is no bound
+            why = getattr(e, "hint", "raised by the program")
+            msg, hint = summary, f"{why}; --debug shows the traceback"
         else:
             lines = str(e).strip().splitlines()
             msg = f"{type(e).__name__}: {lines[0]}" if lines else type(e).__name__
