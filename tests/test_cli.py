@@ -101,3 +101,33 @@ def test_console_script_entry_point():
         [sys.executable, "-m", "solar", "specs"], capture_output=True, text=True, cwd=ROOT
     )
     assert proc.returncode == 0 and "H100" in proc.stdout
+
+
+HANGS_IN_FORWARD = """import time
+
+import torch
+
+
+class Model(torch.nn.Module):
+    def forward(self, x):
+        while True:
+            time.sleep(0.1)
+
+
+def get_inputs():
+    return [torch.randn(4, 4)]
+"""
+
+
+def test_one_hanging_file_honours_timeout(tmp_path):
+    """``solar bound FILE --timeout S`` stops one file as a batch stops each of its files,
+    with the line the batch records (issue 37, item 4); through the installed script."""
+    from console import run_solar
+
+    f = tmp_path / "hangs.py"
+    f.write_text(HANGS_IN_FORWARD)
+    code, out, err = run_solar("bound", f, "--timeout", 2, timeout=120)
+    assert (code, out) == (2, "")
+    assert err.splitlines() == [
+        "solar: error: hangs.py: no result within the time limit of 2 s (--timeout)"
+    ]

@@ -20,7 +20,7 @@ from console import run_solar
 
 import solar
 from solar.api import ProgramError
-from solar.frontend.torch.eager_checks import RULES, EagerRefusal
+from solar.frontend.torch.eager_checks import OUT, RULES, EagerRefusal
 
 f32, bf16, i32, i64 = torch.float32, torch.bfloat16, torch.int32, torch.int64
 
@@ -46,7 +46,7 @@ REFUSED = [
         "matmul",
         lambda a, b: torch.einsum("bij,bjk->bik", a, b),
         (z(2, 4, 8), z(2, 8, 4, dtype=bf16)),
-    ),  # fmt: skip
+    ),
     ("linear-no-bias", "matmul", lambda x, w: F.linear(x, w), (z(4, 8), z(16, 8, dtype=bf16))),
     (
         "linear-bias",
@@ -91,13 +91,13 @@ REFUSED = [
         "conv",
         lambda x, w: F.conv1d(x, w, groups=2, padding=1),
         (z(1, 4, 8), z(4, 2, 3, dtype=bf16)),
-    ),  # fmt: skip
+    ),
     (
         "conv-transpose",
         "conv",
         lambda x, w: F.conv_transpose2d(x, w, stride=2, padding=1),
         (z(1, 3, 8, 8), z(3, 4, 3, 3, dtype=bf16)),
-    ),  # fmt: skip
+    ),
     (
         "conv-bf16-input",
         "conv",
@@ -110,26 +110,26 @@ REFUSED = [
         "index",
         lambda x, i, s: x.index_add(0, i, s),
         (z(8, 4), z(2, dtype=i64), z(2, 4, dtype=bf16)),
-    ),  # fmt: skip
+    ),
     ("index_add-index", "index", lambda x, i, s: x.index_add(0, i, s), (z(8, 4), z(2), z(2, 4))),
     (
         "index_copy-int32",
         "index",
         lambda x, i, s: x.index_copy(0, i, s),
         (z(8, 4), z(2, dtype=i32), z(2, 4)),
-    ),  # fmt: skip
+    ),
     (
         "index_copy-source",
         "index",
         lambda x, i, s: x.index_copy(0, i, s),
         (z(8, 4), z(2, dtype=i64), z(2, 4, dtype=bf16)),
-    ),  # fmt: skip
+    ),
     (
         "index_fill-int32",
         "index",
         lambda x, i: x.index_fill(0, i, 1.0),
         (z(8, 4), z(2, dtype=i32)),
-    ),  # fmt: skip
+    ),
     ("index_put-values", "index", _index_put, (z(8, 4), z(2, dtype=i64), z(2, 4, dtype=bf16))),
     ("index-float", "index", lambda x, i: x[i], (z(8, 4), z(2))),
     ("gather", "index", lambda x, i: torch.gather(x, 1, i), (z(8, 4), z(8, 2))),
@@ -138,13 +138,13 @@ REFUSED = [
         "index",
         lambda x, i, s: x.scatter(1, i, s),
         (z(8, 4), z(8, 2, dtype=i64), z(8, 2, dtype=bf16)),
-    ),  # fmt: skip
+    ),
     (
         "scatter_add-index",
         "index",
         lambda x, i, s: x.scatter_add(1, i, s),
         (z(8, 4), z(8, 2), z(8, 2)),
-    ),  # fmt: skip
+    ),
     ("embedding", "index", lambda i, w: F.embedding(i, w), (z(3), z(10, 4))),
     ("take", "index", lambda x, i: torch.take(x, i), (z(8, 4), z(3, dtype=i32))),
     (
@@ -164,13 +164,25 @@ REFUSED = [
         "mask",
         lambda x, m: x.masked_fill(m, 0.0),
         (z(8), z(8, dtype=torch.uint8)),
-    ),  # fmt: skip
+    ),
+    (
+        "add-out-int64",
+        "out",
+        lambda a, b, o: torch.add(a, b, out=o),
+        (z(4), z(4), z(4, dtype=i64)),
+    ),
+    (
+        "cat-out-int64",
+        "out",
+        lambda a, b, o: torch.cat([a, b], out=o),
+        (z(4), z(4), z(8, dtype=i64)),
+    ),
     ("where-float", "mask", lambda c, a, b: torch.where(c, a, b), (z(8), z(8), z(8))),
 ]
 
 
 def test_every_rule_has_a_refused_case():
-    assert {family for _, family, *_ in REFUSED} == {rule.family for rule in RULES}
+    assert {family for _, family, *_ in REFUSED} == {rule.family for rule in (*RULES, OUT)}
 
 
 @pytest.mark.parametrize(("fn", "inputs"), [c[2:] for c in REFUSED], ids=[c[0] for c in REFUSED])
@@ -227,7 +239,7 @@ LEGAL = [
         "masked_fill-0dim-value",
         lambda x, m: x.masked_fill(m, torch.tensor(1.0)),
         (z(8, dtype=bf16), z(8, dtype=torch.bool)),
-    ),  # fmt: skip
+    ),
     ("index_select-int32", lambda x, i: torch.index_select(x, 0, i), (z(8, 4), z(2, dtype=i32))),
     ("embedding-int32", F.embedding, (z(3, dtype=i32), z(10, 4))),
     ("gather-int32", lambda x, i: torch.gather(x, 1, i), (z(8, 4), z(8, 2, dtype=i32))),

@@ -25,6 +25,7 @@ casts a few more: ``mv``, ``addmv``, ``addr``).
 from __future__ import annotations
 
 import sys
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -58,7 +59,7 @@ class Rule:
     holding index tensors (a tensor, or a list of tensors and Nones) and the dtypes allowed
     for them; ``autocast_casts``: autocast casts these operators' operands, so ``agree`` is not
     applied inside an autocast region; ``stand_in``: the stand-in tensors of a flagged call
-    (:func:`stand_ins` by default)."""
+    (:func:`stand_ins` by default); ``always``: every call is flagged (eager decides)."""
 
     family: str
     ops: tuple[object, ...]
@@ -66,6 +67,7 @@ class Rule:
     index: tuple[tuple[str, frozenset], ...] = ()
     autocast_casts: bool = False
     stand_in: Callable[[dict], dict] | None = None
+    always: bool = False
 
 
 def stand_ins(args: dict) -> dict:
@@ -108,14 +110,14 @@ RULES: tuple[Rule, ...] = (
         (aten.mm, aten.bmm, aten.mv, aten.dot, aten.vdot),
         ("self", "mat2", "vec", "tensor"),
         autocast_casts=True,
-    ),  # fmt: skip
+    ),
     Rule("matmul", (aten.addmm, aten.addmm_), ("self", "mat1", "mat2"), autocast_casts=True),
     Rule(
         "matmul",
         (aten.baddbmm, aten.baddbmm_, aten.addbmm, aten.addbmm_),
         ("self", "batch1", "batch2"),
         autocast_casts=True,
-    ),  # fmt: skip
+    ),
     Rule("matmul", (aten.addmv, aten.addmv_), ("self", "mat", "vec"), autocast_casts=True),
     Rule(
         "conv",
@@ -123,11 +125,9 @@ RULES: tuple[Rule, ...] = (
         ("input", "weight", "bias"),
         autocast_casts=True,
         stand_in=conv_stand_ins,
-    ),  # fmt: skip
+    ),
     Rule("index", (aten.index_select,), index=(("index", LONG_OR_INT),)),
-    Rule(
-        "index", (aten.index_add, aten.index_add_), ("self", "source"), (("index", LONG_OR_INT),)
-    ),  # fmt: skip
+    Rule("index", (aten.index_add, aten.index_add_), ("self", "source"), (("index", LONG_OR_INT),)),
     Rule("index", (aten.index_copy, aten.index_copy_), ("self", "source"), (("index", LONG),)),
     Rule("index", (aten.index_fill, aten.index_fill_), index=(("index", LONG),)),
     Rule(
@@ -135,7 +135,7 @@ RULES: tuple[Rule, ...] = (
         (aten.index_put, aten.index_put_, aten._index_put_impl_),
         ("self", "values"),
         (("indices", INDICES),),
-    ),  # fmt: skip
+    ),
     Rule("index", (aten.index,), index=(("indices", INDICES),)),
     Rule("index", (aten.gather,), index=(("index", LONG_OR_INT),)),
     Rule(
@@ -150,23 +150,29 @@ RULES: tuple[Rule, ...] = (
         ),
         ("self", "src"),
         (("index", LONG_OR_INT),),
-    ),  # fmt: skip
+    ),
     Rule("index", (aten.embedding,), index=(("indices", LONG_OR_INT),)),
     Rule("index", (aten.take,), index=(("index", LONG),)),
     Rule(
         "target",
         (aten.nll_loss_forward, aten.nll_loss2d_forward),
         index=(("target", LONG_OR_BYTE),),
-    ),  # fmt: skip
+    ),
     Rule("mask", (aten.masked_fill, aten.masked_fill_), index=(("mask", BOOL),)),
     Rule("mask", (aten.where,), index=(("condition", BOOL),)),
 )
+
+#: an operator's ``out=`` overload: eager checks the result's dtype against ``out`` (exactly for
+#: a GEMM, "can be cast to" for a pointwise op); every such call is run on stand-ins
+OUT = Rule("out", (), always=True)
 
 _BY_OP: dict[object, Rule] = {op: rule for rule in RULES for op in rule.ops}
 
 
 def flagged(rule: Rule, args: dict) -> bool:
     """Whether a call's arguments break ``rule`` (eager is then asked)."""
+    if rule.always:
+        return True
     dtypes = {v.dtype for k in rule.agree if isinstance(v := args.get(k), torch.Tensor)}
     if len(dtypes) > 1 and not (rule.autocast_casts and in_autocast()):
         return True
@@ -180,7 +186,8 @@ def flagged(rule: Rule, args: dict) -> bool:
 
 def eager_refusal(func, args: dict, rule: Rule) -> BaseException | None:
     """What eager PyTorch raises for ``func`` on stand-ins of ``args`` (None: it runs)."""
-    with _disable_current_modes():  # real CPU tensors, run by eager PyTorch
+    with _disable_current_modes(), warnings.catch_warnings():  # real CPU tensors, eager
+        warnings.simplefilter("ignore")  # an out= stand-in resized: not the program's
         made = (rule.stand_in or stand_ins)(args)
         schema = func._schema.arguments
         call_args = [made[a.name] for a in schema if not a.kwarg_only and a.name in made]
@@ -206,6 +213,8 @@ class EagerChecks(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         rule = _BY_OP.get(func.overloadpacket)
+        if rule is None and any(a.is_out for a in func._schema.arguments):
+            rule = OUT
         if rule is not None:
             named = _named(func, args, kwargs)
             if flagged(rule, named):
