@@ -68,7 +68,8 @@ def add_parser(sub):
         "trace's formula where it holds (the 'from' column says which)",
     )
     add_timeout_option(sp)
-    add_hub_args(sp)  # hf:ID / hf:FOLDER: a Hugging Face model built from its config.json
+    # hf:ID / hf:FOLDER: a Hugging Face model built from its config.json (--batch: above)
+    add_hub_args(sp, batch=False)
     add_definition_args(sp)
     return sp
 
