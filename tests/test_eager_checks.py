@@ -304,3 +304,17 @@ def test_cli_forgotten_cast_is_one_line(tmp_path):
         "have the same dtype, but got Float and BFloat16 (eager PyTorch raises this: the "
         "program cannot run, so it has no bound; --debug shows the traceback)"
     ]
+
+
+def test_the_control_call_has_the_dtypes_the_rule_asks_for():
+    """A refusal counts only where the same call with agreeing dtypes runs: ``agreeing``
+    casts the operands to the first one's dtype and index tensors to an allowed dtype."""
+    from solar.frontend.torch.eager_checks import agreeing
+
+    matmul = next(r for r in RULES if torch.ops.aten.addmm in r.ops)
+    made = agreeing({"self": z(1), "mat1": z(1, 1, dtype=bf16), "mat2": z(1, 1)}, matmul)
+    assert [t.dtype for t in made.values()] == [f32, f32, f32]
+    index = next(r for r in RULES if torch.ops.aten.index in r.ops)
+    made = agreeing({"self": z(1), "indices": [None, z(1), z(1, dtype=torch.bool)]}, index)
+    assert made["indices"][0] is None
+    assert [t.dtype for t in made["indices"][1:]] == [i64, torch.bool]

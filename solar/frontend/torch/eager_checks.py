@@ -12,8 +12,9 @@ A rule only *flags* a call. What decides, and what is said, is eager PyTorch its
 flagged operator is run on tiny CPU stand-ins of its tensors (same dtypes and ranks, every
 size 1; see :func:`stand_ins`) with the same other arguments, and its exception, PyTorch's
 own message and type, is raised as a :class:`~solar.frontend.program_errors.ProgramError` at
-the user's line. Where eager accepts the stand-ins (a mix that PyTorch promotes or allows,
-``x_bf16[mask] = torch.tensor(1.0)``), the trace goes on. The messages are the CPU kernels'
+the user's line, provided the same call with the dtypes made to agree runs (so the refusal is
+about the dtypes, not about the stand-ins). Where eager accepts the stand-ins (a mix that
+PyTorch promotes or allows), the trace goes on. The messages are the CPU kernels'
 (the trace runs on CPU fake tensors); a CUDA kernel words the same refusal its own way.
 
 Autocast keeps its casts: inside ``torch.autocast`` the operators arrive here already cast
@@ -82,6 +83,8 @@ def stand_ins(args: dict) -> dict:
         if isinstance(v, (list, tuple)):
             return type(v)(one(x) for x in v)
         if isinstance(v, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+            if v.node.hint is None:
+                raise ValueError(f"{v}: no value to stand in for")
             return v.node.hint
         return v
 
@@ -185,17 +188,52 @@ def flagged(rule: Rule, args: dict) -> bool:
 
 
 def eager_refusal(func, args: dict, rule: Rule) -> BaseException | None:
-    """What eager PyTorch raises for ``func`` on stand-ins of ``args`` (None: it runs)."""
+    """What eager PyTorch raises for ``func`` on stand-ins of ``args``; None where it runs
+    them, or where the refusal is not about the dtypes: the same call with the dtypes made
+    to agree (:func:`agreeing`) must run, else the stand-ins do not stand for the program and
+    the trace goes on as before."""
     with _disable_current_modes(), warnings.catch_warnings():  # real CPU tensors, eager
         warnings.simplefilter("ignore")  # an out= stand-in resized: not the program's
-        made = (rule.stand_in or stand_ins)(args)
-        schema = func._schema.arguments
-        call_args = [made[a.name] for a in schema if not a.kwarg_only and a.name in made]
-        call_kwargs = {a.name: made[a.name] for a in schema if a.kwarg_only and a.name in made}
         try:
-            func(*call_args, **call_kwargs)
-        except (RuntimeError, IndexError, TypeError, ValueError) as e:
-            return e
+            made = (rule.stand_in or stand_ins)(args)
+        except (TypeError, ValueError):  # a size with no value (unbacked): cannot ask eager
+            return None
+        refusal = _run(func, made)
+        if refusal is None or rule.always:
+            return refusal
+        return refusal if _run(func, agreeing(made, rule)) is None else None
+
+
+def agreeing(made: dict, rule: Rule) -> dict:
+    """``made`` with the dtypes ``rule`` asks for: its ``agree`` tensors in the first one's
+    dtype, its index tensors in an allowed dtype (int64 where allowed, else the first)."""
+    out = dict(made)
+    tensors = [made[k] for k in rule.agree if isinstance(made.get(k), torch.Tensor)]
+    for k in rule.agree:
+        if isinstance(made.get(k), torch.Tensor):
+            out[k] = made[k].to(tensors[0].dtype)
+    for name, allowed in rule.index:
+        dtype = torch.int64 if torch.int64 in allowed else sorted(allowed, key=str)[0]
+        value = made.get(name)
+        if isinstance(value, torch.Tensor):
+            out[name] = value.to(dtype)
+        elif isinstance(value, (list, tuple)):
+            out[name] = type(value)(
+                v.to(v.dtype if v.dtype in allowed else dtype) if isinstance(v, torch.Tensor) else v
+                for v in value
+            )
+    return out
+
+
+def _run(func, made: dict) -> BaseException | None:
+    """``func`` called on ``made`` (by schema names): what it raises, or None."""
+    schema = func._schema.arguments
+    call_args = [made[a.name] for a in schema if not a.kwarg_only and a.name in made]
+    call_kwargs = {a.name: made[a.name] for a in schema if a.kwarg_only and a.name in made}
+    try:
+        func(*call_args, **call_kwargs)
+    except (RuntimeError, IndexError, TypeError, ValueError, NotImplementedError) as e:
+        return e
     return None
 
 
