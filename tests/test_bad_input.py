@@ -317,3 +317,105 @@ def test_exit_code_and_one_line_from_the_console_command(tmp_path):
     assert proc.returncode == 2
     assert len(proc.stderr.strip().splitlines()) == 1 and "special_airy_ai" in proc.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["airy.py"]
+
+
+# -- optional packages and the network (issue 37, first-hour polish) --------------------------
+
+BLOCK_IMPORTS = """import sys
+
+
+class _NotInstalled:
+    \"\"\"Imports of the packages named in SOLAR_TEST_MISSING fail as if not installed.\"\"\"
+
+    def find_spec(self, name, path=None, target=None):
+        import os
+
+        if name.split(".")[0] in os.environ.get("SOLAR_TEST_MISSING", "").split(","):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+
+sys.meta_path.insert(0, _NotInstalled())
+"""
+
+
+def _without(tmp_path: Path, monkeypatch, *packages: str) -> None:
+    """The processes this test starts behave as if ``packages`` were not installed (a
+    ``sitecustomize`` on PYTHONPATH, which Python imports at start-up)."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(BLOCK_IMPORTS)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setenv("SOLAR_TEST_MISSING", ",".join(packages))
+
+
+def test_missing_transformers_names_the_extra(tmp_path, monkeypatch):
+    """``solar bound hf:...`` without transformers: one line naming the extra, not a bare
+    ModuleNotFoundError (through the installed script)."""
+    from console import run_solar
+
+    _without(tmp_path, monkeypatch, "transformers")
+    folder = tmp_path / "gpt2"
+    folder.mkdir()
+    (folder / "config.json").write_text('{"model_type": "gpt2"}')
+    code, out, err = run_solar("bound", f"hf:{folder}", "--seq", "8")
+    assert (code, out) == (2, "")
+    assert err.splitlines() == [
+        "solar: error: transformers is not installed (needed for hf: models): "
+        "pip install 'solar[models]'"
+    ]
+
+
+def test_missing_library_of_the_model_zoo_names_the_extra(tmp_path, monkeypatch):
+    _without(tmp_path, monkeypatch, "timm")
+    proc = subprocess.run(
+        [sys.executable, "-m", "solar.bench.zoo", "--library", "timm", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [
+        "python -m solar.bench.zoo: error: timm is not installed (needed for the model zoo): "
+        "pip install 'solar[test]'"
+    ]
+
+
+def test_missing_extra_helper_maps_modules_to_extras():
+    from solar.frontend.extras import EXTRAS, MissingExtra, optional
+
+    missing = r"^pandas is not installed \(needed for x\): pip "
+    with pytest.raises(MissingExtra, match=missing), optional("x"):
+        raise ModuleNotFoundError("No module named 'pandas.core'", name="pandas.core")
+    with pytest.raises(ModuleNotFoundError) as e, optional("x"):  # not optional: as it was
+        raise ModuleNotFoundError("No module named 'nosuch'", name="nosuch")
+    assert not isinstance(e.value, MissingExtra)
+    # every extra named exists in pyproject.toml
+    text = (ROOT / "pyproject.toml").read_text()
+    assert all(f"\n{extra} = [" in text for extra in set(EXTRAS.values()))
+
+
+def test_unreachable_hub_fails_at_once_in_one_line(tmp_path, monkeypatch):
+    """A model in no folder and no cache, and a Hub that cannot be reached (an endpoint whose
+    name does not resolve: ``.invalid`` is reserved): one line at once, not ~30 s of retries."""
+    import time
+
+    from console import run_solar
+
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty"))
+    monkeypatch.setenv("HF_ENDPOINT", "https://hub.invalid")
+    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HTTPS_PROXY", "https_proxy",
+                 "ALL_PROXY", "all_proxy"):  # fmt: skip
+        monkeypatch.delenv(name, raising=False)
+    t0 = time.perf_counter()
+    code, out, err = run_solar("bound", "hf:gpt2", "--seq", "8")
+    assert time.perf_counter() - t0 < 25  # start-up and one name lookup
+    assert (code, out) == (2, "")
+    lines = err.splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith(
+        f"solar: error: no config.json for gpt2: not a folder, not in the Hugging Face cache "
+        f"{tmp_path / 'empty'}, and the Hub cannot be reached (hub.invalid:443: "
+    )
+    assert lines[0].endswith("); `hf download gpt2 config.json` fetches the config alone")

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from solar.bench.models import ROOT
 from solar.bench.zoo_models import LIBRARIES
+from solar.frontend.extras import MissingExtra, optional
 
 RESULTS = ROOT / "bench" / "results"
 MARK = "ZOO-RESULT "
@@ -155,7 +156,15 @@ def main(argv: list[str] | None = None) -> int:
     if bad:
         p.error(f"unknown library {bad[0]!r}; one of: {', '.join(LIBRARIES)}")
     only = [s for s in args.only.split(",") if s]
-    todo = [(lib, i, n) for lib in libraries for i, n in select(lib, only, args.limit, args.start)]
+    try:
+        with optional("the model zoo"):
+            todo = [
+                (lib, i, n)
+                for lib in libraries
+                for i, n in select(lib, only, args.limit, args.start)
+            ]
+    except MissingExtra as e:
+        p.exit(2, f"{p.prog}: error: {e}\n")
     if only and not todo:
         p.error(f"no model named {', '.join(only)} in {', '.join(libraries)}")
     out.mkdir(parents=True, exist_ok=True)

@@ -14,10 +14,12 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
 from dataclasses import dataclass
 from types import ModuleType
 
+from solar.frontend.extras import MissingExtra, missing_extra
 from solar.frontend.torchvision_ops import install_import_hook
 
 
@@ -105,6 +107,9 @@ def main(argv: list[str] | None = None) -> int:
         fake_log.setLevel(logging.CRITICAL)
     try:
         return args.run(args)
+    except BrokenPipeError:  # the reader went away (solar ... | head): end quietly
+        _quiet_stdout()
+        return 0
     except EXPECTED_ERRORS as e:
         report = getattr(e, "report", None)  # UnsupportedOperatorError: every missing operator
         if args.debug:
@@ -118,12 +123,19 @@ def main(argv: list[str] | None = None) -> int:
             msg = f"KeyError: {msg}"
         print(f"solar: error: {msg}", file=sys.stderr)
         return 2
+    except ModuleNotFoundError as e:  # an optional package: one line naming its extra
+        if args.debug:
+            raise
+        known = e if isinstance(e, MissingExtra) else missing_extra(e, f"solar {args.command}")
+        print(f"solar: error: {known or f'ModuleNotFoundError: {e}'}", file=sys.stderr)
+        return 2
     except Exception as e:  # anything else (a framework error in user code, a bug): one line
         if args.debug:
             raise
         summary = getattr(e, "summary", None)  # solar.api.ProgramError: the program raised it
-        if summary:
-            msg, hint = summary, "raised by the program; --debug shows the traceback"
+        if summary:  # an EagerRefusal says why there is no bound
+            why = getattr(e, "hint", "raised by the program")
+            msg, hint = summary, f"{why}; --debug shows the traceback"
         else:
             lines = str(e).strip().splitlines()
             msg = f"{type(e).__name__}: {lines[0]}" if lines else type(e).__name__
@@ -132,6 +144,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     finally:
         fake_log.setLevel(level)
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at the null device, so that the interpreter's last flush of a pipe whose
+    reader has gone writes nowhere instead of printing another Broken pipe error."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
 
 
 if __name__ == "__main__":

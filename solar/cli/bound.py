@@ -21,6 +21,7 @@ from solar.cli.options import (
     hw_from_args,
     lifted,
     plan_kwargs,
+    within_time_limit,
 )
 from solar.cli.targets.definitions import add_definition_args, definitions_report
 from solar.cli.targets.hub import add_hub_args, bound_hub_from_args
@@ -67,7 +68,8 @@ def add_parser(sub):
         "trace's formula where it holds (the 'from' column says which)",
     )
     add_timeout_option(sp)
-    add_hub_args(sp)  # hf:ID / hf:FOLDER: a Hugging Face model built from its config.json
+    # hf:ID / hf:FOLDER: a Hugging Face model built from its config.json (--batch: above)
+    add_hub_args(sp, batch=False)
     add_definition_args(sp)
     return sp
 
@@ -89,12 +91,15 @@ def run(args) -> int:
         return _run_batch(args)
     check_out(args.out)
     spec = load_spec(hw_from_args(args))
-    with gc_paused(default=True):  # the command's process is its own
-        _, g = lifted(args.paths[0], args.precision)
-        if multi:
-            b = bound_parallel(g, spec, args.gpus, **plan_kwargs(args))
-        else:
-            b = bound_graph(g, spec)
+
+    def one_file():
+        with gc_paused(default=True):  # the command's process is its own
+            _, g = lifted(args.paths[0], args.precision)
+            if multi:
+                return bound_parallel(g, spec, args.gpus, **plan_kwargs(args))
+            return bound_graph(g, spec)
+
+    b = within_time_limit(one_file, args.paths[0], args.timeout)
     emit(b.to_json() if args.json else str(b), args.out)
     return 0
 
@@ -116,8 +121,13 @@ def _run_symbolic(args) -> int:
         raise ValueError("--symbolic bounds one GPU: leave out --gpus and the plan options")
     check_out(args.out)
     names = parse_symbolic(args.symbolic)
-    with gc_paused(default=True):  # the command's process is its own
-        b = bound_problem(path, names, load_spec(hw_from_args(args)), precision=args.precision)
+    spec = load_spec(hw_from_args(args))
+
+    def one_file():
+        with gc_paused(default=True):  # the command's process is its own
+            return bound_problem(path, names, spec, precision=args.precision)
+
+    b = within_time_limit(one_file, path, args.timeout)
     emit(json.dumps(symbolic_dict(b), indent=2) if args.json else symbolic_text(b), args.out)
     return 0
 
@@ -159,7 +169,11 @@ def _run_hub(args) -> int:
     """``solar bound hf:ID``: a model by name (solar/hub/), ``--batch`` its batch size."""
     check_out(args.out)
     plan = {k: v for k, v in plan_kwargs(args).items() if k != "batch"}
-    with gc_paused(default=True):  # the command's process is its own
-        b = bound_hub_from_args(args, plan)
+
+    def one_model():
+        with gc_paused(default=True):  # the command's process is its own
+            return bound_hub_from_args(args, plan)
+
+    b = within_time_limit(one_model, args.paths[0], args.timeout)
     emit(b.to_json() if args.json else str(b), args.out)
     return 0

@@ -6,10 +6,14 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from solar.api import lift_problem
 from solar.problem import load_problem
+
+T = TypeVar("T")
 
 
 def add_problem_args(sp, *, many: bool = False) -> None:
@@ -236,7 +240,7 @@ def emit(text: str, out: str | None) -> None:
 
 
 def add_timeout_option(sp) -> None:
-    """``--timeout S``: the time limit of each problem of a batch."""
+    """``--timeout S``: the time limit of each problem of a batch, or of the one problem."""
     from solar.questions.executors import DEFAULT_TIMEOUT_S
 
     sp.add_argument(
@@ -244,9 +248,25 @@ def add_timeout_option(sp) -> None:
         type=float,
         default=DEFAULT_TIMEOUT_S,
         metavar="S",
-        help="for several files or a folder: stop a problem still running after S seconds and "
-        f"record it as 'timeout'; the rest of the batch goes on (default {DEFAULT_TIMEOUT_S:g})",
+        help="stop a problem still running after S seconds: one file ends with that error; in "
+        "a batch (several files or a folder) it is recorded as 'timeout' and the rest goes on "
+        f"(default {DEFAULT_TIMEOUT_S:g})",
     )
+
+
+def within_time_limit(run: Callable[[], T], path: str, timeout: float | None) -> T:
+    """``run()`` for one problem (``path``), stopped after ``timeout`` seconds with the one
+    line a batch records for it: ``PATH: no result within the time limit of S s (--timeout)``
+    (a TimeoutError). The limit interrupts Python code, as in a batch run in this process
+    (:func:`~solar.questions.executors.call_with_time_limit`)."""
+    from solar.questions.executors import call_with_time_limit
+
+    if timeout is not None and timeout <= 0:
+        raise ValueError(f"--timeout must be a positive number of seconds, got {timeout:g}")
+    result = call_with_time_limit(run, (), timeout)
+    if isinstance(result, TimeoutError):
+        raise TimeoutError(f"{Path(path).name}: {result}")
+    return result
 
 
 class Progress:

@@ -1,4 +1,4 @@
-"""``solar provision FILE --target-ms T``: the inverse roofline (what hardware meets T), per
+"""``solar provision FILE|hf:ID --target-ms T``: the inverse roofline (what hardware meets T), per
 GPU kind the fewest GPUs that hold the program and meet T (with the plan), and with
 ``--sweep NAME=v1,v2,...`` the bounds per size of a module constant."""
 
@@ -12,10 +12,11 @@ from solar.cli.options import (
     add_problem_args,
     emit,
     hw_from_args,
-    lifted,
 )
+from solar.cli.targets.hub import add_hub_args, lifted_target
 from solar.collector import full_collections_deferred
 from solar.fmt import jsonable
+from solar.hub.programs import is_hub_name
 from solar.questions.provision import provision_graph
 from solar.questions.sweep import parse_sweep, sweep_problem
 
@@ -60,12 +61,18 @@ def add_parser(sub):
         help="also bound the problem at each value of its module constant NAME on --hw",
     )
     add_output_args(sp)
+    add_hub_args(sp)  # hf:ID: the same model options as solar bound
     return sp
 
 
 def run(args) -> int:
     hw = hw_from_args(args)
-    _, g = lifted(args.file, args.precision)
+    if args.sweep and is_hub_name(args.file):
+        raise ValueError(
+            "--sweep varies a problem file's module constant: for hf: models, run provision "
+            "once per --seq (or --batch)"
+        )
+    _, g = lifted_target(args.file, args)
     p = provision_graph(
         g,
         target_s=args.target_ms * 1e-3,

@@ -8,6 +8,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from solar.frontend.extras import optional
+
 PREFIX = "hf:"
 #: the unpatched ``from_pretrained`` functions while :mod:`solar.hub.pretrained` redirects them
 ORIGINALS: dict = {}
@@ -71,7 +73,8 @@ def find_config(model_id: str | os.PathLike) -> ConfigSource:
         return ConfigSource(name, local, f"the folder {local}")
     if name.startswith((".", "/", "~")) or name.count("/") > 1:
         raise HubError(f"{name}: no such folder, and not a Hugging Face model id (ORG/NAME)")
-    from huggingface_hub import try_to_load_from_cache
+    with optional("hf: models"):
+        from huggingface_hub import try_to_load_from_cache
 
     cache = cache_dir()
     try:
@@ -84,6 +87,11 @@ def find_config(model_id: str | os.PathLike) -> ConfigSource:
     looked = f"no {CONFIG} for {name}: not a folder, not in the Hugging Face cache {cache}"
     if offline():
         raise HubError(f"{looked}, and HF_HUB_OFFLINE is set; {fetch} (or pass hf:FOLDER)")
+    from solar.hub.network import hub_unreachable
+
+    unreachable = hub_unreachable()  # at once, where the download would retry for ~30 s
+    if unreachable is not None:
+        raise HubError(f"{looked}, and the Hub cannot be reached ({unreachable}); {fetch}")
     from huggingface_hub import hf_hub_download
 
     try:
@@ -103,7 +111,8 @@ def _first_line(e: BaseException) -> str:
 def load_config(model_id: str | os.PathLike, **overrides):
     """``(config, source)``: the ``transformers`` config of ``model_id`` read from its
     ``config.json`` (``overrides`` set attributes, as ``from_pretrained`` keywords do)."""
-    import transformers
+    with optional("hf: models"):
+        import transformers
 
     source = find_config(model_id)
     try:

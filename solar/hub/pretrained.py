@@ -10,6 +10,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from solar.frontend.extras import optional
 from solar.hub.models import ORIGINALS, HubError, build, find_config, load_config, resolve_dtype
 
 #: ``from_pretrained`` keywords about fetching and placing weights, not the model's shape
@@ -29,9 +30,10 @@ def from_config_instead_of_weights() -> Iterator[list[str]]:
     config classes reads ``config.json`` through :func:`find_config` and builds the model from
     it on the meta device (:func:`build`): nothing is downloaded but the config. Yields the
     list of notes (one per model built) for the report."""
-    import transformers
-    import transformers.models.auto.modeling_auto  # noqa: F401 - the auto classes, made now
-    from transformers.models.auto.auto_factory import _BaseAutoModelClass
+    with optional("a problem file calling from_pretrained"):
+        import transformers
+        import transformers.models.auto.modeling_auto  # noqa: F401 - the auto classes, now
+        from transformers.models.auto.auto_factory import _BaseAutoModelClass
 
     notes: list[str] = []
     auto = _auto_from_pretrained(notes)

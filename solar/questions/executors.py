@@ -41,6 +41,7 @@ from multiprocessing.connection import wait as mp_wait
 from pathlib import Path
 
 from solar.collector import full_collections_deferred, pause_gc_wanted, paused
+from solar.frontend.extras import optional
 
 EXECUTORS = ("serial", "process", "ray")
 
@@ -331,15 +332,11 @@ def _crashed(fn, item, why: str):
 # Ray
 
 
-INSTALL_HINT = "the Ray executor needs Ray: pip install 'solar[ray]' (or pip install ray)"
-
-
 def require_ray():
-    """The ``ray`` module, or an ImportError with the install hint."""
-    try:
+    """The ``ray`` module, or a one-line :class:`~solar.frontend.extras.MissingExtra` naming
+    the extra that installs it."""
+    with optional("the Ray executor"):
         import ray
-    except ImportError as e:
-        raise ImportError(INSTALL_HINT) from e
     return ray
 
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import math
 
+from solar.frontend.extras import optional
+
 
 def _pd():
-    try:
+    with optional("to_dataframe()"):
         import pandas as pd
-    except ImportError as e:  # pragma: no cover - depends on the environment
-        raise ImportError("to_dataframe() needs pandas: pip install pandas") from e
     return pd
 
 

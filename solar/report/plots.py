@@ -34,6 +34,7 @@ from solar.backend.cache_aware import default_capacities
 from solar.backend.result import LEVELS
 from solar.backend.units import UNIT_OF_RATE
 from solar.fmt import fmt_bytes, fmt_time
+from solar.frontend.extras import optional
 from solar.hw import list_specs
 from solar.report.style import COLORS
 
@@ -42,10 +43,8 @@ KINDS = ("roofline", "capacity", "kernels", "region", "compare")
 
 def _figure(size, layout: str | None = "constrained"):
     """A new Figure (no pyplot), shown as a PNG by IPython when one is running."""
-    try:
+    with optional("plotting"):
         from matplotlib.figure import Figure
-    except ImportError as e:
-        raise ImportError("plotting needs matplotlib: pip install matplotlib") from e
     _show_figures_in_ipython(Figure)
     return Figure(figsize=size, layout=layout)
 

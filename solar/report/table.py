@@ -369,10 +369,13 @@ def sweep_text(s: Sweep) -> str:
 
 
 def bound_batch_text(results: Sequence[BatchResult]) -> str:
-    """One line per problem file of a batch: the three bounds, or the reason it has none."""
+    """One line per problem file of a batch: the three bounds, or the reason it has none;
+    above them, the GPU they are on (named by the bounds themselves)."""
     width = max([len(r.name) for r in results] + [7])
     head = f"{'program':<{width}}  {'fused':>10}  {'cache-aware':>11}  {'unfused':>10}  status"
-    lines = [head, "-" * len(head)]
+    gpu = next((r.bound["hw"] for r in results if r.ok and r.bound and r.bound.get("hw")), None)
+    lines = [f"bounds on {gpu}"] if gpu else []
+    lines += [head, "-" * len(head)]
     for r in results:
         if r.ok and r.bound is not None:
             b = r.bound["bounds"]

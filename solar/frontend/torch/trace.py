@@ -24,6 +24,7 @@ import torch
 
 from solar.frontend.protocol import Binding, Trace
 from solar.frontend.torch import structure
+from solar.frontend.torch.eager_checks import eager_checks
 from solar.frontend.torch.fused import intercept_fused
 from solar.frontend.torch.known import known_values
 from solar.frontend.torch.lower import Lowerer, ir_dtype
@@ -141,6 +142,7 @@ def trace_torch(
             _autocast_on(device.type, remapped),
             known_values(sizes) as k,
             ranged_items(k.values, sizes.chosen) if sizes.observed is None else nullcontext(),
+            eager_checks(module),  # innermost: the calls as the program makes them
         ):
             routers.append(k)
             if module is None:
