@@ -167,17 +167,23 @@ class SizePolicy:
         first = {(a.op, a.source, str(a.value), a.observed, a.why): a for a in sizes}
         lines = [first[key].line(n) for key, n in counted.items()]
         scalars = [a for a in self.chosen if a not in sizes]
-        if scalars:
-            how = "observed on the given inputs" if scalars[0].observed else scalars[0].why
-            where = ", ".join(dict.fromkeys(a.source for a in scalars))
+        by_reason: dict[str, list[AssumedSize]] = defaultdict(list)
+        for a in scalars:
+            by_reason["observed on the given inputs" if a.observed else a.why].append(a)
+        for how, reads in by_reason.items():
+            where = ", ".join(s for s in dict.fromkeys(a.source for a in reads) if s)
             lines.append(
-                f"{len(scalars)} Python value(s) read from tensors (.item(), a tensor in an if; "
-                f"at {where}): {how}"
+                f"{len(reads)} Python value(s) read from tensors (.item(), a tensor in an if"
+                f"{'; at ' + where if where else ''}): {how}"
             )
         return lines
 
 
 # --------------------------------------------------------------------------- fake tracing
+MODEL_VALUE = (
+    "computed from the model's own parameters and buffers, whose real values it holds (built "
+    "on a real device): the same for every input"
+)
 MINIMUM = "its smallest possible value; observe=True with real inputs uses the real size"
 
 

@@ -132,6 +132,7 @@ def trace_torch(
         _argument_names(module.forward if module is not None else fn, len(args)),
     )
     n_named = len(params) + len(buffers)
+    reals = _real_values([*params.values(), *buffers.values()])  # outside the fake mode
 
     def traced(*flat: torch.Tensor) -> list[torch.Tensor]:
         fakes_of = {id(t): f for (_, t), f in zip(tensor_inputs, flat[n_named:], strict=True)}
@@ -139,7 +140,7 @@ def trace_torch(
         with (
             intercept_fused(),
             _autocast_on(device.type, remapped),
-            known_values(sizes) as k,
+            known_values(sizes, reals) as k,
             ranged_items(k.values, sizes.chosen) if sizes.observed is None else nullcontext(),
         ):
             routers.append(k)
@@ -256,6 +257,12 @@ def _graph_inputs(
         ir_dtype(t.dtype, f"input {label!r}")
         specs.append((label, "input", binding, t))
     return specs
+
+
+def _real_values(named: list[torch.Tensor]) -> list[torch.Tensor | None]:
+    """The real tensor of each parameter and buffer (None on ``meta``): values the trace may
+    read (:mod:`solar.frontend.torch.model_reads`)."""
+    return [None if t.device.type == "meta" else t.detach() for t in named]
 
 
 def _as_tuple(inputs: object) -> tuple:
