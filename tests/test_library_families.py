@@ -10,6 +10,9 @@ tests/test_library_models.py.
    ``point_embedding[labels == -1] = 0.0``; ``x[mask] += v``; ``index_put_`` with a mask):
    the tensor keeps its shape; eager writes only the selected elements, after reading the
    whole mask.
+3. Weight normalization (wav2vec2/WavLM/HuBERT's convolutional positional embedding:
+   ``aten._weight_norm_interface``) and its siblings: the parametrization API and
+   ``spectral_norm`` (``mv``, ``vdot``).
 """
 
 from __future__ import annotations
@@ -175,3 +178,32 @@ def test_a_masked_write_reads_the_mask_and_writes_what_it_selects():
     (kernel,) = [k for k in seen.program.kernels if k.op == "aten.index_put_.default"]
     io = kernel_io(seen.program, kernel)
     assert (io.read_bytes, io.write_bytes) == (10 + 4, 8 * 4)
+
+
+def _positional_conv(parametrized: bool) -> nn.Module:
+    """wav2vec2's positional embedding: a grouped ``Conv1d`` weight-normalized along dim 2."""
+    conv = nn.Conv1d(4, 4, kernel_size=5, padding=2, groups=2)
+    if parametrized:
+        return nn.utils.parametrizations.weight_norm(conv, name="weight", dim=2)
+    with pytest.warns(FutureWarning):
+        return nn.utils.weight_norm(conv, name="weight", dim=2)
+
+
+@pytest.mark.parametrize("parametrized", [False, True], ids=["weight_norm", "parametrizations"])
+def test_weight_norm_executes_as_pytorch_and_costs_one_pass(parametrized):
+    """The ``(4, 2, 5)`` weight normalized over dims 0 and 1 for each of its 5 taps: the kernel
+    reads ``v`` (40 fp32) and ``g`` (5) and writes ``w`` (40) and the norms (5): 180 bytes
+    each way."""
+    trace = check(_positional_conv(parametrized).eval(), torch.randn(1, 4, 16), lifted=True)
+    (kernel,) = [k for k in trace.program.kernels if k.op == "aten._weight_norm_interface.default"]
+    io = kernel_io(trace.program, kernel)
+    assert (io.read_bytes, io.write_bytes) == (180, 180)
+
+
+def test_spectral_norm_executes_as_pytorch():
+    """Eval mode: ``sigma = vdot(u, mv(W, v))`` from the stored vectors. (Train mode's power
+    iteration writes ``F.normalize(..., out=u)``: ``aten.div.out``, not lowered yet.)"""
+    torch.manual_seed(0)
+    layer = nn.utils.parametrizations.spectral_norm(nn.Linear(6, 5)).eval()
+    trace = check(layer, torch.randn(3, 6), lifted=True)
+    assert "aten.vdot.default" in [k.op for k in trace.program.kernels]

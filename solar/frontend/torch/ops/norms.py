@@ -17,6 +17,16 @@ inf/-inf  ``out[o] max= |x|`` / ``min= |x|``
 0         ``out[o] += (x != 0)``
 p         ``a[o] += |x|^p``, ``out = a^(1/p)`` (integer p: multiplies)
 ========  ==========================================================
+
+``_weight_norm_interface(v, g, dim)`` (what ``nn.utils.weight_norm`` and
+``nn.utils.parametrizations.weight_norm`` record: wav2vec2/WavLM/HuBERT's convolutional
+positional embedding), one kernel as ATen's: the norm of ``v`` over every dim but ``dim``
+(an output, accumulated in float32 for half inputs), then ``w = v · (g / norm)``::
+
+    norm[.., j, ..] += square(v[.., j, ..])     norm = sqrt(norm)
+    w[.., j, ..] = v[.., j, ..] * (g[.., j, ..] / norm[.., j, ..])
+
+(``spectral_norm``'s products are ``mv`` and ``vdot``: :mod:`solar.frontend.torch.ops.matmul`.)
 """
 
 from __future__ import annotations
@@ -153,3 +163,24 @@ def finish_distance(total: Expr, finish: str | None, p: float) -> Expr:
     if finish == "pow":
         return call("pow", total, Const(1.0 / p))
     return total
+
+
+@lowering(aten._weight_norm_interface.default)
+def weight_norm(ctx: LoweringContext, v: T, g: T, dim: int = 0) -> None:
+    w, norm = ctx.out(0), ctx.out(1)
+    d = dim % max(v.ndim, 1)
+    if v.ndim < 2 or norm.numel != v.shape[d]:
+        ctx.fail(
+            f"of a {v.ndim}-dim weight along dim {dim} is not supported (PyTorch's own meta "
+            "and CPU kernels disagree on its shape); weight-normalize a 2-dim or larger one"
+        )
+    names = dims_of(v.shape)
+    stat = [n if k == d else 0 for k, n in enumerate(names)]
+    dims = [(names[d], v.shape[d], False)] + [
+        (n, v.shape[k], True) for k, n in enumerate(names) if k != d
+    ]
+    ctx.statement(dims, norm, stat, call("square", ctx.load(v, names, norm.dtype)), reduce="sum")
+    rows = nest([names[d]], [v.shape[d]])
+    ctx.statement(rows, norm, stat, call("sqrt", ctx.load(norm, stat)))
+    scale = call("div", ctx.load(g, stat, w.dtype), ctx.load(norm, stat, w.dtype))
+    ctx.statement(nest(names, v.shape), w, names, call("mul", ctx.load(v, names), scale))
