@@ -63,7 +63,22 @@ def test_a_buffer_value_is_known_and_executes_as_pytorch():
     assert _fills(trace) == [8.0, 16.0, 32.0]
     note = next(a for a in trace.assumptions if "Python value(s)" in a)
     assert note.startswith("3 Python value(s) read from tensors")
-    assert "the model's own parameters and buffers" in note
+    assert "the model's own parameters, buffers and tensor constants" in note
+
+
+class AttributeStrides(StrideHead):
+    """Ultralytics' ``Detect.stride``: a plain tensor attribute, not a registered buffer (a
+    constant of the traced graph)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        del self.stride
+        self.stride = torch.tensor([8.0, 16.0, 32.0])
+
+
+def test_a_tensor_attribute_value_is_known():
+    trace = check(AttributeStrides().eval(), FEATS)
+    assert _fills(trace) == [8.0, 16.0, 32.0]
 
 
 def test_the_stride_columns_cost_what_a_hand_count_gives():

@@ -228,7 +228,7 @@ def known_values(
     """Track known values while tracing (not with observed sizes); ``reals``: the real tensor
     (or None) of each parameter and buffer placeholder, in order (see
     :class:`~solar.frontend.torch.model_reads.ModelReads`)."""
-    mode = KnownValues(policy, ModelReads(list(reals)) if reals else None)
+    mode = KnownValues(policy, ModelReads(list(reals)))
     if policy.observed is not None:
         yield mode
         return

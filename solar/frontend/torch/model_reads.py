@@ -4,11 +4,12 @@ The trace runs on fake tensors, so ``.item()`` (or a tensor turned into a Python
 argument parser: ``x.new_full((n, 1), self.stride[i])``, YOLO's anchor strides) normally stops
 it as data-dependent. But a model built on a real device holds the values of its parameters
 and buffers, so a value computed from them alone is known, not data: ``stride[i]`` of a buffer
-``[8, 16, 32]`` is 16 whatever the input. While tracing, such a read is answered by evaluating,
-on the real tensors, only the part of the traced graph that computes it (its ancestors, back to
-the parameters and buffers); a read that depends on an input, on a ``meta`` tensor or on a
-tensor the program changed in place before reading it (anything aliasing the storage it reads
-from) is left as it was.
+``[8, 16, 32]`` is 16 whatever the input, and so is a tensor the program holds as a plain
+attribute (YOLO's ``Detect.stride``, a constant of the traced graph). While tracing, such a read
+is answered by evaluating, on the real tensors, only the part of the traced graph that computes
+it (its ancestors, back to the parameters, buffers and constants); a read that depends on an
+input, on a ``meta`` tensor or on a tensor the program changed in place before reading it
+(anything aliasing the storage it reads from) is left as it was.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ class ModelReads:
         tensors alone."""
         from torch.fx.experimental.proxy_tensor import get_proxy_slot
 
-        if self.proxy is None or not any(r is not None for r in self.reals):
+        if self.proxy is None:
             return None
         slot = get_proxy_slot(t, self.proxy.tracer, None)
         node = getattr(getattr(slot, "proxy", None), "node", None)
@@ -54,9 +55,9 @@ class ModelReads:
             if n not in ancestors:
                 ancestors.add(n)
                 stack.extend(n.all_input_nodes)
-        roots = [n for n in ancestors if n.op == "placeholder"]
-        known = [placeholders[n] < len(self.reals) for n in roots]
-        if not all(known) or any(self.reals[placeholders[n]] is None for n in roots):
+        roots = [n for n in ancestors if n.op in ("placeholder", "get_attr")]
+        real = {n: self._root(n, placeholders) for n in roots}
+        if any(v is None for v in real.values()):
             return None  # an input or a meta tensor: its values are data
         if _mutated_since(graph, roots):
             return None
@@ -65,8 +66,8 @@ class ModelReads:
             for n in graph.nodes:  # graph order is a topological order
                 if n not in ancestors:
                     continue
-                if n.op == "placeholder":
-                    values[n] = self.reals[placeholders[n]].clone()  # type: ignore[union-attr]
+                if n in real:
+                    values[n] = real[n].clone()  # type: ignore[union-attr]
                 elif n.op == "call_function":
                     args, kwargs = pytree.tree_map(
                         lambda a: values[a] if isinstance(a, fx.Node) else a, (n.args, n.kwargs)
@@ -79,6 +80,19 @@ class ModelReads:
                     return None
         out = values[target]
         return out if isinstance(out, torch.Tensor) else None
+
+    def _root(self, node: fx.Node, placeholders: dict[fx.Node, int]) -> torch.Tensor | None:
+        """The real tensor of a parameter or buffer placeholder, or of a tensor the program
+        holds as a plain attribute (YOLO's ``Detect.stride``: a constant of the graph)."""
+        from torch._subclasses.fake_tensor import FakeTensor
+
+        if node.op == "placeholder":
+            k = placeholders[node]
+            return self.reals[k] if k < len(self.reals) else None
+        value = getattr(self.proxy.tracer.root, str(node.target), None)  # type: ignore[union-attr]
+        if not isinstance(value, torch.Tensor) or isinstance(value, FakeTensor):
+            return None
+        return None if value.device.type == "meta" else value
 
 
 def _mutated_since(graph: fx.Graph, roots: list[fx.Node]) -> bool:

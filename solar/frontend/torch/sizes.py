@@ -185,8 +185,8 @@ class SizePolicy:
 
 # --------------------------------------------------------------------------- fake tracing
 MODEL_VALUE = (
-    "computed from the model's own parameters and buffers, whose real values it holds (built "
-    "on a real device): the same for every input"
+    "computed from the model's own parameters, buffers and tensor constants, whose real values "
+    "it holds (built on a real device): the same for every input"
 )
 MASK_WRITE = "aten.index_put (boolean mask)"  # elements a masked write selects: ops/dynamic.py
 MINIMUM = "its smallest possible value; observe=True with real inputs uses the real size"
