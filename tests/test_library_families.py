@@ -5,7 +5,7 @@ tests/test_library_models.py.
 
 1. A Python value read from the model's own buffer (YOLO's detection heads fill the stride
    column with ``feats[0].new_full((h * w, 1), strides[i])``): known where the model is built
-   on a real device.
+   on a real device; an unknown number (a model built on meta) where it only fills tensors.
 2. A write through a boolean mask (Segment Anything's prompt encoder:
    ``point_embedding[labels == -1] = 0.0``; ``x[mask] += v``; ``index_put_`` with a mask):
    the tensor keeps its shape; eager writes only the selected elements, after reading the
@@ -17,11 +17,14 @@ tests/test_library_models.py.
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 from eager_oracle import check
 from torch import nn
 
+import solar
 from solar.frontend.torch import DataDependentOperatorError, trace_torch
 from solar.ir.cost import kernel_io, op_counts
 
@@ -95,10 +98,46 @@ def test_the_stride_columns_cost_what_a_hand_count_gives():
     assert sum(sum(c.values()) for c in muls) == 336
 
 
-def test_a_value_the_model_does_not_hold_still_stops():
-    """Built on meta, the buffer has no values: the read is data, as before."""
-    with pytest.raises(DataDependentOperatorError, match="_local_scalar_dense"):
-        trace_torch(StrideHead().to("meta"), ([f.to("meta") for f in FEATS],))
+def test_a_value_the_model_does_not_hold_is_an_unknown_number_that_fills():
+    """Built on meta, the buffer has no values: each read is an unknown number; it only fills
+    the stride columns, so the bound is the real model's (a fill value changes no work)."""
+    real = StrideHead().eval()
+    meta = StrideHead().to("meta").eval()
+    trace = trace_torch(meta, ([f.to("meta") for f in FEATS],))
+    fills = _fills(trace)
+    assert len(fills) == 3 and all(math.isnan(v) for v in fills)
+    (note,) = [a for a in trace.assumptions if "Python value(s)" in a]
+    assert note.startswith("3 Python value(s) read from tensors") and "unknown" in note
+    meta_numbers, real_numbers = (solar.bound(m, (FEATS,), "H100").to_dict() for m in (meta, real))
+    assert meta_numbers["bounds"] == real_numbers["bounds"]
+    assert meta_numbers["totals"] == real_numbers["totals"]
+
+
+def _scaled(x: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
+    return x * s.sum().item()  # the number decides a multiply: its cost could depend on it
+
+
+def _branched(x: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
+    return x if s.sum().item() > 0 else -x
+
+
+def _sized(x: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
+    return x[: int(s.sum().item())]
+
+
+@pytest.mark.parametrize("fn", [_scaled, _branched, _sized], ids=["scale", "branch", "size"])
+def test_an_unknown_number_that_decides_work_stops_the_trace(fn):
+    with pytest.raises(DataDependentOperatorError, match="_local_scalar_dense.*observe=True"):
+        trace_torch(fn, (torch.randn(4), torch.randn(3)))
+
+
+def test_arithmetic_on_an_unknown_number_may_still_fill():
+    def fill(x, s):
+        v = s.max().item()
+        return x + torch.full_like(x, v * 2 + 1), x.masked_fill(x > 0, -v)
+
+    trace = trace_torch(fill, (torch.randn(4), torch.randn(3)))
+    assert sum("unknown" in a for a in trace.assumptions) == 1
 
 
 class ChangedThenRead(nn.Module):

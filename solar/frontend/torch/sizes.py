@@ -323,7 +323,14 @@ def _scalar(policy: SizePolicy) -> Callable:
         if policy.observed is None:
             from torch._subclasses.fake_tensor import DataDependentOutputException
 
-            raise DataDependentOutputException(func)
+            from solar.frontend.torch.unknown_values import WHY, unknown_number
+
+            number = unknown_number(fake_mode, arg)  # a float: an unknown number, fills only
+            if number is None:
+                raise DataDependentOutputException(func)
+            source = caller_source(3)
+            policy.chosen.append(AssumedSize("aten._local_scalar_dense", source, "?", False, WHY))
+            return number
         return policy.take("aten._local_scalar_dense", None, "", depth=3)
 
     return impl
