@@ -19,6 +19,20 @@ def _weight_norm(draw):
     return (lambda v, g: aten._weight_norm_interface.default(v, g, d)), (rand(shp), rand(g_shape))
 
 
+@case(aten._weight_norm_interface_backward.default)
+def _weight_norm_backward(draw):
+    shp = shape(draw, 2, 3)
+    d = draw(st.sampled_from([0, len(shp) - 1]))
+    g_shape = tuple(n if k == d else 1 for k, n in enumerate(shp))
+    v, g = rand(shp), rand(g_shape)
+    norm = aten._weight_norm_interface.default(v, g, d)[1]
+
+    def fn(grad, v, g, norm):
+        return aten._weight_norm_interface_backward.default(grad, v, g, norm, d)
+
+    return fn, (rand(shp), v, g, norm)
+
+
 @case(aten.vdot.default)
 def _vdot(draw):
     n = draw(st.integers(1, 6))

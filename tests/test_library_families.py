@@ -261,3 +261,19 @@ def test_spectral_norm_executes_as_pytorch():
     layer = nn.utils.parametrizations.spectral_norm(nn.Linear(6, 5)).eval()
     trace = check(layer, torch.randn(3, 6), lifted=True)
     assert "aten.vdot.default" in [k.op for k in trace.program.kernels]
+
+
+def test_weight_norm_backward_executes_as_pytorch_and_a_training_step_is_bounded():
+    torch.manual_seed(0)
+    v, g, grad = torch.randn(4, 2, 5), torch.rand(1, 1, 5) + 0.5, torch.randn(4, 2, 5)
+    norm = torch.ops.aten._weight_norm_interface(v, g, 2)[1]
+
+    def backward(grad, v, g, norm):
+        return torch.ops.aten._weight_norm_interface_backward(grad, v, g, norm, 2)
+
+    check(backward, grad, v, g, norm, lifted=True)
+    step = solar.bound_training(
+        _positional_conv(parametrized=True), (torch.randn(1, 4, 16),), "H100",
+        loss=lambda out: out.pow(2).mean(),
+    )  # fmt: skip
+    assert any(k.op == "aten._weight_norm_interface_backward.default" for k in step.kernels)

@@ -15,7 +15,7 @@ operator's schema arguments, and emits statements with ``ctx.statement``.
 - ``activation``: celu, softshrink, hardshrink, threshold, prelu, rrelu (eval), log_sigmoid,
   glu (more rows of the elementwise table)
 - ``norms``: logsumexp, linalg_vector_norm / norm (every p), ``_cdist_forward``,
-  ``_weight_norm_interface``
+  ``_weight_norm_interface`` and its backward
 - ``loss``: mse, huber, smooth_l1, soft_margin, binary_cross_entropy (with logits)
 - ``shape``: flip, roll, repeat, rot90, constant/reflection/replication padding
 - ``conv``: convolution (direct and transposed, 1-3D, groups, bias)
