@@ -393,6 +393,10 @@ def _symbolic_error(e: Exception, symbolic: SymbolicShapes) -> Exception:
     )
 
 
+#: what PyTorch's fake tensors say building a CSR/CSC/BSR/BSC tensor from fake components
+_SPARSE_COMPRESSED = "Values and compressed tensor instance need to be on the same device"
+
+
 def _tracing_error(e: Exception) -> Exception | None:
     """Turn fake-tensor failures into one-line errors naming the operator and the user line."""
     from torch._subclasses import fake_tensor as ft
@@ -404,6 +408,14 @@ def _tracing_error(e: Exception) -> Exception | None:
         return DataDependentOperatorError(e.func, source)
     if isinstance(e, GuardOnDataDependentSymNode):  # a branch or a size on an unknown number
         return DataDependentOperatorError(torch.ops.aten._local_scalar_dense.default, source)
+    if isinstance(e, RuntimeError) and _SPARSE_COMPRESSED in str(e):
+        return UnsupportedOperatorError(
+            "a sparse compressed tensor (torch.sparse_csr_tensor, CSC, BSR, BSC)",
+            source,
+            "cannot be built on fake tensors (PyTorch's own limit) and sparse layouts are not "
+            "traced: bound the program on its indices and values (PyG: edge_index message "
+            "passing) or on a dense adjacency",
+        )
     if isinstance(e, ft.UnsupportedOperatorException):
         return UnsupportedOperatorError(e.func, source, "cannot run on fake tensors")
     return None
