@@ -45,6 +45,23 @@ def _mask_index(draw):
     return (lambda x, m: x[(*index[:-1], m)]), (rand(shp), mask)
 
 
+@observed(aten.index_put.default)
+def _mask_put(draw):
+    """``x[..., mask] (+)= v``: ``v`` one value, or one per selected element."""
+    shp = shape(draw, 2, 3)
+    lead = draw(st.integers(0, len(shp) - 1))
+    mask = _mask(draw, shp[lead : lead + draw(st.integers(1, len(shp) - lead))])
+    acc = draw(st.booleans())
+    rows = (*shp[:lead], int(mask.sum()), *shp[lead + mask.ndim :])
+    v = rand(rows if draw(st.booleans()) else ())
+    index = [None] * lead
+
+    def fn(x, m, v):
+        return aten.index_put.default(x, [*index, m], v, acc)
+
+    return fn, (rand(shp), mask, v)
+
+
 @observed(aten.masked_select.default)
 def _masked_select(draw):
     shp = shape(draw)

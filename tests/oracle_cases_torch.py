@@ -1318,6 +1318,7 @@ for _name in ("lstm", "gru", "rnn_tanh", "rnn_relu"):
 import oracle_cases_bits  # noqa: E402,F401  (shifts, logaddexp, in-place views)
 import oracle_cases_complex  # noqa: E402,F401  (FFT, linear algebra, complex numbers)
 import oracle_cases_dynamic  # noqa: E402,F401  (data-dependent sizes, grouped GEMM)
+import oracle_cases_families  # noqa: E402,F401  (weight norm, vdot)
 import oracle_cases_models  # noqa: E402,F401  (view copies, random, transformer, cells)
 import oracle_cases_training  # noqa: E402,F401  (registers the training-step cases)
 import oracle_cases_upsampling  # noqa: E402,F401  (upsampling; it imports the backward and pdist cases)

@@ -2,7 +2,9 @@
 
 Builds, on the meta device in bf16, every causal-LM architecture of transformers' auto mapping
 (default config), every torchvision model, diffusers' SD-style UNet, VAE decoder, DiT, SD3 and
-Flux transformers and a sample of timm (:mod:`solar.bench.zoo_models`), calls each the way its
+Flux transformers and a sample of timm (:mod:`solar.bench.zoo_models`), and the families of
+:mod:`solar.bench.zoo_families` (graph networks, YOLO detection, Segment Anything, audio
+encoders; a library not installed is skipped with one line), calls each the way its
 library documents and bounds it on the H100 with ``solar.bound`` — the forward, and a training
 step (train mode, ``loss.backward()``, AdamW) for every ``--train-every``-th model of each
 library. Each model runs in a fresh process (:mod:`solar.bench.zoo_child`) under a time limit
@@ -155,6 +157,13 @@ def main(argv: list[str] | None = None) -> int:
     bad = [lib for lib in libraries if lib not in LIBRARIES]
     if bad:
         p.error(f"unknown library {bad[0]!r}; one of: {', '.join(LIBRARIES)}")
+    from solar.bench.zoo_models import missing
+
+    for lib in list(libraries):
+        line = missing(lib)
+        if line is not None:  # one line per library the environment lacks
+            print(f"[{lib}] {line}", file=sys.stderr)
+            libraries.remove(lib)
     only = [s for s in args.only.split(",") if s]
     try:
         with optional("the model zoo"):

@@ -49,7 +49,10 @@ def environment() -> str:
     import importlib.metadata as md
 
     parts = []
-    for dist in ("torch", "torchvision", "transformers", "diffusers", "timm"):
+    for dist in (
+        "torch", "torchvision", "transformers", "diffusers", "timm", "torch-geometric",
+        "ultralytics", "segment-anything",
+    ):  # fmt: skip
         try:
             parts.append(f"{dist} {md.version(dist)}")
         except md.PackageNotFoundError:
@@ -60,7 +63,9 @@ def environment() -> str:
 def _forward(case: Case, name: str, hw: str):
     import solar
 
-    return solar.bound(case.model, case.inputs, hw, kwargs=case.kwargs or None, name=name)
+    return solar.bound(
+        case.model, case.inputs, hw, kwargs=case.kwargs or None, name=name, observe=case.observe
+    )
 
 
 EAGER_CPU_PARAMS = 300_000_000  # a model up to this size is also run on the CPU

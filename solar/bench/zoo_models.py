@@ -12,15 +12,16 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from solar.bench.zoo_case import Case, main_tensor, on_meta_or_cpu
+from solar.bench.zoo_families import FAMILIES
 from solar.frontend.torchvision_ops import ensure_torchvision_ops
 
-LIBRARIES = ("transformers", "torchvision", "diffusers", "timm")
+LIBRARIES = ("transformers", "torchvision", "diffusers", "timm", *FAMILIES)
 TOKENS = 128  # causal LMs: model(ids) with ids of 1 x TOKENS
 TIMM_EVERY = 20  # timm: every 20th of timm.list_models(), plus TIMM_POPULAR
 TIMM_POPULAR = (
@@ -40,21 +41,8 @@ SIZES = {
     "timm": f"every {TIMM_EVERY}th of timm.list_models() plus {', '.join(TIMM_POPULAR)}; "
     "pretrained=False, the model's default input size; classifiers' training steps on a "
     "batch of 2",
+    **{name: family.sizes for name, family in FAMILIES.items()},
 }
-
-
-@dataclass
-class Case:
-    """One model, built, with how to call it."""
-
-    model: nn.Module
-    inputs: tuple
-    loss: Callable[..., torch.Tensor]  # (model output, *targets) -> scalar loss
-    kwargs: dict = field(default_factory=dict)
-    train_inputs: tuple | None = None  # default: inputs
-    targets: tuple = ()
-    call: str = ""
-    notes: list[str] = field(default_factory=list)
 
 
 def names(library: str) -> list[str]:
@@ -75,6 +63,8 @@ def names(library: str) -> list[str]:
 
         every = timm.list_models()[::TIMM_EVERY]
         return list(dict.fromkeys([*TIMM_POPULAR, *every]))
+    if library in FAMILIES:
+        return list(FAMILIES[library].names)
     raise ValueError(f"unknown library {library!r}; one of: {', '.join(LIBRARIES)}")
 
 
@@ -85,46 +75,23 @@ def build(library: str, name: str) -> Case:
         "torchvision": _torchvision,
         "diffusers": lambda n: DIFFUSERS[n](),
         "timm": _timm,
+        **{name: family.build for name, family in FAMILIES.items()},
     }[library](name)
 
 
-def on_meta_or_cpu(make: Callable[[], nn.Module], notes: list[str]) -> nn.Module:
-    """``make()`` on the meta device, else on the CPU (noted); in bf16."""
-    try:
-        with torch.device("meta"):
-            model = make()
-    except Exception as e:  # noqa: BLE001 - any constructor failure: build as users do
-        on_meta = f"{type(e).__name__}: {_line(e)}"
-        try:
-            model = make()
-        except Exception as cpu:  # noqa: BLE001
-            cpu_error = f"{type(cpu).__name__}: {_line(cpu)}"
-            raise BuildError(f"on meta {on_meta}; on the CPU {cpu_error}") from cpu
-        notes.append(f"built on the CPU (on meta: {on_meta})")
-    return model.to(torch.bfloat16)
+def missing(library: str) -> str | None:
+    """One line when ``library`` (or the one a family needs) is not installed, else None."""
+    import importlib.util
 
-
-class BuildError(RuntimeError):
-    """The constructor failed on meta and on the CPU: the library cannot build the model."""
-
-
-def _line(e: BaseException) -> str:
-    return (str(e).strip().splitlines() or [""])[0][:200]
-
-
-def _first(out: object) -> torch.Tensor:
-    """The main tensor of a model's output (logits of a tuple/ModelOutput, ``out`` of a dict)."""
-    if isinstance(out, torch.Tensor):
-        return out
-    if isinstance(out, dict):
-        return _first(out.get("out", next(iter(out.values()))))
-    if isinstance(out, (tuple, list)):
-        return _first(out[0])
-    return _first(out.sample)  # diffusers outputs
+    if library in FAMILIES:
+        return FAMILIES[library].missing()
+    if importlib.util.find_spec(library) is None:
+        return f"{library} is not installed (pip install {library}): skipped"
+    return None
 
 
 def _cross_entropy(out: object, labels: torch.Tensor) -> torch.Tensor:
-    return F.cross_entropy(_first(out).float(), labels)
+    return F.cross_entropy(main_tensor(out).float(), labels)
 
 
 TRAIN_BATCH = 2  # image classifiers' training steps: BatchNorm refuses to train on one value
@@ -148,7 +115,7 @@ def _classifier(model: nn.Module, x: torch.Tensor, call: str, notes: list[str]) 
 
 
 def _mse(out: object) -> torch.Tensor:
-    x = _first(out).float()
+    x = main_tensor(out).float()
     return F.mse_loss(x, torch.zeros_like(x))
 
 

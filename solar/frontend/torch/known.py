@@ -11,7 +11,10 @@ Routing` (every token on experts ``0..k-1`` by default: the fewest a router can 
 robin when balanced; the given per-expert counts), and every operator whose tensor inputs all
 have known values is also run on those real (small, integer) values. A data-dependent size or
 Python scalar computed from known values takes their real result; everything else is traced
-as usual. Not used with ``observe=True`` (the observed run has the real values).
+as usual. A Python value read from a tensor computed from the model's own real parameters and
+buffers alone (a model built on a real device) is their real value
+(:mod:`solar.frontend.torch.model_reads`). Not used with ``observe=True`` (the observed run
+has the real values).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 from torch.utils.weak import WeakIdKeyDictionary
 
+from solar.frontend.torch.model_reads import ModelReads
 from solar.frontend.torch.provenance import caller_source
 from solar.frontend.torch.sizes import SizePolicy
 
@@ -81,15 +85,20 @@ class KnownValues(TorchDispatchMode):
     """Runs alongside make_fx: gives router indices their assumed values, propagates values
     through operators whose inputs are all known, and decides data-dependent sizes from them."""
 
-    def __init__(self, policy: SizePolicy) -> None:
+    def __init__(self, policy: SizePolicy, reads: ModelReads | None = None) -> None:
         super().__init__()
         self.policy = policy
+        self.reads = reads  # values computed from the model's real parameters and buffers
         self.values = WeakIdKeyDictionary()
         self.routers: list[str] = []
         self.used = False  # whether a known value decided a size or a Python value
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if func is aten._local_scalar_dense.default and args[0] not in self.values:
+            value = self._model_value(args[0])
+            if value is not None:
+                return value
         if func is not aten.topk.default and not self.values:  # nothing known: trace as is
             return func(*args, **kwargs)
         if func in FILLED:
@@ -142,6 +151,22 @@ class KnownValues(TorchDispatchMode):
             idx = routed(tokens, k, experts, self.policy).reshape(*x.shape[:-1], k)
         self.values[out[1]] = idx
         self.routers.append(caller_source(3))
+
+    def _model_value(self, t: torch.Tensor) -> object:
+        """A Python value read from a tensor computed from the model's real parameters and
+        buffers alone (:mod:`solar.frontend.torch.model_reads`), or None."""
+        from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+        from solar.frontend.torch.sizes import MODEL_VALUE, AssumedSize
+
+        with _disable_current_modes(), unset_fake_temporarily():
+            real = self.reads.value(t) if self.reads is not None else None
+            if real is None or real.numel() != 1:
+                return None
+            value = real.item()
+        op = "aten._local_scalar_dense"
+        self.policy.chosen.append(AssumedSize(op, caller_source(4), value, False, MODEL_VALUE))
+        return value
 
     def _size(self, func, value):
         from solar.frontend.torch.sizes import AssumedSize
@@ -197,9 +222,13 @@ def _via_float64(func, args: object, kwargs: object) -> object:
 
 
 @contextmanager
-def known_values(policy: SizePolicy) -> Iterator[KnownValues]:
-    """Track known values while tracing (not with observed sizes)."""
-    mode = KnownValues(policy)
+def known_values(
+    policy: SizePolicy, reals: list[torch.Tensor | None] = ()
+) -> Iterator[KnownValues]:
+    """Track known values while tracing (not with observed sizes); ``reals``: the real tensor
+    (or None) of each parameter and buffer placeholder, in order (see
+    :class:`~solar.frontend.torch.model_reads.ModelReads`)."""
+    mode = KnownValues(policy, ModelReads(list(reals)))
     if policy.observed is not None:
         yield mode
         return

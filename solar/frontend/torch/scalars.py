@@ -32,6 +32,8 @@ SCALAR_FUNCTIONS: dict[object, Callable[..., object]] = {
     operator.add: operator.add,
     operator.sub: operator.sub,
     operator.neg: operator.neg,
+    # a number read from a tensor with no value (unknown_values.py): it only fills tensors
+    torch.ops.aten._local_scalar_dense.default: lambda tensor: math.nan,
 }
 
 

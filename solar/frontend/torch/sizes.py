@@ -2,7 +2,8 @@
 
 A size that depends on tensor values (the rows of ``nonzero``, of a boolean-mask index or of
 ``masked_select``, the distinct values of ``unique``, the bins of ``bincount``, the length of
-``repeat_interleave`` with a tensor of repeats (0 by default: every repeat may be 0), the rows each
+``repeat_interleave`` with a tensor of repeats (0 by default: every repeat may be 0), the
+elements a boolean-mask write ``x[mask] = v`` selects (0 by default), the rows each
 expert of a grouped GEMM multiplies) cannot be read off fake tensors. PyTorch's own answer is an
 unbacked SymInt (a ``ShapeEnv`` symbol with no value); solar instead traces every such size at
 one chosen value, so every operator after it sees concrete shapes and the whole program is
@@ -127,9 +128,12 @@ class SizePolicy:
     chosen: list[AssumedSize] = field(default_factory=list)
     pending: deque = field(default_factory=deque)  # sizes known values decided (known.py)
 
-    def take(self, op: str, minimum: object, why: str, depth: int = 3) -> object:
-        """The size (or scalar) of the next call of ``op``: observed, else ``minimum``."""
-        source = caller_source(depth)
+    def take(
+        self, op: str, minimum: object, why: str, depth: int = 3, source: str | None = None
+    ) -> object:
+        """The size (or scalar) of the next call of ``op``: observed, else ``minimum``
+        (``source``: the user line, where the caller knows it better than the stack)."""
+        source = caller_source(depth) if source is None else source
         if self.pending:
             value = self.pending.popleft()
             why = f"follows from the routing: {self.routing.describe()}"
@@ -167,17 +171,24 @@ class SizePolicy:
         first = {(a.op, a.source, str(a.value), a.observed, a.why): a for a in sizes}
         lines = [first[key].line(n) for key, n in counted.items()]
         scalars = [a for a in self.chosen if a not in sizes]
-        if scalars:
-            how = "observed on the given inputs" if scalars[0].observed else scalars[0].why
-            where = ", ".join(dict.fromkeys(a.source for a in scalars))
+        by_reason: dict[str, list[AssumedSize]] = defaultdict(list)
+        for a in scalars:
+            by_reason["observed on the given inputs" if a.observed else a.why].append(a)
+        for how, reads in by_reason.items():
+            where = ", ".join(s for s in dict.fromkeys(a.source for a in reads) if s)
             lines.append(
-                f"{len(scalars)} Python value(s) read from tensors (.item(), a tensor in an if; "
-                f"at {where}): {how}"
+                f"{len(reads)} Python value(s) read from tensors (.item(), a tensor in an if"
+                f"{'; at ' + where if where else ''}): {how}"
             )
         return lines
 
 
 # --------------------------------------------------------------------------- fake tracing
+MODEL_VALUE = (
+    "computed from the model's own parameters, buffers and tensor constants, whose real values "
+    "it holds (built on a real device): the same for every input"
+)
+MASK_WRITE = "aten.index_put (boolean mask)"  # elements a masked write selects: ops/dynamic.py
 MINIMUM = "its smallest possible value; observe=True with real inputs uses the real size"
 
 
@@ -312,7 +323,14 @@ def _scalar(policy: SizePolicy) -> Callable:
         if policy.observed is None:
             from torch._subclasses.fake_tensor import DataDependentOutputException
 
-            raise DataDependentOutputException(func)
+            from solar.frontend.torch.unknown_values import WHY, unknown_number
+
+            number = unknown_number(fake_mode, arg)  # a float: an unknown number, fills only
+            if number is None:
+                raise DataDependentOutputException(func)
+            source = caller_source(3)
+            policy.chosen.append(AssumedSize("aten._local_scalar_dense", source, "?", False, WHY))
+            return number
         return policy.take("aten._local_scalar_dense", None, "", depth=3)
 
     return impl
@@ -382,6 +400,11 @@ def _observed_value(
         return "aten.unique_dim", int(out[0].shape[args[1] % max(args[0].dim(), 1)])
     if func is aten.bincount.default:
         return "aten.bincount", int(out.shape[0])
+    if func in (aten.index_put.default, aten.index_put_.default):
+        masks = [t for t in args[1] if t is not None and t.dtype in (torch.bool, torch.uint8)]
+        if masks:  # the elements the (first) mask selects, as the lowering takes it
+            return MASK_WRITE, int(masks[0].count_nonzero())
+        return None
     if func is aten.repeat_interleave.Tensor and kwargs.get("output_size") is None:
         return "aten.repeat_interleave.Tensor", int(out.shape[0])
     if func is not None and func is torchvision_nms():

@@ -36,6 +36,7 @@ from solar.frontend.torch.registry import DataDependentOperatorError, Unsupporte
 from solar.frontend.torch.sizes import Routing, SizePolicy, sized_fake_ops
 from solar.frontend.torch.sizes import observe as observe_sizes
 from solar.frontend.torch.symbolic_shapes import SymbolicShapes
+from solar.frontend.torch.unknown_values import check_fills_only
 from solar.frontend.torch.wrappers import unwrap_module
 
 
@@ -133,6 +134,7 @@ def trace_torch(
         _argument_names(module.forward if module is not None else fn, len(args)),
     )
     n_named = len(params) + len(buffers)
+    reals = _real_values([*params.values(), *buffers.values()])  # outside the fake mode
 
     def traced(*flat: torch.Tensor) -> list[torch.Tensor]:
         fakes_of = {id(t): f for (_, t), f in zip(tensor_inputs, flat[n_named:], strict=True)}
@@ -140,7 +142,7 @@ def trace_torch(
         with (
             intercept_fused(),
             _autocast_on(device.type, remapped),
-            known_values(sizes) as k,
+            known_values(sizes, reals) as k,
             ranged_items(k.values, sizes.chosen) if sizes.observed is None else nullcontext(),
             eager_checks(module),  # innermost: the calls as the program makes them
         ):
@@ -176,6 +178,7 @@ def trace_torch(
             sizes_kept,
         ):
             gm = make_fx(traced, tracing_mode="fake")(*fakes)
+        check_fills_only(gm)
     except Exception as e:
         error = _tracing_error(e)
         if error is None and symbolic is not None and _symbolic_failure(e):
@@ -260,6 +263,12 @@ def _graph_inputs(
     return specs
 
 
+def _real_values(named: list[torch.Tensor]) -> list[torch.Tensor | None]:
+    """The real tensor of each parameter and buffer (None on ``meta``): values the trace may
+    read (:mod:`solar.frontend.torch.model_reads`)."""
+    return [None if t.device.type == "meta" else t.detach() for t in named]
+
+
 def _as_tuple(inputs: object) -> tuple:
     if isinstance(inputs, torch.Tensor):
         return (inputs,)
@@ -288,12 +297,14 @@ def _fake_tensors(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
     """Contiguous FakeTensors with the shapes and dtypes of ``tensors``, on one device: the
     first non-meta device among them (mixing ``meta`` weights with CPU inputs is fine)."""
     from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
     devices = [t.device for t in tensors if t.device.type != "meta"]
     # All-meta programs trace on fake CPU tensors (still nothing allocated): on meta,
     # torch.autocast would silently do nothing and a mixed-precision model would be costed fp32.
     device = devices[0] if devices else torch.device("cpu")
-    mode = FakeTensorMode(allow_non_fake_inputs=True)
+    # a shape environment holds the unknown numbers read from tensors (unknown_values.py)
+    mode = FakeTensorMode(allow_non_fake_inputs=True, shape_env=ShapeEnv())
     with mode:
         return [torch.empty(tuple(t.shape), dtype=t.dtype, device=device) for t in tensors]
 
@@ -384,14 +395,29 @@ def _symbolic_error(e: Exception, symbolic: SymbolicShapes) -> Exception:
     )
 
 
+#: what PyTorch's fake tensors say building a CSR/CSC/BSR/BSC tensor from fake components
+_SPARSE_COMPRESSED = "Values and compressed tensor instance need to be on the same device"
+
+
 def _tracing_error(e: Exception) -> Exception | None:
     """Turn fake-tensor failures into one-line errors naming the operator and the user line."""
     from torch._subclasses import fake_tensor as ft
+    from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
 
     frames = [f for f in traceback.extract_tb(e.__traceback__) if is_user_file(f.filename)]
     source = f"{frames[-1].filename.rsplit('/', 1)[-1]}:{frames[-1].lineno}" if frames else ""
     if isinstance(e, (ft.DynamicOutputShapeException, ft.DataDependentOutputException)):
         return DataDependentOperatorError(e.func, source)
+    if isinstance(e, GuardOnDataDependentSymNode):  # a branch or a size on an unknown number
+        return DataDependentOperatorError(torch.ops.aten._local_scalar_dense.default, source)
+    if isinstance(e, RuntimeError) and _SPARSE_COMPRESSED in str(e):
+        return UnsupportedOperatorError(
+            "a sparse compressed tensor (torch.sparse_csr_tensor, CSC, BSR, BSC)",
+            source,
+            "cannot be built on fake tensors (PyTorch's own limit) and sparse layouts are not "
+            "traced: bound the program on its indices and values (PyG: edge_index message "
+            "passing) or on a dense adjacency",
+        )
     if isinstance(e, ft.UnsupportedOperatorException):
         return UnsupportedOperatorError(e.func, source, "cannot run on fake tensors")
     return None

@@ -7,14 +7,15 @@ operator's schema arguments, and emits statements with ``ctx.statement``.
 
 - ``elementwise``: pointwise arithmetic, activations, comparisons (a table), triu/tril
 - ``creation``: full/zeros/ones/fill, arange, empty, scalar_tensor
-- ``matmul``: mm, bmm, mv, dot, addmm, baddbmm, addmv, addbmm
+- ``matmul``: mm, bmm, mv, dot, vdot, addmm, baddbmm, addmv, addbmm
 - ``reduction``: sum, mean, prod, amax/amin, max/min (full and ``dim``), argmax/argmin
 - ``logical_reduction``: any, all (full, dim, dims)
 - ``softmax``: _softmax, _log_softmax
 - ``normalization``: layer/batch (native, cuDNN, legit variants)/group norm, _fused_rms_norm
 - ``activation``: celu, softshrink, hardshrink, threshold, prelu, rrelu (eval), log_sigmoid,
   glu (more rows of the elementwise table)
-- ``norms``: logsumexp, linalg_vector_norm / norm (every p), ``_cdist_forward``
+- ``norms``: logsumexp, linalg_vector_norm / norm (every p), ``_cdist_forward``,
+  ``_weight_norm_interface`` and its backward
 - ``loss``: mse, huber, smooth_l1, soft_margin, binary_cross_entropy (with logits)
 - ``shape``: flip, roll, repeat, rot90, constant/reflection/replication padding
 - ``conv``: convolution (direct and transposed, 1-3D, groups, bias)
@@ -30,11 +31,12 @@ operator's schema arguments, and emits statements with ``ctx.statement``.
 - ``attention``: ``solar.sdpa`` (intercepted ``scaled_dot_product_attention``, one kernel)
 - ``recurrent``: ``solar.lstm``/``gru``/``rnn_tanh``/``rnn_relu`` (intercepted cuDNN RNNs)
 - ``indexing``: gathers and scatters (embedding, index_select, gather, take,
-  index.Tensor, scatter*, index_add/copy/fill, index_put)
+  index.Tensor, scatter*, index_add/copy/fill; index_put's integer indices)
 - ``nll``: nll_loss_forward, nll_loss2d_forward
 - ``scan``: cumsum, cumprod, cummax, cummin, logcumsumexp
 - ``search``: ``searchsorted``/``bucketize`` (a branchless binary search, ⌈log2(n+1)⌉ steps)
-- ``dynamic``: data-dependent sizes (nonzero, boolean-mask indexing, masked_select, unique,
+- ``dynamic``: data-dependent sizes (nonzero, boolean-mask indexing and writes (index_put
+  with masks), masked_select, unique,
   bincount, histc, ``.item()``) at the size the trace took (``solar.frontend.torch.sizes``)
 - ``grouped``: ``_grouped_mm`` (mixture-of-experts grouped GEMM, split by the routing)
 - ``sort``: sort, topk, kthvalue, median, nanmedian (extern routines)

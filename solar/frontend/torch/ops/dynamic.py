@@ -7,6 +7,13 @@
   kernel-local counter).
 - ``index.Tensor`` with boolean masks (``x[mask]``) and ``masked_select``: the positions of the
   mask (kernel-local) and a gather of ``x`` at them, one kernel.
+- ``index_put`` / ``index_put_`` with boolean masks (``x[mask] = v``, ``x[mask] += v``): the
+  tensor keeps its shape, but eager writes only the selected elements: the positions of the
+  mask (kernel-local, as ``nonzero`` computes them: every mask element read) and a scatter of
+  ``v`` at them, one kernel. How many elements are selected is a data-dependent size (the
+  smallest, 0, by default: the mask read is then the whole work, a lower bound for every
+  mask; observed with ``observe=True``; the rows of ``v`` where it has one per selected
+  element).
 - ``_unique2`` / ``_unique`` / ``unique_consecutive``: the distinct values (and the inverse and
   counts when asked) as extern statements over the flattened input.
 - ``bincount``: ``out[{x[i]}] += w[i]`` (or 1), a scatter-add over zeros.
@@ -28,8 +35,16 @@ import torch
 
 from solar.frontend.torch.lower import LoweringContext, T
 from solar.frontend.torch.ops.conventions import broadcast_index, nest
-from solar.frontend.torch.ops.indexing import advanced, gather_index, index_load, write
+from solar.frontend.torch.ops.indexing import (
+    advanced,
+    copy_self,
+    gather_index,
+    index_load,
+    index_put,
+    write,
+)
 from solar.frontend.torch.registry import lowering
+from solar.frontend.torch.sizes import MASK_WRITE, MINIMUM
 from solar.ir.scalar import Const, Expr, Indirect
 
 aten = torch.ops.aten
@@ -118,6 +133,48 @@ def masked_index(ctx: LoweringContext, x: T, indices: list) -> None:
     out = ctx.out()
     assert tuple(shape) == out.shape, (shape, out.shape)
     ctx.statement(nest(names, shape), out, names, ctx.load(x, src))
+
+
+@lowering(aten.index_put.default)
+def put(ctx: LoweringContext, x: T, indices: list, values: T, accumulate: bool = False) -> None:
+    """``x[i0, :, i2] (+)= v``: a scatter (:func:`~solar.frontend.torch.ops.indexing.
+    index_put`), or with boolean masks among the indices :func:`masked_put`."""
+    if any(isinstance(t, T) and t.dtype in MASKS for t in indices):
+        masked_put(ctx, x, indices, values, bool(accumulate))
+    else:
+        index_put(ctx, x, indices, values, accumulate)
+
+
+def masked_put(ctx: LoweringContext, x: T, indices: list, values: T, accumulate: bool) -> None:
+    """``out = x``, then ``out[..., mask, ...] (+)= v`` at the positions of the mask's True
+    elements (kernel-local, one index tensor per mask dim: ATen's ``index_put_`` runs
+    ``nonzero`` on each mask), scattered like integer indices."""
+    out = ctx.out()
+    copy_self(ctx, x, out)
+    m = _selected(ctx, x, indices, values)
+    expanded: list[object] = []
+    for t in indices:
+        if isinstance(t, T) and t.dtype in MASKS:
+            expanded += coordinates(ctx, ctx.load(t, _row_names(t.shape)), t.shape, m)
+        else:
+            expanded.append(t)
+    names, shape, target = advanced(ctx, x, expanded)
+    value = ctx.load(values, broadcast_index(values.shape, names), out.dtype)
+    write(ctx, nest(names, shape), out, target, value, accumulate=accumulate)
+
+
+def _selected(ctx: LoweringContext, x: T, indices: list, values: T) -> int:
+    """How many elements the masks select: the rows of ``values`` where it has one value per
+    selected element (``x[mask] += 1`` reads ``x[mask]``, traced at its size), else the trace's
+    data-dependent size (taken here, in call order, so observed counts line up)."""
+    probe = [
+        [T("probe", (_PROBE,), "int64")] * t.ndim if isinstance(t, T) and t.dtype in MASKS else [t]
+        for t in indices
+    ]
+    _, shape, _ = advanced(ctx, x, [p for group in probe for p in group])
+    taken = int(ctx.sizes.take(MASK_WRITE, 0, MINIMUM, source=ctx.source))
+    at = len(values.shape) - (len(shape) - list(shape).index(_PROBE))
+    return values.shape[at] if at >= 0 and values.shape[at] != 1 else taken
 
 
 @lowering(aten.masked_select.default)

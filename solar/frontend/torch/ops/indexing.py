@@ -19,9 +19,10 @@ output (in the same kernel); the in-place forms write ``self`` directly:
 
 - ``scatter`` (src / value; ``reduce="add"/"multiply"``), ``scatter_add``, ``scatter_reduce``
   (sum, prod, mean, amax, amin; ``include_self``), ``index_add`` (``alpha``), ``index_copy``,
-  ``index_fill``, ``index_put`` (``accumulate``; boolean masks are refused, as for
-  ``index``). Overwriting scatters with duplicate indices keep one of the values (which one
-  is unspecified, as in PyTorch).
+  ``index_fill``, ``index_put`` (``accumulate``; with integer index tensors: its
+  registration, and its boolean masks, are in :mod:`solar.frontend.torch.ops.dynamic`).
+  Overwriting scatters with duplicate indices keep one of the values (which one is
+  unspecified, as in PyTorch).
 
 Costs follow :mod:`solar.ir.cost`: the elements selected through an index are counted at their
 provable minimum (``exact=False``): an embedding reads at least one table row in the fused
@@ -325,14 +326,12 @@ def index_fill(ctx: LoweringContext, x: T, dim: int, index: T, value: object) ->
     write(ctx, nest(d, shape), out, target, _scalar(value, ctx, out.dtype))
 
 
-@lowering(aten.index_put.default)
 def index_put(
     ctx: LoweringContext, x: T, indices: list, values: T, accumulate: bool = False
 ) -> None:
-    """``out = x`` then ``out[indices] (+)= values`` (broadcast to the indexed shape).
-    Boolean masks are refused: eager runs ``nonzero`` (data-dependent), and a masked fill
-    over the whole tensor would charge reads and writes the real kernel need not do (use
-    ``masked_fill`` / ``torch.where``)."""
+    """``out = x`` then ``out[indices] (+)= values`` (broadcast to the indexed shape), integer
+    index tensors. ``index_put`` is registered in :mod:`solar.frontend.torch.ops.dynamic`,
+    which also takes its boolean masks (the positions of a mask are data)."""
     refuse_masks(ctx, *indices)
     out = ctx.out()
     copy_self(ctx, x, out)

@@ -43,6 +43,7 @@ CONTRACTIONS: dict[object, tuple[str, int, bool]] = {
     aten.bmm.default: ("bmk,bkn->bmn", 0, False),
     aten.mv.default: ("mk,k->m", 0, False),
     aten.dot.default: ("k,k->", 0, False),
+    aten.vdot.default: ("k,k->", 0, False),  # conj(a)·b: spectral_norm's sigma
     aten.addmm.default: ("mk,kn->mn", 1, True),
     aten.baddbmm.default: ("bmk,bkn->bmn", 1, True),
     aten.addmv.default: ("mk,k->m", 1, True),
@@ -64,7 +65,10 @@ def contraction(ctx: LoweringContext, *args: object) -> None:
     dims = [(c, extent[c], False) for c in res] + [
         (c, extent[c], True) for c in dict.fromkeys(sa + sb) if c not in res
     ]
-    product = call("mul", ctx.load(a, list(sa), compute), ctx.load(b, list(sb), compute))
+    first = ctx.load(a, list(sa), compute)
+    if ctx.op is aten.vdot.default and compute.startswith("complex"):
+        first = call("conj", first)
+    product = call("mul", first, ctx.load(b, list(sb), compute))
     precision = ctx.policy.matmul(compute)
     out_index = list(res)
     if bias is None or beta == 0:  # beta == 0 ignores the bias, even NaNs in it

@@ -17,6 +17,20 @@ inf/-inf  ``out[o] max= |x|`` / ``min= |x|``
 0         ``out[o] += (x != 0)``
 p         ``a[o] += |x|^p``, ``out = a^(1/p)`` (integer p: multiplies)
 ========  ==========================================================
+
+``_weight_norm_interface(v, g, dim)`` (what ``nn.utils.weight_norm`` and
+``nn.utils.parametrizations.weight_norm`` record: wav2vec2/WavLM/HuBERT's convolutional
+positional embedding), one kernel as ATen's: the norm of ``v`` over every dim but ``dim``
+(an output, accumulated in float32 for half inputs), then ``w = v · (g / norm)``::
+
+    norm[.., j, ..] += square(v[.., j, ..])     norm = sqrt(norm)
+    w[.., j, ..] = v[.., j, ..] * (g[.., j, ..] / norm[.., j, ..])
+
+Its backward ``_weight_norm_interface_backward(grad_w, v, g, norm, dim)``, one kernel as ATen's:
+``s = Σ grad_w · v`` over the same dims (kernel-local, float32 for half inputs), ``grad_g =
+s / norm``, ``grad_v = (g / norm) · (grad_w − v · grad_g / norm)``.
+
+(``spectral_norm``'s products are ``mv`` and ``vdot``: :mod:`solar.frontend.torch.ops.matmul`.)
 """
 
 from __future__ import annotations
@@ -153,3 +167,47 @@ def finish_distance(total: Expr, finish: str | None, p: float) -> Expr:
     if finish == "pow":
         return call("pow", total, Const(1.0 / p))
     return total
+
+
+def _per_slice(ctx: LoweringContext, v: T, norm: T, dim: int) -> tuple[list, list, list, list]:
+    """The loop names of ``v``, the index of its per-slice statistics (``dim`` kept), the
+    reduction nest over every other dim and the nest over the slices."""
+    d = dim % max(v.ndim, 1)
+    if v.ndim < 2 or norm.numel != v.shape[d]:
+        ctx.fail(
+            f"of a {v.ndim}-dim weight along dim {dim} is not supported (PyTorch's own meta "
+            "and CPU kernels disagree on its shape); weight-normalize a 2-dim or larger one"
+        )
+    names = dims_of(v.shape)
+    stat = [n if k == d else 0 for k, n in enumerate(names)]
+    dims = [(names[d], v.shape[d], False)] + [
+        (n, v.shape[k], True) for k, n in enumerate(names) if k != d
+    ]
+    return names, stat, dims, nest([names[d]], [v.shape[d]])
+
+
+@lowering(aten._weight_norm_interface.default)
+def weight_norm(ctx: LoweringContext, v: T, g: T, dim: int = 0) -> None:
+    w, norm = ctx.out(0), ctx.out(1)
+    names, stat, dims, rows = _per_slice(ctx, v, norm, dim)
+    ctx.statement(dims, norm, stat, call("square", ctx.load(v, names, norm.dtype)), reduce="sum")
+    ctx.statement(rows, norm, stat, call("sqrt", ctx.load(norm, stat)))
+    scale = call("div", ctx.load(g, stat, w.dtype), ctx.load(norm, stat, w.dtype))
+    ctx.statement(nest(names, v.shape), w, names, call("mul", ctx.load(v, names), scale))
+
+
+@lowering(aten._weight_norm_interface_backward.default)
+def weight_norm_backward(ctx: LoweringContext, grad_w: T, v: T, g: T, norm: T, dim: int) -> None:
+    grad_v, grad_g = ctx.out(0), ctx.out(1)
+    names, stat, dims, rows = _per_slice(ctx, v, norm, dim)
+    acc = norm.dtype
+    sums = ctx.local("sums", norm.shape, acc)
+    product = call("mul", ctx.load(grad_w, names, acc), ctx.load(v, names, acc))
+    ctx.statement(dims, sums, stat, product, reduce="sum")
+    scaled = call("div", ctx.load(sums, stat), ctx.load(norm, stat))
+    ctx.statement(rows, grad_g, stat, cast(scaled, acc, grad_g.dtype))
+    n, per = ctx.load(norm, stat, acc), ctx.load(grad_g, stat, acc)
+    centered = call("sub", ctx.load(grad_w, names, acc), call("mul", ctx.load(v, names, acc),
+                                                            call("div", per, n)))  # fmt: skip
+    value = call("mul", call("div", ctx.load(g, stat, acc), n), centered)
+    ctx.statement(nest(names, v.shape), grad_v, names, cast(value, acc, grad_v.dtype))

@@ -1,0 +1,41 @@
+"""Oracle cases for the operators of model families met in libraries outside the suite
+(weight norm of audio encoders, spectral norm's ``vdot``), registered into
+:data:`oracle_cases_torch.CASES` (that module imports this one at its end)."""
+
+from __future__ import annotations
+
+import torch
+from hypothesis import strategies as st
+from oracle_cases_torch import case, rand, shape
+
+aten = torch.ops.aten
+
+
+@case(aten._weight_norm_interface.default)
+def _weight_norm(draw):
+    shp = shape(draw, 2, 3)  # ATen's kernel: 2 dims or more, the first or the last one
+    d = draw(st.sampled_from([0, len(shp) - 1]))
+    g_shape = tuple(n if k == d else 1 for k, n in enumerate(shp))
+    return (lambda v, g: aten._weight_norm_interface.default(v, g, d)), (rand(shp), rand(g_shape))
+
+
+@case(aten._weight_norm_interface_backward.default)
+def _weight_norm_backward(draw):
+    shp = shape(draw, 2, 3)
+    d = draw(st.sampled_from([0, len(shp) - 1]))
+    g_shape = tuple(n if k == d else 1 for k, n in enumerate(shp))
+    v, g = rand(shp), rand(g_shape)
+    norm = aten._weight_norm_interface.default(v, g, d)[1]
+
+    def fn(grad, v, g, norm):
+        return aten._weight_norm_interface_backward.default(grad, v, g, norm, d)
+
+    return fn, (rand(shp), v, g, norm)
+
+
+@case(aten.vdot.default)
+def _vdot(draw):
+    n = draw(st.integers(1, 6))
+    dtype = draw(st.sampled_from([torch.float32, torch.complex64]))
+    a, b = torch.randn(n, dtype=dtype), torch.randn(n, dtype=dtype)
+    return (lambda a, b: aten.vdot.default(a, b)), (a, b)
