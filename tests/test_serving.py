@@ -207,6 +207,26 @@ def test_chunked_prefill_adds_the_chunk_to_each_step(tiny, plain):
     assert b.ttft_s == pytest.approx(4 * b.step_s, rel=1e-12)  # 512 prompt tokens, 4 chunks
 
 
+def test_sliding_window_step_is_taken_at_the_prompt(tmp_path):
+    """A window of 64 tokens caps the keys read: the step is not affine in the context, so it
+    is taken at the prompt's length (the first step's), and the assumptions say so."""
+    cfg = {**TINY, "model_type": "mistral", "architectures": ["MistralForCausalLM"],
+           "sliding_window": 64, "layer_types": ["sliding_attention"] * 2,
+           "head_dim": 32}  # fmt: skip
+    s = serving(folder(tmp_path, cfg), "H100", 1, prompt=48, output=64, max_batch=2)
+    assert s.decode_context == 48
+    assert any("not affine in the context" in a for a in s.assumptions)
+
+
+def test_moe_router_is_traced_at_each_batch(tmp_path):
+    cfg = {**TINY, "model_type": "mixtral", "architectures": ["MixtralForCausalLM"],
+           "num_local_experts": 4, "num_experts_per_tok": 2}  # fmt: skip
+    s = serving(folder(tmp_path, cfg), "H100", 1, prompt=64, output=1, max_batch=2)
+    assert s.step_terms == {}
+    assert any("traced at each batch" in a for a in s.assumptions)
+    assert [p.batch for p in s.frontier("H100", 1).points] == [1, 2]
+
+
 def test_views_and_json(frontier):
     text = str(frontier)
     assert "1 x h100_sxm" in text and "TPOT >=" in text and "assumptions:" in text

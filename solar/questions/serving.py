@@ -29,7 +29,13 @@ from solar.fmt import fmt_time
 from solar.hw import load_spec
 from solar.questions.inverse import _largest
 from solar.questions.serving_engine import Engine, ServingError
-from solar.questions.serving_steps import StepTrace, mixed_phase, prefill_phase, step_phase
+from solar.questions.serving_steps import (
+    StepTrace,
+    mixed_phase,
+    prefill_phase,
+    step_phase,
+    window_range,
+)
 from solar.viewable import Viewable
 
 #: bound-by terms of a step that are not a compute unit
@@ -365,7 +371,8 @@ def serving(
 
     ref = (2, engine.decode_context(prompt, output))
     step = StepTrace(make, name=f"{name} serving step", notes=notes, spec=specs[0],
-                     new=engine.new_tokens, ref=ref)  # fmt: skip
+                     new=engine.new_tokens, ref=ref,
+                     contexts=window_range(module, ref[1], engine.new_tokens))  # fmt: skip
     notes = [*notes, *engine.assumptions()]
     if step.why_numeric:
         notes.append(

@@ -71,16 +71,50 @@ def step_phase(model, batch: int, context: int, engine: Engine, *, new: int | No
     return Phase(StaticDecodeStep(model, context), (ids, positions, cache))
 
 
-def step_sizes(phase, new: int) -> dict[str, list[tuple]]:
-    """``batch`` and ``context`` of a :func:`step_phase` as symbolic sizes (the cache holds
-    ``context + new`` slots); of a :class:`MixedStep`, those of its decode part."""
-    from solar.frontend.torch.llm import decode_sizes
+def step_sizes(phase, new: int, context: int) -> dict[str, list[tuple]]:
+    """``batch`` and ``context`` of a :func:`step_phase` as symbolic sizes: the ids', the
+    positions' and every cached key's and value's first dim, and the cache's slots
+    (``context + new``) of each layer whose cache holds the whole context (a sliding-window
+    layer's holds ``min(window, context + new)``: its length is left a number, see
+    :func:`window_range`); of a :class:`MixedStep`, those of its decode part."""
+    from solar.frontend.torch import structure
 
-    sizes = decode_sizes(type(phase)(phase.program, phase.inputs[:3]))
-    return {
-        "batch": sizes["batch"],
-        "context": [(binding, dim, new) for binding, dim, _ in sizes["context"]],
-    }
+    cache = phase.inputs[2]
+    slots = context + new
+    batch: list[tuple] = [(0, 0), (1, 0)]
+    context: list[tuple] = []
+    for path, tensor in structure.flatten(cache):
+        if path[-1] in (structure.Attr("keys"), structure.Attr("values")):
+            binding = ("input", (2, *path))
+            batch.append((binding, 0))
+            if not getattr(_layer_of(cache, path), "is_sliding", False) or (
+                tensor.shape[2] == slots
+            ):
+                context.append((binding, 2, new))
+    return {"batch": batch, "context": context}
+
+
+def _layer_of(cache, path):
+    """The cache layer a flattened path (``layers, i, keys``) belongs to."""
+    from solar.frontend.torch import structure
+
+    if len(path) > 1 and path[0] == structure.Attr("layers") and isinstance(path[1], int):
+        return cache.layers[path[1]]
+    return None
+
+
+def window_range(model, context: int, new: int) -> tuple[int, float]:
+    """The contexts where a step traced at ``context`` has the same cache layout: a model with
+    sliding-window layers caps their cache at the window ``W``, so a trace with ``context + new
+    >= W`` holds for every context that long, one below it for every context that short."""
+    text = model.config.get_text_config()
+    window = getattr(text, "sliding_window", None)
+    kinds = getattr(text, "layer_types", None) or ()
+    if not isinstance(window, int) or not any("sliding" in str(k) for k in kinds):
+        return 1, float("inf")
+    if context + new >= window:
+        return max(1, window - new), float("inf")
+    return 1, window - new
 
 
 def _mixed_module():
@@ -131,8 +165,12 @@ class StepTrace:
     """One step's bounds at any ``(batch, context)`` (see the module docstring); ``spec``: the
     GPU the symbolic trace is analysed on (others re-analyse its graph)."""
 
-    def __init__(self, make: Maker, *, name: str, notes, spec, new: int, ref: tuple[int, int]):
+    def __init__(
+        self, make: Maker, *, name: str, notes, spec, new: int, ref: tuple[int, int],
+        contexts: tuple[int, float] = (1, float("inf")),
+    ):  # fmt: skip
         self.make, self.name, self.notes = make, name, list(notes)
+        self.contexts = contexts  # where the symbolic trace's cache layout holds
         self.spec = load_spec(spec)
         self.symbolic = None
         self.why_numeric: str | None = None
@@ -143,20 +181,32 @@ class StepTrace:
             from solar.symbolic.trace import bound_symbolic
 
             self.symbolic = bound_symbolic(
-                phase.program, phase.inputs, self.spec, step_sizes(phase, new), name=name,
+                phase.program, phase.inputs, self.spec, step_sizes(phase, new, ref[1]), name=name,
                 numeric=None,
             )  # fmt: skip
             self.traces += 1
         except (NotImplementedError, ValueError, TypeError) as e:
             self.why_numeric = one_line(e)
 
+    def _sizes(self, batch: int, context: int) -> dict[str, int]:
+        """The symbolic sizes at this point (no ``context`` where every layer's cache is a
+        window's, of one length at every context in :attr:`contexts`)."""
+        return (
+            {"batch": batch, "context": context}
+            if "context" in self.symbolic.sizes
+            else {"batch": batch}
+        )
+
     def _point(self, batch: int, context: int) -> dict:
-        return self.symbolic.analysis.point({"batch": batch, "context": context})
+        return self.symbolic.analysis.point(self._sizes(batch, context))
 
     def inside(self, batch: int, context: int) -> bool:
         """Whether the symbolic trace counts this point exactly."""
-        return self.symbolic is not None and self.symbolic.analysis.inside(
-            self._point(batch, context)
+        lo, hi = self.contexts
+        return (
+            self.symbolic is not None
+            and lo <= context <= hi
+            and self.symbolic.analysis.inside(self._point(batch, context))
         )
 
     def graph(self, batch: int, context: int):
@@ -180,7 +230,7 @@ class StepTrace:
         """The step's Bound on one GPU: the formula where it holds on the traced GPU."""
         spec = self.spec if spec is None else load_spec(spec)
         if spec.key == self.spec.key and self.inside(batch, context):
-            return self.symbolic.quick_at(batch=batch, context=context)
+            return self.symbolic.quick_at(**self._sizes(batch, context))
         return bound_graph(self.graph(batch, context), spec)
 
     def on(self, batch: int, context: int, spec, gpus: int):
