@@ -379,6 +379,10 @@ def serving(
             f"the step is traced at each batch (PyTorch cannot trace it with symbolic sizes: "
             f"{step.why_numeric})"
         )
+    pinned = step.symbolic.specializations if step.symbolic is not None else {}
+    if pinned:
+        where = ", ".join(f"{k} at {v}" for k, v in pinned.items())
+        notes.append(f"the symbolic trace pins {where}: points elsewhere are traced there")
     ctx = {
         "prompt": prompt,
         "decode": _decode_context(step, prompt, output, engine, notes),
