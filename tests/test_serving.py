@@ -227,6 +227,19 @@ def test_moe_router_is_traced_at_each_batch(tmp_path):
     assert [p.batch for p in s.frontier("H100", 1).points] == [1, 2]
 
 
+def test_result_is_frozen_data(frontier):
+    import dataclasses
+    import pickle
+
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        frontier.prompt = 1
+    with pytest.raises(TypeError):
+        frontier.step_terms["dram"] = "0"
+    assert isinstance(frontier.frontiers, tuple)
+    back = pickle.loads(pickle.dumps(frontier))
+    assert back == frontier and back.to_json() == frontier.to_json()
+
+
 def test_views_and_json(frontier):
     text = str(frontier)
     assert "1 x h100_sxm" in text and "TPOT >=" in text and "assumptions:" in text

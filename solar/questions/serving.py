@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass
 
 from solar.api import bound_graph, bound_parallel, trace_and_lift
 from solar.fmt import fmt_time
+from solar.frozen import Frozen
 from solar.hw import load_spec
 from solar.questions.inverse import _largest
 from solar.questions.serving_engine import Engine, ServingError
@@ -90,7 +91,7 @@ class Target:
 
 
 @dataclass(frozen=True)
-class Serving(Viewable):
+class Serving(Frozen, Viewable):
     """The serving frontier of one model and request shape (see the module docstring)."""
 
     model: str
