@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # what the names below are, for type checkers and IDEs
     from solar.hw import list_specs, load_spec
     from solar.questions.compare import compare
     from solar.questions.provision import provision
+    from solar.questions.serving import serving
     from solar.questions.sweep import sweep
 
 #: public name -> the module that defines it, imported on first use (PEP 562), so that
@@ -51,6 +52,7 @@ _EXPORTS: dict[str, str] = {
     "plan": "solar.api",
     "plan_hub": "solar.hub",
     "provision": "solar.questions.provision",
+    "serving": "solar.questions.serving",
     "sol_score": "solar.gpu.score",
     "sweep": "solar.questions.sweep",
     "trace": "solar.api",
@@ -81,6 +83,7 @@ __all__ = [
     "plan",
     "plan_hub",
     "provision",
+    "serving",
     "sol_score",
     "sweep",
     "trace",

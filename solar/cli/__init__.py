@@ -56,6 +56,7 @@ COMMANDS = (
     Command(
         "provision", "inverse roofline: bandwidth, capacity and peaks a GPU needs for a target time"
     ),
+    Command("serving", "the serving frontier of a model by name: TPOT against tokens/s/GPU"),
     Command("plot", "write the roofline, capacity, kernel, region, compare PNGs"),
     Command(
         "validate", "execute the IR at full size and compare with the source program's outputs"

@@ -49,6 +49,7 @@ VIEWS: dict[str, dict[str, str]] = {
         "frame": "frame:sweep_frame",
         "plot": "plots:sweep_plot",
     },
+    "Serving": {"text": "serving:serving_text", "plot": "serving:serving_plot"},
     "ValidationReport": {"text": "measured:validation_text"},
     "HeadroomReport": {"text": "measured:headroom_text", "plot": "plots:headroom_report_plot"},
     "BatchReport": {"text": "measured:headroom_batch_text", "plot": "plots:headroom_batch_plot"},
