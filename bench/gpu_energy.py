@@ -60,6 +60,7 @@ def parse(argv):
     p.add_argument("outdir")
     p.add_argument("--every", type=int, default=2, help="every N-th file of each level (1: all)")
     p.add_argument("--only", default="", help="comma-separated substrings of names to keep")
+    p.add_argument("--levels", default="level1,level2", help="KernelBench levels to measure")
     p.add_argument("--no-training", action="store_true", help="skip the three training steps")
     p.add_argument("--budget-s", type=float, default=240.0, help="stop measuring after this")
     p.add_argument("--run-s", type=float, default=1.0, help="seconds of calls per program")
@@ -74,7 +75,7 @@ def programs(args) -> list[tuple[str, Path]]:
     out = []
     if not args.no_training:  # first: the budget never skips them
         out += [("training", ROOT / "examples" / name) for name in TRAINING]
-    for level in ("level1", "level2"):
+    for level in args.levels.split(","):
         files = sorted((KERNELBENCH / level).glob("*.py"), key=lambda p: p.name)
         out += [(level, p) for p in files[:: max(1, args.every)]]
     keep = [s for s in args.only.split(",") if s]
