@@ -42,6 +42,7 @@ def parse(argv):
     p.add_argument("--timeout", type=float, default=300, help="seconds per solution")
     p.add_argument("--device", default="cuda")
     p.add_argument("--dry-run", action="store_true", help="list the solutions and commands")
+    p.add_argument("--compiled", action="store_true", help="only the compiled solutions (C++/CUDA)")
     return p.parse_args(argv)
 
 
@@ -201,7 +202,7 @@ def summary(items: list[dict], args, hw: str) -> tuple[str, list[str]]:
 def main(argv=None) -> int:
     args = parse(argv)
     out = Path(args.outdir)
-    todo = solutions()
+    todo = [p for p in solutions() if _builds(p) or not args.compiled]
     if args.dry_run:
         for path in todo:
             print(" ".join(command(path, args)[1:]))
