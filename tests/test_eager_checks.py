@@ -238,3 +238,54 @@ def test_device_mixes_eager_allows_bound(model, inputs):
 def test_meta_mixes_with_any_device(model, x):
     """Meta is how a user asks for analysis without allocating: never a device mix."""
     assert solar.bound(model, [x], hw="H100").fused > 0
+
+
+class CastThenProj(Proj):
+    def forward(self, x):
+        return self.proj(x.to(torch.float32))  # a cast, no move: still the CPU tensor
+
+
+def test_a_cast_is_no_move():
+    """``x.to(dtype)`` (a no-op here) moves nothing: the CPU input still meets CUDA weights."""
+    with pytest.raises(EagerRefusal, match="but got mat1 is on cpu"):
+        solar.bound(fake_cuda(CastThenProj()), [z(8, 64)], hw="H100")
+
+
+INT8_GEMM = """\
+import torch
+
+
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.zeros(64, 32, dtype=torch.int8), requires_grad=False)
+
+    def forward(self, x):
+        return torch.GEMM(x, self.weight)
+
+
+def get_inputs():
+    return [torch.zeros(32, 64, dtype=torch.int8)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_cli_int8_mm_is_one_line_and_int_mm_bounds(tmp_path):
+    """``solar bound`` on an int8 ``torch.mm`` (the CPU runs it, CUDA does not): CUDA's
+    message at the file's line; the same file with ``torch._int_mm`` bounds."""
+    f = tmp_path / "int8_gemm.py"
+    f.write_text(INT8_GEMM.replace("GEMM", "mm"))
+    code, out, err = run_solar("bound", f)
+    assert (code, out) == (2, "")
+    assert err.strip().splitlines() == [
+        "solar: error: int8_gemm.py:10 in the model (Model): NotImplementedError: "
+        "\"addmm_cuda\" not implemented for 'Char' (eager PyTorch raises this: the program "
+        "cannot run, so it has no bound; --debug shows the traceback)"
+    ]
+    f.write_text(INT8_GEMM.replace("GEMM", "_int_mm"))
+    code, out, err = run_solar("bound", f)
+    assert (code, err) == (0, "")
+    assert "int8_gemm" in out

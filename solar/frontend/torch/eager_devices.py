@@ -124,10 +124,21 @@ class DeviceMoves(TorchFunctionMode):
         self.tags = tags
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        if self.tags.active and func in MOVES and args and out is args[0]:
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        if func in MOVES and args and out is args[0] and _names_a_device(func, args, kwargs):
             self.tags.tags.pop(out, None)
         return out
+
+
+def _names_a_device(func, args: tuple, kwargs: dict) -> bool:
+    """Whether a :data:`MOVES` call asks for a device (``x.to(torch.float32)`` does not)."""
+    if func is not torch.Tensor.to:
+        return True
+    try:
+        return torch._C._nn._parse_to(*args[1:], **kwargs)[0] is not None
+    except (TypeError, RuntimeError):
+        return True
 
 
 def _mix_allowed(func, name: str, t: torch.Tensor, d: torch.device) -> bool:
