@@ -228,6 +228,13 @@ CUDA_REFUSED = [
         "NotImplementedError: \"baddbmm_cuda\" not implemented for 'Int'",
     ),
     (
+        "int32-addbmm",
+        "cuda-dtype",
+        lambda c, a, b: torch.addbmm(c, a, b),
+        (z(4, 4, dtype=i32), z(2, 4, 8, dtype=i32), z(2, 8, 4, dtype=i32)),
+        "NotImplementedError: \"addmm_cuda\" not implemented for 'Int'",
+    ),
+    (
         "int64-mv",
         "cuda-dtype",
         lambda a, b: torch.mv(a, b),

@@ -206,11 +206,11 @@ class CudaKernel:
 #: the CUDA kernels whose dtypes the CPU stand-ins cannot check (PyTorch 2.x,
 #: aten/src/ATen/native/cuda/Blas.cpp: the CPU kernels run integer GEMMs, the cuBLAS ones do
 #: not; ``torch._int_mm`` is CUDA's int8 GEMM). ``mv`` runs ``addmv``'s kernel, ``vdot`` of
-#: real tensors ``dot``'s.
+#: real tensors ``dot``'s, ``addbmm`` one ``addmm_`` per batch (LinearAlgebra.cpp).
 CUDA_KERNELS: tuple[CudaKernel, ...] = (
     CudaKernel(
         "addmm_cuda",
-        (aten.mm, aten.addmm, aten.addmm_, aten._addmm_activation),
+        (aten.mm, aten.addmm, aten.addmm_, aten._addmm_activation, aten.addbmm, aten.addbmm_),
         FLOATING_COMPLEX_HALF_BF16,
     ),
     CudaKernel("baddbmm_cuda", (aten.bmm, aten.baddbmm, aten.baddbmm_), FLOATING_COMPLEX_HALF_BF16),
