@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-f32, bf16, i32, i64 = torch.float32, torch.bfloat16, torch.int32, torch.int64
+f32, bf16, i8, i32, i64 = torch.float32, torch.bfloat16, torch.int8, torch.int32, torch.int64
 
 
 def z(*shape, dtype=f32):
@@ -185,8 +185,7 @@ def _autocast_mv(a, b):
 # (id, program, inputs): legal in eager PyTorch, so bounded
 LEGAL = [
     ("autocast-bf16-linear", Bf16Linear(), (torch.randn(8, 64),)),
-    ("int8-int_mm", torch._int_mm, (z(32, 32, dtype=torch.int8), z(32, 32, dtype=torch.int8))),
-    ("int8-mm", torch.mm, (z(4, 8, dtype=torch.int8), z(8, 4, dtype=torch.int8))),
+    ("int8-int_mm", torch._int_mm, (z(32, 32, dtype=i8), z(32, 32, dtype=i8))),
     ("pointwise-promotion", lambda a, b: a * b + 1, (z(8, dtype=bf16), z(8))),
     ("outer-promotion", torch.outer, (z(8, dtype=bf16), z(4))),
     (
@@ -203,3 +202,86 @@ LEGAL = [
 # (id, program, inputs): legal on CUDA, which eager on a CPU-only machine cannot show (CUDA
 # autocast casts mv's operands; the CPU's, which the trace applies, does not)
 CUDA_ONLY = [("cuda-autocast-mv", _autocast_mv, (z(4, 8, dtype=bf16), z(8)))]
+
+# (id, family, program, inputs, eager CUDA's error): dtypes the CUDA kernel does not implement
+# (its AT_DISPATCH list; the CPU kernel runs them, so eager on a CPU-only machine cannot show it)
+CUDA_REFUSED = [
+    (
+        "int8-mm",
+        "cuda-dtype",
+        lambda a, b: torch.mm(a, b),
+        (z(4, 8, dtype=i8), z(8, 4, dtype=i8)),
+        "NotImplementedError: \"addmm_cuda\" not implemented for 'Char'",
+    ),
+    (
+        "int8-linear",
+        "cuda-dtype",
+        lambda x, w, b: F.linear(x, w, b),
+        (z(4, 8, dtype=i8), z(16, 8, dtype=i8), z(16, dtype=i8)),
+        "NotImplementedError: \"addmm_cuda\" not implemented for 'Char'",
+    ),
+    (
+        "int32-bmm",
+        "cuda-dtype",
+        lambda a, b: a @ b,
+        (z(2, 4, 8, dtype=i32), z(2, 8, 4, dtype=i32)),
+        "NotImplementedError: \"baddbmm_cuda\" not implemented for 'Int'",
+    ),
+    (
+        "int32-addbmm",
+        "cuda-dtype",
+        lambda c, a, b: torch.addbmm(c, a, b),
+        (z(4, 4, dtype=i32), z(2, 4, 8, dtype=i32), z(2, 8, 4, dtype=i32)),
+        "NotImplementedError: \"addmm_cuda\" not implemented for 'Int'",
+    ),
+    (
+        "int64-mv",
+        "cuda-dtype",
+        lambda a, b: torch.mv(a, b),
+        (z(4, 8, dtype=i64), z(8, dtype=i64)),
+        "NotImplementedError: \"addmv_impl_cuda\" not implemented for 'Long'",
+    ),
+    (
+        "uint8-dot",
+        "cuda-dtype",
+        lambda a, b: torch.dot(a, b),
+        (z(8, dtype=torch.uint8), z(8, dtype=torch.uint8)),
+        "NotImplementedError: \"dot\" not implemented for 'Byte'",
+    ),
+]
+
+
+class Proj(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(64, 32)
+
+    def forward(self, x):
+        return self.proj(x)  # line 2 of forward: the refused call
+
+
+class MovedProj(Proj):
+    def forward(self, x):
+        return self.proj(x.to(self.proj.weight.device))
+
+
+class Scaled(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.zeros(8))
+
+    def forward(self, s):
+        return self.w * s  # line 2 of forward: the refused call
+
+
+def device_cases(on_cuda) -> list[tuple[str, str, object, tuple]]:
+    """(id, family, program, inputs): models whose weights ``on_cuda`` puts on CUDA (real ones
+    on a GPU, fake ones in the tests) fed CPU tensors; family "devices" where eager refuses
+    the mix, "legal" where eager runs it (a CPU 0-dim tensor, an input moved to the weights'
+    device)."""
+    return [
+        ("cuda-linear-cpu-input", "devices", on_cuda(Proj()), (z(8, 64),)),
+        ("cuda-mul-cpu-vector", "devices", on_cuda(Scaled()), (z(8),)),
+        ("cpu-scalar-with-cuda", "legal", on_cuda(Scaled()), (torch.tensor(2.0),)),
+        ("cuda-linear-moved-input", "legal", on_cuda(MovedProj()), (z(8, 64),)),
+    ]

@@ -1,5 +1,5 @@
-"""The dtype checks eager PyTorch makes, made while tracing: no bound for a program PyTorch
-refuses to run.
+"""The dtype and device checks eager PyTorch makes, made while tracing: no bound for a
+program PyTorch refuses to run.
 
 The trace runs on fake tensors, whose kernels are PyTorch's meta kernels: they compute shapes
 and dtypes but skip most of the checks the eager CPU and CUDA kernels make. A bf16
@@ -17,6 +17,12 @@ about the dtypes, not about the stand-ins). Where eager accepts the stand-ins (a
 PyTorch promotes or allows), the trace goes on. The messages are the CPU kernels'
 (the trace runs on CPU fake tensors); a CUDA kernel words the same refusal its own way.
 
+What the CPU stand-ins cannot show, the target's own gaps, is one more table:
+:data:`CUDA_KERNELS`, the CUDA kernels whose ``AT_DISPATCH`` list is narrower than the CPU's
+(cuBLAS runs no integer GEMM: int8 ``mm`` raises ``"addmm_cuda" not implemented for 'Char'``,
+while ``torch._int_mm`` is legal), refused with CUDA's own wording. Mixed devices (a CUDA model
+fed a CPU tensor) are checked by :mod:`solar.frontend.torch.eager_devices`.
+
 Autocast keeps its casts: inside ``torch.autocast`` the operators arrive here already cast
 (the autocast dispatch key runs before the trace's), and the operand rules of the operators
 autocast casts are not applied there (the trace applies PyTorch's CPU autocast list, CUDA's
@@ -27,14 +33,16 @@ from __future__ import annotations
 
 import sys
 import warnings
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 
 import torch
+from torch.fx.experimental.symbolic_shapes import statically_known_true
 from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 
 from solar.frontend.program_errors import ProgramError
+from solar.frontend.torch.eager_devices import DeviceMoves, DeviceTags
 from solar.frontend.torch.provenance import (
     forward_modules,
     frame_label,
@@ -171,6 +179,72 @@ OUT = Rule("out", (), always=True)
 
 _BY_OP: dict[object, Rule] = {op: rule for rule in RULES for op in rule.ops}
 
+#: the dtypes of ``AT_DISPATCH_FLOATING_AND_COMPLEX_TYPES_AND2(Half, BFloat16, ...)``
+FLOATING_COMPLEX_HALF_BF16 = frozenset(
+    {
+        torch.float32,
+        torch.float64,
+        torch.float16,
+        torch.bfloat16,
+        torch.complex64,
+        torch.complex128,
+    }
+)
+
+
+@dataclass(frozen=True)
+class CudaKernel:
+    """A CUDA kernel that implements fewer dtypes than the CPU's: ``ops`` reach it, it is
+    named ``kernel`` in its ``AT_DISPATCH`` (the name eager's message quotes) and dispatches
+    on ``dtypes``, the dtype of the call's first tensor argument."""
+
+    kernel: str
+    ops: tuple[object, ...]
+    dtypes: frozenset
+
+
+#: the CUDA kernels whose dtypes the CPU stand-ins cannot check (PyTorch 2.x,
+#: aten/src/ATen/native/cuda/Blas.cpp: the CPU kernels run integer GEMMs, the cuBLAS ones do
+#: not; ``torch._int_mm`` is CUDA's int8 GEMM). ``mv`` runs ``addmv``'s kernel, ``vdot`` of
+#: real tensors ``dot``'s, ``addbmm`` one ``addmm_`` per batch (LinearAlgebra.cpp).
+CUDA_KERNELS: tuple[CudaKernel, ...] = (
+    CudaKernel(
+        "addmm_cuda",
+        (aten.mm, aten.addmm, aten.addmm_, aten._addmm_activation, aten.addbmm, aten.addbmm_),
+        FLOATING_COMPLEX_HALF_BF16,
+    ),
+    CudaKernel("baddbmm_cuda", (aten.bmm, aten.baddbmm, aten.baddbmm_), FLOATING_COMPLEX_HALF_BF16),
+    CudaKernel("addmv_impl_cuda", (aten.mv, aten.addmv, aten.addmv_), FLOATING_COMPLEX_HALF_BF16),
+    CudaKernel("dot", (aten.dot, aten.vdot), FLOATING_COMPLEX_HALF_BF16),
+)
+
+_CUDA_BY_OP: dict[object, CudaKernel] = {op: k for k in CUDA_KERNELS for op in k.ops}
+
+
+def cuda_refusal(func, args: tuple) -> NotImplementedError | None:
+    """What eager CUDA raises for a call whose dtype its CUDA kernel does not implement, in
+    its words (``"addmm_cuda" not implemented for 'Char'``); None where the kernel has the
+    dtype, or where a tensor is empty (the kernels return before dispatching)."""
+    kernel = _CUDA_BY_OP.get(func.overloadpacket)
+    if kernel is None:
+        return None
+    tensors = [a for a in args if isinstance(a, torch.Tensor)]
+    if not tensors or tensors[0].dtype in kernel.dtypes:
+        return None
+    if any(statically_known_true(t.numel() == 0) for t in tensors):
+        return None
+    return NotImplementedError(
+        f"\"{kernel.kernel}\" not implemented for '{scalar_type_name(tensors[0].dtype)}'"
+    )
+
+
+def scalar_type_name(dtype: torch.dtype) -> str:
+    """c10's name of ``dtype`` (``Char`` for int8), as kernels' dtype errors print it: the
+    legacy tensor type's name (``torch.CharTensor``) less its prefix and suffix."""
+    with _disable_current_modes():
+        name = torch.empty(0, dtype=dtype).type()
+    return name.removeprefix("torch.").removesuffix("Tensor")
+
 
 def flagged(rule: Rule, args: dict) -> bool:
     """Whether a call's arguments break ``rule`` (eager is then asked)."""
@@ -241,8 +315,13 @@ class EagerChecks(TorchDispatchMode):
     """Runs alongside make_fx: each call of an operator of :data:`RULES` is checked as eager
     PyTorch checks it, and a refused one raises PyTorch's error at the user's line."""
 
-    def __init__(self, root: torch.nn.Module | None) -> None:
+    def __init__(
+        self,
+        root: torch.nn.Module | None,
+        devices: Iterable[tuple[torch.Tensor, torch.device]] = (),
+    ) -> None:
         super().__init__()
+        self.devices = DeviceTags(devices)
         self.names: dict[int, str] = {}
         if root is not None:
             for name, m in root.named_modules(remove_duplicate=False):
@@ -259,7 +338,16 @@ class EagerChecks(TorchDispatchMode):
                 refusal = eager_refusal(func, named, rule)
                 if refusal is not None:
                     raise self._located(refusal)
-        return func(*args, **kwargs)
+        refusal = cuda_refusal(func, args)
+        if refusal is None and self.devices.active:
+            named = _named(func, args, kwargs)
+            refusal = self.devices.refusal(func, named)
+        if refusal is not None:
+            raise self._located(refusal)
+        out = func(*args, **kwargs)
+        if self.devices.active:
+            self.devices.carry(func, named, out)
+        return out
 
     def _located(self, refusal: BaseException) -> EagerRefusal:
         """``refusal`` at the user's line and the module running there."""
@@ -306,7 +394,12 @@ def _named(func, args: tuple, kwargs: dict) -> dict:
 
 
 @contextmanager
-def eager_checks(root: torch.nn.Module | None) -> Iterator[EagerChecks]:
-    """Check every traced call as eager PyTorch would (see the module docstring)."""
-    with EagerChecks(root) as mode:
+def eager_checks(
+    root: torch.nn.Module | None, devices: Iterable[tuple[torch.Tensor, torch.device]] = ()
+) -> Iterator[EagerChecks]:
+    """Check every traced call as eager PyTorch would (see the module docstring); ``devices``
+    pairs each graph input's fake tensor with the user's device of its tensor
+    (:class:`~solar.frontend.torch.eager_devices.DeviceTags`)."""
+    mode = EagerChecks(root, devices)
+    with mode, DeviceMoves(mode.devices) if mode.devices.active else nullcontext():
         yield mode

@@ -144,7 +144,8 @@ def trace_torch(
             _autocast_on(device.type, remapped),
             known_values(sizes, reals) as k,
             ranged_items(k.values, sizes.chosen) if sizes.observed is None else nullcontext(),
-            eager_checks(module),  # innermost: the calls as the program makes them
+            # innermost: the calls as the program makes them, on the user's devices
+            eager_checks(module, [(f, t.device) for f, (*_, t) in zip(flat, specs, strict=True)]),
         ):
             routers.append(k)
             if module is None:
