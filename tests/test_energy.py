@@ -14,7 +14,7 @@ from console import run_solar
 import solar
 from solar.backend.energy import energy_of
 from solar.backend.result import Bound
-from solar.hw import SpecError, load_spec
+from solar.hw import SpecError, list_specs, load_spec
 from solar.questions.provision import provision
 
 # A made-up GPU whose numbers make the arithmetic easy: 1 SM at 1 GHz doing 2 fp32 ops per
@@ -184,9 +184,37 @@ def test_cli_prints_the_floor_only_for_a_calibrated_spec(tmp_path):
     rc, out, err = run_solar("bound", "examples/mlp.py", "--hw", spec)
     assert rc == 0, err
     assert "energy floor (at the energy efficiency of this GPU's best measured kernels)" in out
-    rc, out, err = run_solar("bound", "examples/mlp.py", "--hw", "H100")
+    # the H200's catalogue spec has no measured energy costs: no energy printed
+    rc, out, err = run_solar("bound", "examples/mlp.py", "--hw", "H200")
     assert rc == 0, err
     assert "energy floor" not in out and "--energy" not in out
+
+
+def test_the_h100_sxm_catalogue_costs_give_the_floor_by_hand():
+    """The H100 SXM's catalogued costs (measured 2026-12-05, results/gpu_h100_2026-12-05/energy):
+    idle 126.6 W, cuda_fp32 4.98 pJ/op, DRAM 120.6 pJ/B; the only catalogue GPU with them."""
+    x, w = (torch.empty(1024, 1024, device="meta") for _ in "xw")
+    b = solar.bound(mm_relu, [x, w], hw="H100")
+    # work: the matmul 2 * 1024^3 fp32 ops, the relu 1024^2; fused DRAM: x, w and the output
+    # once, 3 * 1024^2 * 4 B; time: compute-bound at 256 ops/clk x 132 SMs x 1.98 GHz
+    ops = 2 * 1024**3 + 1024**2
+    nbytes = 3 * 1024**2 * 4
+    seconds = ops / (256 * 132 * 1.98e9)  # 32.11 us
+    fused = ops * 4.98e-12 + nbytes * 120.6e-12 + 126.6 * seconds  # 16.28 mJ
+    assert (dict(b.flops), b.bytes_fused) == ({"cuda_fp32": ops}, nbytes)
+    assert b.fused == pytest.approx(seconds, rel=1e-12)
+    assert b.energy.fused == pytest.approx(fused, rel=1e-12)
+    assert b.energy.uncharged == ()
+    text = " ".join(str(b).split())  # the report, its line wrapping undone
+    assert "energy floor (at the energy efficiency of this GPU's best measured kernels)" in text
+    assert "16.28 mJ" in text and "cuda_fp32 2.149e+09 ops x 4.98 pJ = 10.7 mJ" in text
+    provenance = (
+        "energy costs measured by solar calibrate --energy on NVIDIA H100 80GB HBM3; driver "
+        "580.159.04; max SM clock 1980 MHz;"
+    )
+    assert provenance in text and "idle 126.6, 139.5 W; 2026-12-05" in text
+    calibrated = [s.key for s in list_specs() if load_spec(s.key).energy is not None]
+    assert calibrated == ["h100_sxm"]  # no other GPU gets figures it was not measured with
 
 
 def test_a_symbolic_bound_gives_the_floor_as_a_formula_of_sizes():

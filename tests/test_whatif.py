@@ -85,8 +85,10 @@ def test_scaled_fields_set_exact_quantities():
         "l2_capacity 50 MiB -> 100 MiB, tc_bf16 1070.5 TFLOP/s -> 1500 TFLOP/s, "
         "kernel_launch 0.5 us -> 2 us",
         "figures of NVIDIA H100 SXM5 80GB dropped (the peak they describe changed): "
-        "datasheet tc_bf16, measured dram_bandwidth, measured tc_bf16",
+        "datasheet tc_bf16, measured dram_bandwidth, measured tc_bf16, "
+        "energy calibration (measured on the real GPU)",
     )
+    assert h.energy is not None and w.energy is None  # no energy figures for a made-up GPU
     assert load_spec(json.loads(json.dumps(w.to_dict()))) == w  # what-if specs travel as dicts
 
 
