@@ -253,19 +253,21 @@ def test_solution_json_errors_are_one_line():
 def test_missing_toolchain_names_what_is_missing():
     import importlib.util
 
-    triton = load_solution(EX / "examples/triton/rmsnorm/solution_triton.json")
+    triton = load_solution(EX / "examples" / "triton" / "rmsnorm" / "solution_triton.json")
     if importlib.util.find_spec("triton") is None:
         assert missing_toolchain(triton) == (
             "language 'triton' needs the Python module triton (pip install triton)"
         )
         with pytest.raises(SolutionError, match="cannot build 'my_rmsnorm_triton'"):
             build(triton)
-    cute = load_solution(EX / "examples/cute_dsl/jamba_attn_proj/solution_cute_dsl.json")
+    cute = load_solution(
+        EX / "examples" / "cute_dsl" / "jamba_attn_proj" / "solution_cute_dsl.json"
+    )
     if importlib.util.find_spec("cutlass") is None:
         assert "needs the Python module cutlass.cute" in missing_toolchain(cute)
     from torch.utils import cpp_extension
 
-    cuda = load_solution(EX / "examples/cuda_cpp/rmsnorm/solution_cuda.json")
+    cuda = load_solution(EX / "examples" / "cuda_cpp" / "rmsnorm" / "solution_cuda.json")
     if cpp_extension.CUDA_HOME is None:
         assert "built with nvcc, which is not on this machine" in missing_toolchain(cuda)
 

@@ -6,7 +6,7 @@ decode turns compute-bound; ``--tpot-ms``/``--ttft-ms``/``--requests-per-s`` ans
 
 from __future__ import annotations
 
-from solar.cli.options import add_output_args, emit
+from solar.cli.options import add_hw_option, add_output_args, emit, hw_from_args
 
 
 def _counts(text: str) -> list[int]:
@@ -31,12 +31,19 @@ def _speculative(text: str | None):
         ) from None
 
 
+def _kinds(hw) -> list:
+    """``--hw`` (with ``--override`` applied) as a list of GPU names or what-if specs."""
+    if isinstance(hw, str):
+        return [h.strip() for h in hw.split(",") if h.strip()]
+    return list(hw) if isinstance(hw, list) else [hw]
+
+
 def add_parser(sub):
     sp = sub.add_parser(
         "serving", help="the serving frontier of a model by name: TPOT against tokens/s/GPU"
     )
     sp.add_argument("model", help="hf:ID or hf:FOLDER (a model by name, built from config.json)")
-    sp.add_argument("--hw", default="H100", help="GPU kinds, comma-separated (default H100)")
+    add_hw_option(sp, help="GPU kinds, comma-separated (default H100)")
     sp.add_argument("--gpus", default="1", help="GPU counts, comma-separated (default 1)")
     sp.add_argument("--prompt", type=int, required=True, metavar="P", help="prompt tokens")
     sp.add_argument("--output", type=int, required=True, metavar="O", help="generated tokens")
@@ -80,7 +87,7 @@ def run(args) -> int:
     ms = lambda v: None if v is None else v * 1e-3  # noqa: E731
     s = serving(
         args.model,
-        hw=[h.strip() for h in args.hw.split(",") if h.strip()],
+        hw=_kinds(hw_from_args(args)),
         gpus=_counts(args.gpus),
         prompt=args.prompt,
         output=args.output,

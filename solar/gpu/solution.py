@@ -59,7 +59,7 @@ class Language:
     headers: tuple[str, ...] = ()
 
 
-#: SOL-ExecBench's languages (docs/solution.md), one row each
+#: SOL-ExecBench's languages (its solution format's documentation), one row each
 LANGUAGES: dict[str, Language] = {
     "pytorch": Language(Kind.PYTHON),
     "python": Language(Kind.PYTHON),  # spelling of SOL-ExecBench's own test samples
