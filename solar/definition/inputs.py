@@ -33,7 +33,7 @@ class WorkloadInputs:
 def reference_module(defn: Definition) -> types.ModuleType:
     """The reference source run as a module (``torch``, ``math`` and ``F`` importable as usual)."""
     mod = types.ModuleType(f"solar_definition_{defn.name}")
-    filename = f"<{defn.name} reference>"
+    filename = f"{defn.name}.reference"  # not "<...>": the provenance of operators reads it
     mod.__file__ = filename
     # importable by name, as torch.compile (dynamo) looks a function's module up
     sys.modules[mod.__name__] = mod
