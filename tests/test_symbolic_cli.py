@@ -122,8 +122,10 @@ def test_cli_prints_formulas_crossovers_and_region():
     assert "speed-of-light bounds" in out  # the bound at the file's sizes, as without --symbolic
     assert "formulas in B, S (traced at B=8, S=2048; times in seconds):" in out
     assert "work tc_bf16 = 4096⋅B⋅S" in out  # S² printed above, sympy's pretty print
-    assert "DRAM bytes, fused = 8192⋅B⋅S" in out
-    assert "kernel launches = 4" in out
+    # each formula with the sizes it holds for: the traced piece's (tensor-bound from S = 639)
+    assert "DRAM bytes, fused = ⎨8192⋅B⋅S  for B ≥ 2 ∧ S ≥ 639" in out
+    assert "kernel launches = ⎨4  for B ≥ 2 ∧ S ≥ 639" in out
+    assert "each formula holds on the sizes printed with it" in out
     assert (
         f"along S: fused: latency below S={lat}, DRAM from {lat}, tensor cores from {tensor}" in out
     )

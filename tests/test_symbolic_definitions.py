@@ -94,7 +94,7 @@ def test_expr_axes_are_expressions_of_the_var_axes():
     n = symbol("n")
     # the GEMM (2 flops a multiply-add), the ReLU, the pair sums: one op an element each
     assert b.flops_formula() == {"cuda_fp32": 2 * (2 * n) * 512 * 512 + 2 * n * 512 + n * 512}
-    assert sympy.expand(b.formula("bytes_fused") - 4 * (2 * n * 512 + 512 * 512 + n * 512)) == 0
+    assert sympy.expand(b.expression("bytes_fused") - 4 * (2 * n * 512 + 512 * 512 + n * 512)) == 0
 
 
 def _workload(defn, wl: dict):

@@ -150,9 +150,9 @@ def test_decode_formula_in_batch_and_context(decode):
     _, b = decode
     batch, context = symbol("batch"), symbol("context")
     assert b.specializations == {}
-    assert set(b.formula("bytes_fused").free_symbols) == {batch, context}
+    assert set(b.expression("bytes_fused").free_symbols) == {batch, context}
     # the KV cache read once: 2 layers x K and V x 2 heads x 32 dims x 2 bytes per slot
-    assert sympy.expand(b.formula("bytes_fused")).coeff(batch * context) == 2 * 2 * 2 * 32 * 2
+    assert sympy.expand(b.expression("bytes_fused")).coeff(batch * context) == 2 * 2 * 2 * 32 * 2
 
 
 @settings(max_examples=20, derandomize=True, deadline=None, suppress_health_check=list(HealthCheck))
@@ -192,7 +192,7 @@ def test_conv_counts_are_quasi_polynomials(conv):
     _, b = conv
     assert b.specializations == {}
     assert b.flops_formula()["tc_tf32"].has(sympy.floor)
-    assert b.formula("bytes_fused").has(sympy.floor)
+    assert b.expression("bytes_fused").has(sympy.floor)
 
 
 @settings(max_examples=8, derandomize=True, deadline=None, suppress_health_check=list(HealthCheck))
@@ -215,7 +215,7 @@ def test_gru_critical_path_is_a_formula(gru):
     _, b = gru
     seq = symbol("seq")
     assert b.specializations == {}
-    cp = b.formula("critical_path")
+    cp = b.expression("critical_path")
     a = b.latency.chains[0].step_s
     assert sympy.Poly(cp, seq).degree() == 1
     assert float(cp.coeff(seq)) == pytest.approx(a / 2, rel=1e-12)

@@ -94,11 +94,11 @@ def test_jax_formulas_equal_the_pytorch_twins(name, marks, jax_marks):
     problem = load_problem(EXAMPLES / f"{name}_torch.py")
     fresh_caches()
     bt = solar.bound(problem.model, problem.inputs, "H100", symbolic=marks, precision="tf32")
-    assert bj.formula("bytes_fused") == bt.formula("bytes_fused")
+    assert bj.expression("bytes_fused") == bt.expression("bytes_fused")
     tensor = {k: v for k, v in bj.flops_formula().items() if k.startswith("tc_")}
     assert tensor == {k: v for k, v in bt.flops_formula().items() if k.startswith("tc_")}
     for level in ("fused", "cache_aware"):
-        a, b = bj.formula(level), bt.formula(level)
+        a, b = bj.expression(level), bt.expression(level)
         scale = max(abs(c) for c in sympy.expand(a).as_coefficients_dict().values())
         diff = sympy.expand(a - b).as_coefficients_dict().values()
         assert all(abs(c) <= 1e-12 * scale for c in diff), (a, b)  # equal up to rounding
@@ -174,5 +174,5 @@ def test_solar_bound_takes_symbolic_sizes_of_a_jax_function():
     marks = {"batch": (1, 0), "seq": (1, 1)}
     fresh_caches()
     b = solar.bound(fn, inputs, "H100", symbolic=marks)
-    assert b.formula("bytes_fused") == symbolic(fn, inputs, marks).formula("bytes_fused")
+    assert b.expression("bytes_fused") == symbolic(fn, inputs, marks).expression("bytes_fused")
     assert b.crossovers("seq", "fused", batch=4) == [(90, "dram", "tensor")]

@@ -53,7 +53,7 @@ def check_batch(optimizer, seed: int) -> None:
     fresh_caches()
     b = solar.bound(step, batch(4096), "H100", symbolic={"batch": [(0, 0), (1, 0)]})
     assert fixed_sizes(b) == {}
-    assert symbol("batch") in b.formula("bytes_unfused").free_symbols
+    assert symbol("batch") in b.expression("bytes_unfused").free_symbols
     rng = random.Random(seed)
     for n in [2, 4096, 10000, *(rng.randint(2, 1 << 15) for _ in range(4))]:
         fresh_caches()

@@ -68,6 +68,31 @@ def _compiled(symbols: tuple[sympy.Symbol, ...], d: sympy.Basic, sc: sympy.Basic
     return compile_exprs(symbols, [d, sc], exact=exact)
 
 
+def guard_holds(relation: sympy.Basic, symbol: sympy.Symbol, value: int) -> bool:
+    """Whether a guard in the one size ``symbol`` holds at ``value``, by the test a region
+    applies (guards between times to rounding)."""
+    part = _part(relation)
+    _, d, sc, _ = part
+    return bool(_holds(part, tuple(_compiled((symbol,), d, sc, True)(value))))
+
+
+def tested_form(relation: sympy.Basic) -> sympy.Basic:
+    """The relation as a region tests it: one holding floats (a comparison of times) with
+    its rounding tolerance written in (``d <= 1e-9 * scale``), so that sympy evaluates it as
+    :meth:`Region.holds` does; an exact one as it is."""
+    op, d, sc, floats = _part(relation)
+    if not floats or op == "bool":
+        return relation
+    tol = sympy.Float(_TOL) * sc
+    if op in ("<", "<="):
+        return d <= tol
+    if op in (">", ">="):
+        return d >= -tol
+    if op == "==":
+        return sympy.Abs(d) <= tol
+    return sympy.true  # "!=" between times holds to rounding everywhere
+
+
 @dataclass(frozen=True)
 class Region:
     """Where a formula holds: every guard true (sizes are positive integers)."""

@@ -28,6 +28,7 @@ from solar.report.style import COLORS
 from solar.report.table import bound_text
 
 REACH = 64  # crossovers are searched up to this many times a size's traced value
+SHOWN = 8  # a formula of more pieces prints the traced one alone
 TOP = 1 << 40  # spans reaching this are unbounded above
 LEVELS = ("unfused", "fused", "cache_aware")
 #: what each formula is, in the order printed
@@ -59,11 +60,11 @@ class Summary:
     """What the views show of a symbolic bound, computed once."""
 
     sizes: dict[str, int]  # size -> traced value
-    formulas: dict[str, sympy.Expr]  # quantity -> expression (this piece)
+    formulas: dict[str, sympy.Expr]  # quantity -> its Piecewise over the pieces met
     flops: dict[str, sympy.Expr]  # op class -> expression
     crossovers: dict[str, dict[str, list[tuple[int, str, str]]]]  # size -> level -> changes
     spans: dict[str, tuple[int, int]]  # size -> where the counts are exact (others traced)
-    piece: dict[str, tuple[int, int]]  # size -> where these formulas hold (others traced)
+    piece: dict[str, tuple[int, int]]  # size -> the traced piece's span (others traced)
     specializations: dict[str, str]  # size -> where it was pinned (fixed_sizes)
     guards: int  # how many guards the count region has
     searched: dict[str, tuple[int, int]]  # size -> where its crossovers were searched
@@ -149,6 +150,36 @@ def display(e: sympy.Expr) -> sympy.Expr:
     )
 
 
+def shown(e: sympy.Expr, sizes: dict[str, int], most: int = SHOWN) -> tuple[sympy.Expr, int, int]:
+    """A formula as printed: whole up to ``most`` pieces, else the piece holding the traced
+    sizes alone, each piece's condition cut to its bounds on sizes and on products of sizes;
+    with how many pieces and how many other relations were left out."""
+    if not isinstance(e, sympy.Piecewise):
+        return e, 0, 0
+    args = list(e.args)
+    if len(args) > most:
+        point = {sympy.Symbol(k, integer=True, positive=True): v for k, v in sizes.items()}
+        args = next(([a] for a in args if a.cond.xreplace(point) is sympy.true), args[:1])
+    cut, other = [], 0
+    for a in args:
+        parts = sympy.And.make_args(a.cond)
+        simple = [r for r in parts if _bound_on_sizes(r)]
+        other = max(other, len(parts) - len(simple))
+        cond = sympy.And(*simple, evaluate=False) if len(simple) > 1 else (simple or [True])[0]
+        cut.append((a.expr, cond))
+    return sympy.Piecewise(*cut, evaluate=False), len(e.args) - len(args), other
+
+
+def _bound_on_sizes(r: sympy.Basic) -> bool:
+    """``size >= 3``, ``B*S**2 <= 1000``: a number against a product of sizes."""
+    if not isinstance(r, sympy.core.relational.Relational):
+        return False
+    side = r.lhs if r.rhs.is_number else r.rhs if r.lhs.is_number else None
+    return side is not None and all(
+        b.is_Symbol and e.is_number for b, e in side.as_powers_dict().items()
+    )
+
+
 def pretty(label: str, e: sympy.Expr, indent: str = "  ") -> list[str]:
     """``label = e`` in sympy's 2-D pretty print, one list item per line."""
     block = sympy.pretty(display(e), use_unicode=True, wrap_line=False).splitlines()
@@ -216,7 +247,12 @@ def symbolic_lines(b, s: Summary | None = None) -> list[str]:
     at = ", ".join(f"{k}={v}" for k, v in s.sizes.items())
     out = [f"formulas in {', '.join(s.sizes)} (traced at {at}; times in seconds):"]
     for q, word in QUANTITY_WORDS.items():
-        out += pretty(word, s.formulas[q])
+        e, pieces, relations = shown(s.formulas[q], s.sizes)
+        out += pretty(word, e)
+        left = [f"{pieces} more pieces met along the walks"] if pieces else []
+        left += [f"{relations} more relations of the trace on each piece"] if relations else []
+        if left:
+            out.append(f"    (and {', '.join(left)}: b.formula({q!r}) or --json has them)")
     for cls, e in s.flops.items():
         out += pretty(f"work {cls}", e)
     if s.broken:
@@ -225,13 +261,7 @@ def symbolic_lines(b, s: Summary | None = None) -> list[str]:
             "sizes (a fault in solar's guards; bound other sizes without --symbolic)"
         )
         return out
-    held = ", ".join(_range(*s.piece[n], n) for n in s.sizes)
-    out.append(f"these formulas hold for {held} (one size at a time, the others as traced);")
-    counted = ", ".join(_range(*s.spans[n], n) for n in s.sizes)
-    out.append(
-        f"the counts are exact for {counted} ({s.guards} guards, listed by --json); other "
-        "sizes inside that fall on other pieces of the levels (the crossovers)"
-    )
+    out += where_lines(s)
     out.append(f"crossovers on {b.hw} (the others as traced):")
     for n in s.sizes:
         for lv in LEVELS:
@@ -241,6 +271,19 @@ def symbolic_lines(b, s: Summary | None = None) -> list[str]:
         out.append("specialized (the formulas claim only that value):")
         out += [f"  {line}" for line in special]
     return out
+
+
+def where_lines(s: Summary) -> list[str]:
+    """Where the formulas are claimed: each on the sizes printed with it, the pieces searched
+    along each size; the count region."""
+    searched = ", ".join(f"{n} from {lo} to {hi}" for n, (lo, hi) in s.searched.items())
+    counted = ", ".join(_range(*s.spans[n], n) for n in s.sizes)
+    return [
+        "each formula holds on the sizes printed with it, and is claimed nowhere else (bound "
+        "another size by itself, or b.at(...));",
+        f"its pieces were searched along {searched} (one size at a time, the others as traced);",
+        f"the work and the counts are exact for {counted} ({s.guards} guards, listed by --json)",
+    ]
 
 
 def symbolic_text(b) -> str:
@@ -275,7 +318,7 @@ def symbolic_html(b) -> str:
     """The Bound's HTML, then its formulas typeset (``$...$`` for MathJax), the crossovers,
     where they hold and the specializations."""
     s = summarize(b)
-    rows = [(word, s.formulas[q]) for q, word in QUANTITY_WORDS.items()]
+    rows = [(word, shown(s.formulas[q], s.sizes)[0]) for q, word in QUANTITY_WORDS.items()]
     rows += [(f"work {cls}", e) for cls, e in s.flops.items()]
     body = "".join(
         f'<tr><td style="text-align:left;padding:2px 8px">{html.escape(w)}</td>'
@@ -289,9 +332,8 @@ def symbolic_html(b) -> str:
         for n, by_level in s.crossovers.items()
         for lv in LEVELS
     )
-    held = ", ".join(_range(*s.piece[n], n) for n in s.piece)
     where = (
-        f"<p>these formulas hold for {html.escape(held)} (one size at a time)</p>"
+        "".join(f"<p>{html.escape(line)}</p>" for line in where_lines(s))
         if not s.broken
         else f"<p>these formulas are claimed nowhere: {html.escape(s.broken)} is false at the "
         "traced sizes (a fault in solar's guards)</p>"

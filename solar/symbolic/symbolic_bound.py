@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import sympy
 
+from solar.algebra.condition import Condition, condition
 from solar.algebra.region import Guard, Region
 from solar.algebra.size import IntGcd, Real, Size, expr_of, symbol
 from solar.algebra.walk import evaluate
@@ -56,6 +57,12 @@ QUANTITIES = {
     "critical_path": lambda b: b.latency.critical_path_s if b.latency else 0.0,
 }
 LEVELS = ("unfused", "fused", "cache_aware")
+
+
+def _quantity(name: str) -> Callable[[Bound], object]:
+    if name not in QUANTITIES:
+        raise ValueError(f"unknown quantity {name!r}; one of {', '.join(QUANTITIES)}")
+    return QUANTITIES[name]
 
 
 def _expr(x: object) -> sympy.Expr:
@@ -124,11 +131,34 @@ class SymbolicBound(Bound):
         return {name: symbol(name) for name in self.sizes}
 
     def formula(self, quantity: str = "fused") -> sympy.Expr:
-        """The expression of a quantity of :data:`QUANTITIES` (a level's seconds, bytes,
-        peak memory, launches, critical path) in the size symbols, on this piece."""
-        if quantity not in QUANTITIES:
-            raise ValueError(f"unknown quantity {quantity!r}; one of {', '.join(QUANTITIES)}")
-        return _expr(QUANTITIES[quantity](self))
+        """A quantity of :data:`QUANTITIES` (a level's seconds, bytes, peak memory, launches,
+        critical path) as one expression in the size symbols that holds wherever it says: a
+        sympy ``Piecewise`` of the pieces met so far, each with the sizes it holds for (the
+        count region's guards and its piece's, :func:`~solar.algebra.condition.condition`);
+        ``nan`` at sizes in none of them (:meth:`at` bounds any size). A bound whose only
+        piece holds on the whole count region gives the bare expression. The walks along a
+        size (:meth:`piecewise`, :meth:`crossovers`, ``solar bound --symbolic``) meet the
+        pieces along it; :meth:`expression` is the traced piece's expression alone."""
+        pick = _quantity(quantity)
+        parts: list[tuple[sympy.Expr, Condition]] = []
+        for p in self.pieces:
+            region = self.counts_region & p.region if self.counts_region else p.region
+            expr, cond = _expr(pick(p.bound)), condition(region)
+            while not cond.empty:  # joined with a part of the same expression, as long as one is
+                i = next((i for i, (e, c) in enumerate(parts) if e == expr and c.join(cond)), None)
+                if i is None:
+                    parts.append((expr, cond))
+                    break
+                cond = parts.pop(i)[1].join(cond)  # type: ignore[assignment]
+        if len(parts) == 1 and parts[0][1].boolean() is sympy.true:
+            return parts[0][0]
+        # not evaluated: sympy would join equal expressions by an Or and rewrite it
+        return sympy.Piecewise(*((e, c.boolean()) for e, c in parts), evaluate=False)
+
+    def expression(self, quantity: str = "fused") -> sympy.Expr:
+        """The expression of a quantity on the traced piece alone: it holds where
+        :attr:`piece_region` and :attr:`counts_region` hold (:meth:`formula` says where)."""
+        return _expr(_quantity(quantity)(self))
 
     def flops_formula(self) -> dict[str, sympy.Expr]:
         """Operations per op class, as expressions."""
