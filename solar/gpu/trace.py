@@ -1,7 +1,8 @@
 """Trace records as SOL-ExecBench writes them (its trace format's documentation): one per
 workload run, with ``definition``, ``solution``, ``workload`` (the line as written) and
-``evaluation`` (``status``, ``log``, ``correctness``, ``performance`` in milliseconds, ``environment``,
-``timestamp``; ``correctness`` and ``performance`` ``null`` where its nullable table says).
+``evaluation`` (``status``, ``log``, ``correctness``, ``performance`` in milliseconds,
+``environment``, ``timestamp``; ``correctness`` and ``performance`` ``null`` where its nullable
+table says).
 solar adds one object, ``sol``: the bound ``T_SOL`` (ms), the bound level, the unit that binds
 it, the GPU spec it is for, the SOL score and a violation (a time below the bound), so that a
 leaderboard pipeline can take solar's numbers in place of its own."""
