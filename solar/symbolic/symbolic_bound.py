@@ -335,7 +335,9 @@ class SymbolicBound(Bound):
         d = super().to_dict()
         d["symbolic"] = {
             "sizes": dict(self.sizes),
-            "formulas": {q: str(self.formula(q)) for q in QUANTITIES},
+            # per quantity its pieces, [expression, where it holds] (text sympy parses): a
+            # reader evaluates the piece whose condition holds, not one Piecewise to re-solve
+            "formulas": {q: _pieces_text(self.formula(q)) for q in QUANTITIES},
             "flops": {k: str(v) for k, v in self.flops_formula().items()},
             "counts_region": self.counts_region.text() if self.counts_region else [],
             "piece": self.piece_region.text() if self.piece_region else [],
@@ -377,6 +379,13 @@ class SymbolicBound(Bound):
 
 # ---------------------------------------------------------------------------------------------
 # JSON: where a Bound's dict holds a formula, and regions as guards
+
+
+def _pieces_text(e: sympy.Expr) -> list[list[str]]:
+    """``[[expression, condition], ...]`` of a formula (one ``[e, "True"]`` for a bare one)."""
+    if isinstance(e, sympy.Piecewise):
+        return [[str(a.expr), str(a.cond)] for a in e.args]
+    return [[str(e), "True"]]
 
 
 def _fields(b: Bound) -> dict:
