@@ -42,8 +42,11 @@ class Family:
 
     def missing(self) -> str | None:
         """One line when the family's library is not installed, else None."""
-        if importlib.util.find_spec(self.module) is not None:
-            return None
+        try:
+            if importlib.util.find_spec(self.module) is not None:
+                return None
+        except ModuleNotFoundError:  # a finder that refuses it: not installed either
+            pass
         return f"{self.module} is not installed (pip install {self.package}): skipped"
 
 

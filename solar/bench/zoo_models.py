@@ -85,9 +85,11 @@ def missing(library: str) -> str | None:
 
     if library in FAMILIES:
         return FAMILIES[library].missing()
-    if importlib.util.find_spec(library) is None:
-        return f"{library} is not installed (pip install {library}): skipped"
-    return None
+    try:
+        found = importlib.util.find_spec(library) is not None
+    except ModuleNotFoundError:  # a finder that refuses it: not installed either
+        found = False
+    return None if found else f"{library} is not installed (pip install {library}): skipped"
 
 
 def _cross_entropy(out: object, labels: torch.Tensor) -> torch.Tensor:

@@ -33,6 +33,10 @@ EXTRAS: dict[str, str] = {
     "timm": "test",
     "diffusers": "test",
     "safetensors": "test",
+    "torch_geometric": "zoo",
+    "ultralytics": "zoo",
+    "segment_anything": "zoo",
+    "pynvml": "gpu",
 }
 
 
