@@ -12,6 +12,7 @@ bench/gpu_eager_checks.py runs against eager CUDA.
 from __future__ import annotations
 
 import inspect
+import re
 import textwrap
 
 import pytest
@@ -46,6 +47,12 @@ def test_every_rule_has_a_refused_case():
     assert {family for _, family, *_ in REFUSED} == {rule.family for rule in (*RULES, OUT)}
 
 
+#: a convolution's dtype mismatch is worded by the CPU backend eager picks for the shapes and
+#: threads at hand (oneDNN: "Input type ... should be the same", the native kernel: "expected
+#: scalar type ..."): both are PyTorch's own refusal of the same mix
+CONV_WORDINGS = re.compile(r"should be the same|expected scalar type \w+ but found \w+")
+
+
 @pytest.mark.parametrize(("fn", "inputs"), [c[2:] for c in REFUSED], ids=[c[0] for c in REFUSED])
 def test_refused_as_eager_refuses(fn, inputs):
     """Eager's exception and message, at the program's line. (Where eager's check runs in a
@@ -56,7 +63,11 @@ def test_refused_as_eager_refuses(fn, inputs):
     with pytest.raises(ProgramError) as got:
         solar.bound(fn, list(inputs), hw="H100")
     assert type(got.value.original) is type(eager.value)
-    assert str(got.value.original) == str(eager.value)
+    said, eager_said = str(got.value.original), str(eager.value)
+    if CONV_WORDINGS.search(eager_said) and any("conv" in n for n in fn.__code__.co_names):
+        assert CONV_WORDINGS.search(said), said
+    else:
+        assert said == eager_said
     line = fn.__code__.co_firstlineno + (0 if fn.__name__ == "<lambda>" else 2)
     assert got.value.where == f"eager_check_cases.py:{line}"
     assert got.value.__cause__ is got.value.original
