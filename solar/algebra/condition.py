@@ -116,9 +116,7 @@ def condition(region: Region) -> Condition:
             continue
         (s,) = free
         lo, hi = spans[s]
-        cut = [
-            (max(a, lo), b if hi is None else (hi if b is None else min(b, hi))) for a, b in runs
-        ]
+        cut = [(max(a, lo), _min(b, hi)) for a, b in runs]
         cut = [(a, b) for a, b in cut if b is None or a <= b]
         if not cut:
             return Condition(empty=True)
@@ -132,9 +130,7 @@ def condition(region: Region) -> Condition:
         s = next(iter(free)) if len(free) == 1 else None
         lo, hi = spans[s] if s is not None else (1, None)
         if s is None or hi is None or hi - lo > _TESTED:
-            # as written where solving it cancels nothing (the two agree to rounding), else
-            # with the test's rounding written in
-            kept.append(r if _normal(r) is not None else tested_form(r))
+            kept.append(_as_kept(r))
             continue
         xs = np.arange(lo, hi + 1)
         ok = Region((s,), (Guard(r),)).holds_many({s: xs})
@@ -146,13 +142,19 @@ def condition(region: Region) -> Condition:
         if ok[first : last + 1].all():
             spans[s] = (lo + first, lo + last)
         else:
-            kept.append(r if _normal(r) is not None else tested_form(r))
+            kept.append(_as_kept(r))
     rest = [r for r in dict.fromkeys(kept) if r is not sympy.true]
     bounds = tuple((s, lo, hi) for s, (lo, hi) in spans.items())
     if any(lo is not None and hi is not None and lo > hi for lo, hi in products.values()):
         return Condition(empty=True)
     prods = tuple((m, lo, hi) for m, (lo, hi) in products.items())
     return Condition(bounds, tuple(rest), products=prods)
+
+
+def _as_kept(r: sympy.Basic) -> sympy.Basic:
+    """A guard left over, as printed: as written where solving it cancels nothing (the two
+    agree to rounding), else with the test's rounding written in."""
+    return r if _normal(r) is not None else tested_form(r)
 
 
 @functools.lru_cache(maxsize=1 << 14)
