@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from solar.ir.program import Program
@@ -63,7 +63,9 @@ class Trace:
     the framework flattens its result; a training step's ``updated`` inputs (written in place:
     parameters, optimizer state) come last. ``assumptions`` are the lines the bound's report
     must state. ``graph`` is the framework's own record of the program (an fx ``GraphModule``,
-    a ``ClosedJaxpr``), for per-kernel checks."""
+    a ``ClosedJaxpr``), for per-kernel checks; ``kernels_of`` maps each of its nodes (an fx
+    node's name, a jaxpr equation's index as a string) to the IR kernels lowered from it, in
+    program order (the compiled-program mapping, :mod:`solar.frontend.compiled`, reads it)."""
 
     framework: str
     program: Program
@@ -73,6 +75,7 @@ class Trace:
     assumptions: tuple[str, ...] = ()
     graph: object = None
     updated: tuple[str, ...] = ()
+    kernels_of: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def values(
         self, fn: object, inputs: object, kwargs: Mapping[str, object] | None = None

@@ -297,6 +297,7 @@ class Lowerer(lowering.Lowerer):
         self.env: dict[fx.Node, object] = {}  # graph node -> its value (T, tuple, constant)
         self._fake_mode: object = None  # the tracing FakeTensorMode (False: none), found once
         self.sizes = SizePolicy()  # data-dependent sizes and grouped-GEMM routing
+        self.kernels_of: dict[str, tuple[str, ...]] = {}  # fx node name -> its IR kernels
 
     # -- declarations ----------------------------------------------------------------------
 
@@ -338,9 +339,13 @@ class Lowerer(lowering.Lowerer):
         ``missing``), and no program is returned."""
         missing: dict[str, MissingOperator] = {}
         first: dict[str, UnsupportedOperatorError] = {}
+        kernels = self.program.kernels
         for node in self.gm.graph.nodes:
+            before = len(kernels)
             try:
                 self.lower_node(node)
+                if len(kernels) > before:
+                    self.kernels_of[node.name] = tuple(k.name for k in kernels[before:])
             except UnsupportedOperatorError as e:
                 m = missing.get(e.op)
                 if m is None:

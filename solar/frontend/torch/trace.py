@@ -217,6 +217,7 @@ def trace_torch(
         TorchFeed(),
         assumptions=tuple(notes),
         graph=gm,
+        kernels_of=lowerer.kernels_of,
     )
 
 
