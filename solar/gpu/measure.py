@@ -48,7 +48,7 @@ import shutil
 import statistics
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
 import torch
@@ -477,13 +477,17 @@ class OpEvent:
     kernels: list[tuple[str, float]] = field(default_factory=list)
 
 
-def events_from_profiler(function_events, *, device_kind: str = "cuda") -> list[OpEvent]:
+def events_from_profiler(
+    function_events, *, device_kind: str = "cuda", launched: Collection[str] = ()
+) -> list[OpEvent]:
     """Convert ``torch.profiler`` FunctionEvents (``prof.events()``) to :class:`OpEvent` s.
 
     On CUDA each CPU event keeps the device activities attached to it (kernels, memcpys,
     memsets; a user annotation's mirror on the device timeline is dropped). Off CUDA there are
     no device activities: each operator gets one pseudo-activity, its self CPU time, so the
-    same mapping yields per-kernel CPU times (used to test the mapping without a GPU)."""
+    same mapping yields per-kernel CPU times (used to test the mapping without a GPU).
+    ``launched``: kernel names that are launched under a range of their own name (Inductor's
+    Triton kernels): such a device activity is the kernel, not the range's mirror."""
     cpu = [
         e
         for e in function_events
@@ -501,7 +505,7 @@ def events_from_profiler(function_events, *, device_kind: str = "cuda") -> list[
         )
         if device_kind == "cuda":
             for k in getattr(e, "kernels", []) or []:
-                if k.name == e.name:  # the device-side mirror of a record_function range
+                if k.name == e.name and k.name not in launched:  # a range's device mirror
                     continue
                 ev.kernels.append((k.name, float(k.duration) * 1e-6))
         elif not e.name.startswith(REP_MARKER):

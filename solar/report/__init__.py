@@ -54,6 +54,11 @@ VIEWS: dict[str, dict[str, str]] = {
     "HeadroomReport": {"text": "measured:headroom_text", "plot": "plots:headroom_report_plot"},
     "BatchReport": {"text": "measured:headroom_batch_text", "plot": "plots:headroom_batch_plot"},
     "Calibration": {"text": "measured:calibration_text"},
+    "CompiledBound": {"text": "compiled:compiled_bound_text"},
+    "CompiledHeadroom": {
+        "text": "compiled:compiled_headroom_text",
+        "plot": "compiled:plot_compiled_headroom",
+    },
 }
 
 
