@@ -1,0 +1,50 @@
+"""Sparse x dense products: ``torch.ops.solar.sparse_mm`` (:mod:`solar.frontend.torch.sparse`
+traces every sparse tensor as its stored elements and every product with a dense matrix as
+this one operator).
+
+ONE kernel, as cuSPARSE's SpMM launches it: the output is written once (zeros), then every
+stored element ``k`` adds its value times the dense row its column selects into the row it sits
+in, for each of the ``N`` columns: ``out[{rows[k]}, n] += values[k] * dense[{cols[k]}, n]``.
+Work: ``nnz·N`` multiplies and ``nnz·N`` adds (2·nnz·N flops, a multiply-add per element and
+column, as a dense matmul is counted); reads: the values, both index vectors, and the dense
+rows gathered through the column indices (at their provable minimum, :mod:`solar.ir.cost`).
+
+Also ``aten._convert_indices_from_coo_to_csr`` (a CSR row pointer from sorted row indices, as
+PyTorch Geometric's ``index2ptr`` builds one): marks and a running sum.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from solar.frontend.torch import sparse  # noqa: F401  (defines torch.ops.solar.sparse_mm)
+from solar.frontend.torch.lower import LoweringContext, T
+from solar.frontend.torch.ops.conventions import nest
+from solar.frontend.torch.ops.indexing import index_load, write
+from solar.frontend.torch.registry import lowering
+from solar.ir.scalar import Const, Indirect, call
+
+
+@lowering(torch.ops.solar.sparse_mm.default)
+def sparse_mm(ctx: LoweringContext, rows: T, cols: T, values: T, dense: T, m: int) -> None:
+    """``out = 0`` then ``out[{rows[k]}, n] += values[k] * dense[{cols[k]}, n]``."""
+    out = ctx.out()
+    ctx.statement(nest(["i", "n"], out.shape), out, ["i", "n"], Const(0))
+    value = ctx.load(values, ["k"], out.dtype)
+    gathered = ctx.load(dense, [Indirect(index_load(cols, ["k"])), "n"], out.dtype)
+    dims = [("k", values.shape[0]), ("n", dense.shape[1])]
+    target = [Indirect(index_load(rows, ["k"])), "n"]
+    write(ctx, dims, out, target, call("mul", value, gathered), accumulate=True)
+
+
+@lowering(torch.ops.aten._convert_indices_from_coo_to_csr.default)
+def coo_to_csr(ctx: LoweringContext, index: T, size: int, out_int32: bool = False) -> None:
+    """The row pointer of sorted row indices: ``out[r] = #{i : index[i] < r}`` for
+    ``r <= size``: each index marks the slot after its row, then a running sum (as
+    ``repeat_interleave`` counts its marks)."""
+    out = ctx.out()
+    marks = ctx.local("marks", (size + 1,), out.dtype)
+    ctx.statement([("j", size + 1)], marks, ["j"], Const(0))
+    after = Indirect(call("add", index_load(index, ["i"]), Const(1)))
+    ctx.statement([("i", index.shape[0])], marks, [after], Const(1), reduce="sum", accumulate=True)
+    ctx.statement([("j", size + 1)], out, ["j"], ctx.load(marks, ["j"]), reduce="sum", scan="j")

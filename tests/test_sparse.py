@@ -1,0 +1,181 @@
+"""Sparse tensors (COO and CSR) traced as their stored elements, train-mode spectral norm and
+the ``out=`` forms it writes through: counts by hand, the executed IR against PyTorch."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from eager_oracle import check
+from torch import nn
+
+import solar
+from solar.frontend.torch import UnsupportedOperatorError, trace_torch
+from solar.ir.cost import Footprint, kernel_io
+
+# a 4 x 5 (or 5 x 5) matrix of 5 stored elements; (1, 0) is stored twice
+I = torch.tensor([[0, 1, 1, 3, 1], [2, 0, 4, 4, 0]])
+V = torch.tensor([1.0, 2.0, 3.0, 4.0, 5.0])
+X = torch.arange(15.0).reshape(5, 3)
+D = torch.tensor([[0.0, 1.0, 0.0], [2.0, 0.0, 0.0], [0.0, 0.0, 3.0]])  # 3 nonzeros
+
+
+def coo(i, v, size=(4, 5)):
+    return torch.sparse_coo_tensor(i, v, size)
+
+
+MINIMUM = "its smallest possible value; observe=True with real inputs uses the real size"
+
+
+def sizes(trace) -> list[str]:
+    return [a for a in trace.assumptions if a.startswith("data-dependent")]
+
+
+def test_sparse_times_dense_is_one_kernel_of_2_nnz_n_flops():
+    """By hand: 5 stored elements x 3 columns, one multiply-add each: 30 flops; it reads the 5
+    values (20 B), both index rows (10 int64, 80 B) and at least one gathered row of ``x``
+    (3 floats: every element could sit in one column), and writes the 4 x 3 output (48 B)."""
+
+    def fn(i, v, x):
+        return coo(i, v) @ x
+
+    trace = trace_torch(fn, (I, V, X))
+    (kernel,) = trace.program.kernels
+    assert kernel.op == "solar.sparse_mm.default"
+    io = kernel_io(trace.program, kernel)
+    assert io.reads == {
+        "v": Footprint(5, exact=True),
+        "i": Footprint(10, exact=True),
+        "x": Footprint(3, exact=False),
+    }
+    assert io.writes == {"sparse_mm": Footprint(12, exact=True)}
+    b = solar.bound(fn, (I, V, X), "H100")
+    assert b.flops == {"cuda_fp32": 2 * 5 * 3}
+    assert b.bytes_fused == 5 * 4 + 10 * 8 + 3 * 4 + 12 * 4
+    assert not sizes(trace)  # nnz is the input's: nothing assumed
+    assert any(
+        a.startswith("sparse tensors traced as their stored elements") for a in trace.assumptions
+    )
+
+
+CASES = {
+    "sparse.mm": (lambda i, v, x: torch.sparse.mm(coo(i, v), x), (I, V, X)),
+    "mm": (lambda i, v, x: torch.mm(coo(i, v), x), (I, V, X)),
+    "matmul-vector": (lambda i, v, x: torch.matmul(coo(i, v), x[:, 0]), (I, V, X)),
+    "dense@sparse": (lambda i, v, x: x.t() @ coo(i, v, (5, 5)), (I, V, X)),
+    "coalesce": (lambda i, v: (lambda s: (s.indices(), s.values()))(coo(i, v).coalesce()), (I, V)),
+    "to_dense": (lambda i, v: coo(i, v).to_dense(), (I, V)),
+    "sum": (lambda i, v: torch.sparse.sum(coo(i, v)), (I, V)),
+    "spspmm": (lambda i, v: (coo(i, v, (5, 5)) @ coo(i, v, (5, 5))).to_dense(), (I, V)),
+    "csr@csr": (
+        lambda i, v: (lambda a: (a @ a).to_sparse_coo().values())(
+            coo(i, v, (5, 5)).to_sparse_csr()
+        ),
+        (I, V),
+    ),
+    "index_select-rows": (
+        lambda i, v: coo(i, v).index_select(0, torch.tensor([1, 3, 1])).to_dense(),
+        (I, V),
+    ),
+    "index_select-cols": (
+        lambda i, v: coo(i, v).index_select(1, torch.tensor([4, 0])).to_dense(),
+        (I, V),
+    ),
+    "to_sparse": (lambda d: (lambda s: (s.indices(), s.values()))(d.to_sparse()), (D,)),
+    "csr-parts": (
+        lambda d: (lambda s: (s.crow_indices(), s.col_indices(), s.values()))(d.to_sparse_csr()),
+        (D,),
+    ),
+    "csr@dense": (lambda d: d.to_sparse_csr() @ d, (D,)),
+    "t": (lambda i, v, x: coo(i, v).t() @ x[:4], (I, V, X)),
+}
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_sparse_programs_execute_as_pytorch(name):
+    fn, inputs = CASES[name]
+    check(fn, *inputs, observe=True, lifted=True)
+
+
+@pytest.mark.parametrize(
+    "fn, inputs, taken",
+    [
+        # coalesce: at least one distinct (row, column) of a non-empty tensor; 4 in I
+        (lambda i, v: coo(i, v).coalesce().values(), (I, V), [("aten._unique2", 1, 4)]),
+        # A @ A: products = pairs (A[r, k], A[k, c]): only (1, 0) (twice) meets row 0's (0, 2):
+        # 2 products, 1 distinct position (1, 2); at least none
+        (
+            lambda i, v: (coo(i, v, (5, 5)) @ coo(i, v, (5, 5))).values(),
+            (I, V),
+            [("aten.repeat_interleave.Tensor", 0, 2), ("aten._unique2", 0, 1)],
+        ),
+        (lambda d: d.to_sparse().values(), (D,), [("aten.nonzero", 0, 3)]),
+    ],
+    ids=["coalesce", "spspmm", "to_sparse"],
+)
+def test_stored_elements_are_the_smallest_possible_or_observed(fn, inputs, taken):
+    least, seen = sizes(trace_torch(fn, inputs)), sizes(trace_torch(fn, inputs, observe=True))
+    assert len(least) == len(seen) == len(taken), (least, seen)
+    for a, o, (op, lo, observed) in zip(least, seen, taken, strict=True):
+        assert f"size of {op} at test_sparse.py" in a, a
+        assert a.endswith(f": {lo} ({MINIMUM})"), a
+        assert o.endswith(f": {observed} (observed on the given inputs)"), o
+
+
+def test_graph_unet_is_bounded_and_executes_as_pytorch():
+    """PyG's GraphUNet squares its CSR adjacency at each pooling (``to_torch_csr_tensor``,
+    ``adj @ adj``, ``to_sparse_coo``): bounded with observe=True, its IR executes as PyG."""
+    gnn = pytest.importorskip("torch_geometric.nn")
+    torch.manual_seed(0)
+    model = gnn.GraphUNet(8, 8, 3, depth=2).eval()
+    x, edges = torch.rand(20, 8), torch.randint(0, 20, (2, 50))
+    trace = check(model, x, edges, observe=True, lifted=True)
+    assert any("aten._unique2 at graph_unet.py" in a for a in trace.assumptions)
+    assert solar.bound(model, (x, edges), "H100", observe=True).fused > 0
+
+
+@pytest.mark.parametrize(
+    "wrap",
+    [nn.utils.spectral_norm, nn.utils.parametrizations.spectral_norm],
+    ids=["hook", "parametrization"],
+)
+def test_train_mode_spectral_norm_executes_as_pytorch(wrap):
+    """One power iteration writes u and v through ``F.normalize(..., out=)`` (``aten.div.out``),
+    lowered as ``aten.div.Tensor`` writing into ``out``."""
+    torch.manual_seed(0)
+    model = wrap(nn.Linear(6, 4)).train()
+    trace = check(model, torch.rand(3, 6), lifted=True)
+    assert [k.op for k in trace.program.kernels].count("aten.div.out") == 2
+
+
+def test_out_forms_write_into_out():
+    """``torch.cumsum(x, 0, out=y)``: the functional lowering writing into ``y`` (a view)."""
+
+    def fn(x, a, b):
+        y = x.new_zeros(6)
+        torch.cumsum(x, 0, out=y.narrow(0, 1, 5))
+        return y, torch.div(a, b, out=torch.empty_like(a))
+
+    trace = check(fn, torch.rand(5), torch.rand(2, 3), torch.rand(2, 3) + 1, lifted=True)
+    assert {"aten.cumsum.out", "aten.div.out"} <= {k.op for k in trace.program.kernels}
+
+
+@pytest.mark.parametrize(
+    "fn, message",
+    [
+        (
+            lambda i, v: coo(i, v) * 2,
+            "mul of a sparse tensor at test_sparse.py:\\d+ is not traced on sparse tensors",
+        ),
+        (lambda i, v: coo(i, v), "a sparse tensor returned by the program .*return .to_dense()"),
+        (
+            lambda i, v: torch.sparse_coo_tensor(i[:1], v, (4,)),
+            "torch.sparse_coo_tensor of 1 sparse dims",
+        ),
+        (lambda i, v: torch.sparse_coo_tensor(i, v), "without a size .*pass size="),
+    ],
+    ids=["mul", "output", "1-D", "no size"],
+)
+def test_what_is_not_traced_is_one_line(fn, message):
+    with pytest.raises(UnsupportedOperatorError, match=message) as e:
+        trace_torch(fn, (I, V))
+    assert "\n" not in str(e.value)
