@@ -133,6 +133,29 @@ def test_graph_unet_is_bounded_and_executes_as_pytorch():
     assert solar.bound(model, (x, edges), "H100", observe=True).fused > 0
 
 
+PYG_ADJACENCIES = {
+    "GCNConv-coo": ("GCNConv", "to_torch_coo_tensor"),
+    "GCNConv-csr": ("GCNConv", "to_torch_csr_tensor"),
+    "SAGEConv-coo (mean)": ("SAGEConv", "to_torch_coo_tensor"),
+    "GINConv-csr": ("GINConv", "to_torch_csr_tensor"),
+}
+
+
+@pytest.mark.parametrize("name", PYG_ADJACENCIES)
+def test_pyg_layers_on_a_torch_sparse_adjacency_execute_as_pytorch(name):
+    """PyG's torch_sparse-free paths: a layer called with a ``torch.sparse`` adjacency goes
+    through ``torch_geometric.utils.spmm`` (``torch.sparse.mm``, with ``"mean"`` for SAGE:
+    traced as CUDA computes it, the sum divided by each row's stored elements)."""
+    pyg = pytest.importorskip("torch_geometric")
+    layer, convert = PYG_ADJACENCIES[name]
+    torch.manual_seed(0)
+    conv = getattr(pyg.nn, layer)
+    model = (conv(torch.nn.Linear(5, 4)) if layer == "GINConv" else conv(5, 4)).eval()
+    to_adj = getattr(pyg.utils, convert)
+    x, edges = torch.rand(12, 5), torch.randint(0, 12, (2, 30))
+    check(lambda x, e: model(x, to_adj(e, size=12)), x, edges, observe=True, lifted=True)
+
+
 @pytest.mark.parametrize(
     "wrap",
     [nn.utils.spectral_norm, nn.utils.parametrizations.spectral_norm],

@@ -124,13 +124,18 @@ def _refuse(what: str, why: str = "") -> UnsupportedOperatorError:
 
 
 def _unsupported(func: object) -> UnsupportedOperatorError:
-    name = getattr(func, "__name__", str(func))
-    if func is T.stride:  # what make_fx asks of every output
-        return _refuse(
+    return _refuse(f"{getattr(func, '__name__', func)} of a sparse tensor")
+
+
+def dense_outputs(outputs: list[torch.Tensor]) -> list[torch.Tensor]:
+    """The traced program's output tensors, refusing a sparse one in one line."""
+    if any(isinstance(t, SparseMatrix) for t in outputs):
+        raise UnsupportedOperatorError(
             "a sparse tensor returned by the program",
+            "",
             "cannot be an output of the trace: return .to_dense(), or .indices() and .values()",
         )
-    return _refuse(f"{name} of a sparse tensor")
+    return outputs
 
 
 # ------------------------------------------------------------------------------ building
@@ -196,6 +201,12 @@ def _coalesce(s: SparseMatrix) -> SparseMatrix:
     return SparseMatrix(keys // n_cols, keys % n_cols, values, s.size2, s._layout, True)
 
 
+def _declare_coalesced(s: SparseMatrix, coalesced: bool) -> SparseMatrix:
+    """``_coalesced_(flag)``: the caller vouches for (or withdraws) the order; nothing runs."""
+    s.coalesced = bool(coalesced)
+    return s
+
+
 def _join(keys: torch.Tensor, probes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Every pair (i, j) with ``probes[i] == keys[j]``: the probe positions and the key
     positions, from a stable sort of the keys and two binary searches per probe."""
@@ -235,7 +246,9 @@ def _t(s: SparseMatrix) -> SparseMatrix:
     return SparseMatrix(s.cols, s.rows, s.vals, (n, m))
 
 
-def _matmul(a: object, b: object) -> object:
+def _matmul(a: object, b: object, reduce: str = "sum") -> object:
+    if reduce != "sum":
+        return _reduced(a, b, reduce)
     if isinstance(a, SparseMatrix) and isinstance(b, SparseMatrix):
         return _spspmm(a, b)
     if isinstance(a, SparseMatrix):
@@ -243,6 +256,21 @@ def _matmul(a: object, b: object) -> object:
     if b.dim() == 1:  # type: ignore[union-attr]
         return _spmm(_t(b), a)  # type: ignore[arg-type]
     return _spmm(_t(b), a.t()).t()  # type: ignore[arg-type, union-attr]
+
+
+def _reduced(a: object, b: object, reduce: str) -> torch.Tensor:
+    """``torch.sparse.mm(a, b, "mean")``, as CUDA computes it (PyTorch's reducing kernel is
+    CPU-only; PyG divides the sum by the row degrees there): the product, then each row
+    divided by its number of stored elements (at least 1)."""
+    if reduce != "mean" or not isinstance(a, SparseMatrix) or isinstance(b, SparseMatrix):
+        raise _refuse(
+            f"torch.sparse.mm(sparse, dense, reduce={reduce!r})",
+            "is not traced (CUDA has no such kernel): 'sum' and 'mean' are",
+        )
+    ones = a.vals.new_ones(a.nnz)
+    degree = a.vals.new_zeros(a.size2[0]).index_add(0, a.rows, ones)
+    out = _spmm(a, b)  # type: ignore[arg-type]
+    return out / degree.clamp(min=1).reshape((-1,) + (1,) * (out.dim() - 1))
 
 
 def _index_select(s: SparseMatrix, dim: int, index: torch.Tensor) -> SparseMatrix:
@@ -296,6 +324,7 @@ T = torch.Tensor
 METHODS: dict[object, Callable[..., object]] = {
     T.coalesce: _coalesce,
     T.is_coalesced: lambda s: s.coalesced,
+    T._coalesced_: _declare_coalesced,
     T._nnz: lambda s: s.nnz,
     T.indices: _indices,
     T._indices: _indices,
@@ -304,6 +333,7 @@ METHODS: dict[object, Callable[..., object]] = {
     T.crow_indices: _crow,
     T.col_indices: lambda s: s.cols,
     T.to_dense: _to_dense,
+    T.detach: lambda s: s,  # (no gradient flows through a trace)
     T.t: _t,
     torch.t: _t,
     T.sum: _sum,
@@ -342,11 +372,11 @@ def _is_sparse(x: object) -> bool:
 
 def _apply(func: object, args: tuple, kwargs: dict) -> object:
     """``func`` on arguments of which one is a :class:`SparseMatrix`."""
-    if func is T.layout.__get__:
+    owner = getattr(func, "__self__", None)  # an attribute's getter: its descriptor
+    if owner is T.layout:
         return args[0]._layout
-    if func in (T.is_sparse.__get__, T.is_sparse_csr.__get__):
-        wanted = torch.sparse_coo if func is T.is_sparse.__get__ else torch.sparse_csr
-        return args[0]._layout is wanted
+    if owner in (T.is_sparse, T.is_sparse_csr):
+        return args[0]._layout is (torch.sparse_coo if owner is T.is_sparse else torch.sparse_csr)
     if func in PLAIN or getattr(func, "__name__", "") == "__get__":  # attributes
         with torch._C.DisableTorchFunctionSubclass():
             return func(*args, **kwargs)

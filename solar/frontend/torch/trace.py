@@ -35,7 +35,7 @@ from solar.frontend.torch.ranges import ranged_items
 from solar.frontend.torch.registry import DataDependentOperatorError, UnsupportedOperatorError
 from solar.frontend.torch.sizes import Routing, SizePolicy, sized_fake_ops
 from solar.frontend.torch.sizes import observe as observe_sizes
-from solar.frontend.torch.sparse import sparse_tensors
+from solar.frontend.torch.sparse import dense_outputs, sparse_tensors
 from solar.frontend.torch.symbolic_shapes import SymbolicShapes
 from solar.frontend.torch.unknown_values import check_fills_only
 from solar.frontend.torch.wrappers import unwrap_module
@@ -156,7 +156,7 @@ def trace_torch(
                 p = dict(zip(params, flat[: len(params)], strict=True))
                 b = dict(zip(buffers, flat[len(params) : n_named], strict=True))
                 result = torch.func.functional_call(module, (p, b), tuple(call_args), call_kw)
-        return structure.tensors(result, unique=False)
+        return dense_outputs(structure.tensors(result, unique=False))
 
     routers: list = []  # the KnownValues of the trace (its routing notes)
     if symbolic is None:
