@@ -65,3 +65,20 @@ def _coo_to_csr(draw):
     return (lambda r: aten._convert_indices_from_coo_to_csr.default(r, size, out_int32=int32)), (
         rows,
     )
+
+
+@case(torch.ops.solar.sparse_csr_mm.default)
+def _sparse_csr_mm(draw):
+    """A CSR product read through its row pointer (empty rows and an empty tensor too)."""
+    m, k, n, nnz = (draw(st.integers(lo, 4)) for lo in (1, 1, 1, 0))
+    crow = torch.cat(
+        [
+            torch.zeros(1, dtype=torch.long),
+            torch.randint(0, m, (nnz,)).bincount(minlength=m).cumsum(0),
+        ]
+    )
+
+    def fn(crow, cols, values, dense):
+        return torch.ops.solar.sparse_csr_mm(crow, cols, values, dense)
+
+    return fn, (crow, torch.randint(0, k, (nnz,)), rand((nnz,)), rand((k, n)))

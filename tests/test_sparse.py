@@ -57,6 +57,30 @@ def test_sparse_times_dense_is_one_kernel_of_2_nnz_n_flops():
     )
 
 
+def test_a_csr_product_reads_its_row_pointer():
+    """A CSR tensor of 3 rows (row 1 empty) and 3 elements times a 3 x 4 matrix: 2·3·4 = 24
+    flops; it reads the row pointer's ends crow[1..3] (3 int64: each row's end marks the element
+    after it, on chip), the columns (3 int64) and values (3 floats), at least one row of ``x``
+    (4 floats), and writes 3 x 4 floats: 24 + 24 + 12 + 16 + 48 = 124 bytes, no row index per
+    element and no other kernel."""
+    crow, col, val = torch.tensor([0, 1, 1, 3]), torch.tensor([2, 0, 2]), torch.tensor([1.0, 2, 3])
+
+    def fn(crow, col, val, x):
+        return torch.sparse_csr_tensor(crow, col, val, (3, 3)) @ x
+
+    trace = check(fn, crow, col, val, torch.rand(3, 4), lifted=True)
+    (kernel,) = trace.program.kernels
+    assert kernel_io(trace.program, kernel).reads == {
+        "crow": Footprint(3, exact=True),
+        "col": Footprint(3, exact=True),
+        "val": Footprint(3, exact=True),
+        "x": Footprint(4, exact=False),
+    }
+    b = solar.bound(fn, (crow, col, val, torch.rand(3, 4)), "H100")
+    assert b.flops["cuda_fp32"] == 2 * 3 * 4
+    assert b.bytes_fused == 3 * 8 + 3 * 8 + 3 * 4 + 4 * 4 + 3 * 4 * 4
+
+
 CASES = {
     "sparse.mm": (lambda i, v, x: torch.sparse.mm(coo(i, v), x), (I, V, X)),
     "mm": (lambda i, v, x: torch.mm(coo(i, v), x), (I, V, X)),

@@ -20,7 +20,9 @@ value, or the observed one with ``observe=True``):
 - sparse x dense (``torch.sparse.mm``, ``torch.mm``, ``@``, ``matmul``; dense x sparse through
   the transposes): ONE kernel, ``torch.ops.solar.sparse_mm``:
   ``out[row[k], n] += value[k] * dense[col[k], n]``, 2·nnz·N flops, reading the values, both
-  indices and the dense rows it gathers (:mod:`solar.frontend.torch.ops.sparse`);
+  indices and the dense rows it gathers (:mod:`solar.frontend.torch.ops.sparse`); of a CSR
+  tensor built from a row pointer, ``solar.sparse_csr_mm``, reading the row pointer instead
+  of a row per element (its rows are found on chip), as cuSPARSE does;
 - ``sum()``, ``to_dense``, ``t()``, ``indices``/``values``/``crow_indices``/``col_indices``,
   ``_nnz``, ``to_sparse_coo``.
 
@@ -42,11 +44,20 @@ NOTE = (
     "sparse tensors traced as their stored elements (row, column, value): the number stored "
     "after coalesce, a sparse product or to_sparse is the data-dependent size of the unique, "
     "repeat_interleave or nonzero it is computed by; a sparse x dense product is one kernel of "
-    "2·nnz·N flops (a multiply-add per stored element and column, as dense matmuls are counted)"
+    "2·nnz·N flops (a multiply-add per stored element and column, as dense matmuls are "
+    "counted); coalesce and sparse x sparse products are counted as those dense operators "
+    "(sort, search, gathers, a multiply per product, a sum per duplicate), not as cuSPARSE's "
+    "or thrust's kernels: their unfused kernel count follows this decomposition"
 )
 
 _LIB = torch.library.Library("solar", "FRAGMENT")  # noqa: TOR901
 _LIB.define("sparse_mm(Tensor rows, Tensor cols, Tensor values, Tensor dense, SymInt m) -> Tensor")
+_LIB.define("sparse_csr_mm(Tensor crow, Tensor cols, Tensor values, Tensor dense) -> Tensor")
+
+
+def _row_of(crow: torch.Tensor, nnz: int) -> torch.Tensor:
+    """The row of each stored element of a CSR tensor: its row pointer's gaps, repeated."""
+    return torch.repeat_interleave(crow[1:] - crow[:-1], output_size=nnz).to(crow.dtype)
 
 
 def _sparse_mm_eager(rows, cols, values, dense, m):
@@ -58,27 +69,43 @@ def _sparse_mm_fake(rows, cols, values, dense, m):
     return dense.new_empty((m, dense.shape[1]), dtype=torch.result_type(values, dense))
 
 
-_LIB.impl("sparse_mm", _sparse_mm_eager, "CompositeExplicitAutograd")
-torch.library.register_fake("solar::sparse_mm", _sparse_mm_fake, lib=_LIB)
+def _sparse_csr_mm_eager(crow, cols, values, dense):
+    rows = _row_of(crow, cols.shape[0])
+    return _sparse_mm_eager(rows, cols, values, dense, crow.shape[0] - 1)
+
+
+def _sparse_csr_mm_fake(crow, cols, values, dense):
+    return _sparse_mm_fake(crow, cols, values, dense, crow.shape[0] - 1)
+
+
+for _name, _eager, _fake in (
+    ("sparse_mm", _sparse_mm_eager, _sparse_mm_fake),
+    ("sparse_csr_mm", _sparse_csr_mm_eager, _sparse_csr_mm_fake),
+):
+    _LIB.impl(_name, _eager, "CompositeExplicitAutograd")
+    torch.library.register_fake(f"solar::{_name}", _fake, lib=_LIB)
 
 
 class SparseMatrix(torch.Tensor):
     """A 2-D sparse tensor (COO or CSR layout) held as ``rows``, ``cols`` and ``values`` of its
-    stored elements (CSR: in row order)."""
+    stored elements (CSR: in row order). A CSR tensor built from a row pointer keeps it
+    (``crow``) and makes ``rows`` only where an operation needs them, as PyTorch converts."""
 
-    rows: torch.Tensor
     cols: torch.Tensor
     vals: torch.Tensor
+    crow: torch.Tensor | None
     coalesced: bool
+    _rows: torch.Tensor | None
     _layout: torch.layout
 
     @staticmethod
-    def __new__(cls, rows, cols, values, size, layout=torch.sparse_coo, coalesced=False):
+    def __new__(cls, rows, cols, values, size, layout=torch.sparse_coo, coalesced=False, crow=None):
         size = tuple(int(s) for s in size)
         out = torch.Tensor._make_wrapper_subclass(
             cls, size, dtype=values.dtype, device=values.device, layout=layout
         )
-        out.rows, out.cols, out.vals, out.coalesced = rows, cols, values, coalesced
+        out._rows, out.cols, out.vals, out.coalesced = rows, cols, values, coalesced
+        out.crow = crow
         out._layout = layout  # (PyTorch answers .layout of a CSR wrapper with an error)
         return out
 
@@ -86,8 +113,15 @@ class SparseMatrix(torch.Tensor):
         super().__init__()
 
     @property
+    def rows(self) -> torch.Tensor:
+        """The row of each stored element (of a row pointer: computed once, on first use)."""
+        if self._rows is None:
+            self._rows = _row_of(self.crow, self.nnz)  # type: ignore[arg-type]
+        return self._rows
+
+    @property
     def nnz(self) -> int:
-        return self.rows.shape[0]
+        return self.cols.shape[0]
 
     @property
     def size2(self) -> tuple[int, int]:
@@ -154,20 +188,14 @@ def _coo(indices, values, size=None, *, is_coalesced=None, dtype=None, **_: obje
     return SparseMatrix(indices[0], indices[1], values, size, coalesced=bool(is_coalesced))
 
 
-def _row_of(crow: torch.Tensor, nnz: int) -> torch.Tensor:
-    """The row of each stored element of a CSR tensor: its row pointer's gaps, repeated."""
-    return torch.repeat_interleave(crow[1:] - crow[:-1], output_size=nnz)
-
-
 def _csr(crow_indices, col_indices, values, size=None, *, dtype=None, **_: object) -> SparseMatrix:
     if size is None:
         raise _refuse(
             "torch.sparse_csr_tensor without a size",
             "reads its size from the indices' values: pass size=",
         )
-    rows = _row_of(crow_indices, col_indices.shape[0]).to(col_indices.dtype)
     values = values if dtype is None else values.to(dtype)
-    return SparseMatrix(rows, col_indices, values, size, torch.sparse_csr, coalesced=False)
+    return SparseMatrix(None, col_indices, values, size, torch.sparse_csr, crow=crow_indices)
 
 
 def _from_dense(x: torch.Tensor, layout: torch.layout = torch.sparse_coo) -> SparseMatrix:
@@ -181,6 +209,8 @@ def _from_dense(x: torch.Tensor, layout: torch.layout = torch.sparse_coo) -> Spa
 
 
 def _to_layout(s: SparseMatrix, layout: torch.layout) -> SparseMatrix:
+    if layout is s._layout:
+        return s
     if layout is torch.sparse_coo:
         return SparseMatrix(s.rows, s.cols, s.vals, s.size2, layout, s.coalesced)
     if layout is not torch.sparse_csr:
@@ -213,16 +243,28 @@ def _join(keys: torch.Tensor, probes: torch.Tensor) -> tuple[torch.Tensor, torch
     sorted_keys, order = torch.sort(keys, stable=True)
     lo = torch.searchsorted(sorted_keys, probes)
     counts = torch.searchsorted(sorted_keys, probes, right=True) - lo
-    probe = torch.repeat_interleave(counts)  # the data-dependent number of pairs
+    probe, at = _pairs(lo, counts)
+    return probe, order[at]
+
+
+def _pairs(lo: torch.Tensor, counts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Probe ``i`` matched with the ``counts[i]`` keys from ``lo[i]`` on: (probe, key) per pair;
+    their number is the data-dependent size of ``repeat_interleave``."""
+    probe = torch.repeat_interleave(counts)
     starts = torch.cumsum(counts, 0) - counts
-    within = torch.arange(probe.shape[0], device=keys.device) - starts[probe]
-    return probe, order[lo[probe] + within]
+    within = torch.arange(probe.shape[0], device=lo.device) - starts[probe]
+    return probe, lo[probe] + within
 
 
 def _spspmm(a: SparseMatrix, b: SparseMatrix) -> SparseMatrix:
     """``a @ b``: one product per pair (element of ``a`` in column k, element of ``b`` in row
-    k), summed per (row, column) by coalescing."""
-    ia, ib = _join(b.rows, a.cols)
+    k), summed per (row, column) by coalescing. Row k of a CSR ``b`` built from a row pointer
+    is the pointer's range: no sort, no search."""
+    if b._rows is None:
+        lo = b.crow[a.cols]  # type: ignore[index]
+        ia, ib = _pairs(lo, b.crow[a.cols + 1] - lo)  # type: ignore[index]
+    else:
+        ia, ib = _join(b.rows, a.cols)
     product = SparseMatrix(
         a.rows[ia], b.cols[ib], a.vals[ia] * b.vals[ib], (a.size2[0], b.size2[1]), a._layout
     )
@@ -238,6 +280,8 @@ def _spmm(s: SparseMatrix, dense: torch.Tensor) -> torch.Tensor:
             "a sparse product with a batched dense operand or hybrid values",
             "is not traced: a 2-D sparse matrix with scalar values times a matrix or vector is",
         )
+    if s._rows is None:  # a CSR tensor's own row pointer, as cuSPARSE reads it
+        return torch.ops.solar.sparse_csr_mm(s.crow, s.cols, s.vals, dense)
     return torch.ops.solar.sparse_mm(s.rows, s.cols, s.vals, dense, s.size2[0])
 
 
@@ -306,8 +350,10 @@ def _indices(s: SparseMatrix) -> torch.Tensor:
 def _crow(s: SparseMatrix) -> torch.Tensor:
     if s._layout is not torch.sparse_csr:
         raise _refuse("crow_indices() of a COO tensor", "is PyTorch's error too: .to_sparse_csr()")
-    starts = torch.arange(s.size2[0] + 1, device=s.rows.device, dtype=s.rows.dtype)
-    return torch.searchsorted(s.rows, starts)
+    if s.crow is not None:
+        return s.crow
+    int32 = s.rows.dtype == torch.int32
+    return torch._convert_indices_from_coo_to_csr(s.rows, s.size2[0], out_int32=int32)
 
 
 def _to_sparse(x: object, *args: object, layout=None, **kwargs: object) -> object:

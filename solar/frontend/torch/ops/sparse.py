@@ -9,6 +9,11 @@ Work: ``nnz·N`` multiplies and ``nnz·N`` adds (2·nnz·N flops, a multiply-add
 column, as a dense matmul is counted); reads: the values, both index vectors, and the dense
 rows gathered through the column indices (at their provable minimum, :mod:`solar.ir.cost`).
 
+``torch.ops.solar.sparse_csr_mm``, the product of a CSR tensor built from its row pointer, is
+the same kernel reading the row pointer (``M + 1`` indices) instead of a row index per element:
+each row's end marks the element after it and a running sum gives every element's row, on
+chip (``M`` + ``nnz`` integer adds), as cuSPARSE's CSR SpMM reads the pointer.
+
 Also ``aten._convert_indices_from_coo_to_csr`` (a CSR row pointer from sorted row indices, as
 PyTorch Geometric's ``index2ptr`` builds one): marks and a running sum.
 """
@@ -17,18 +22,22 @@ from __future__ import annotations
 
 import torch
 
-from solar.frontend.torch import sparse  # noqa: F401  (defines torch.ops.solar.sparse_mm)
+from solar.frontend.torch import sparse  # noqa: F401  (defines torch.ops.solar.sparse_*mm)
 from solar.frontend.torch.lower import LoweringContext, T
 from solar.frontend.torch.ops.conventions import nest
 from solar.frontend.torch.ops.indexing import index_load, write
 from solar.frontend.torch.registry import lowering
+from solar.ir.affine import Affine
 from solar.ir.scalar import Const, Indirect, call
 
 
 @lowering(torch.ops.solar.sparse_mm.default)
 def sparse_mm(ctx: LoweringContext, rows: T, cols: T, values: T, dense: T, m: int) -> None:
     """``out = 0`` then ``out[{rows[k]}, n] += values[k] * dense[{cols[k]}, n]``."""
-    out = ctx.out()
+    _product(ctx, ctx.out(), rows, cols, values, dense)
+
+
+def _product(ctx: LoweringContext, out: T, rows: T, cols: T, values: T, dense: T) -> None:
     ctx.statement(nest(["i", "n"], out.shape), out, ["i", "n"], Const(0))
     value = ctx.load(values, ["k"], out.dtype)
     gathered = ctx.load(dense, [Indirect(index_load(cols, ["k"])), "n"], out.dtype)
@@ -48,3 +57,19 @@ def coo_to_csr(ctx: LoweringContext, index: T, size: int, out_int32: bool = Fals
     after = Indirect(call("add", index_load(index, ["i"]), Const(1)))
     ctx.statement([("i", index.shape[0])], marks, [after], Const(1), reduce="sum", accumulate=True)
     ctx.statement([("j", size + 1)], out, ["j"], ctx.load(marks, ["j"]), reduce="sum", scan="j")
+
+
+@lowering(torch.ops.solar.sparse_csr_mm.default)
+def sparse_csr_mm(ctx: LoweringContext, crow: T, cols: T, values: T, dense: T) -> None:
+    """``sparse_mm`` of a CSR tensor, in one kernel reading its row pointer: each row's end
+    marks the element after it (kernel-local), a running sum gives each element's row, then
+    the product as :func:`sparse_mm`."""
+    out = ctx.out()
+    m, nnz = crow.shape[0] - 1, cols.shape[0]
+    marks = ctx.local("marks", (nnz + 1,), crow.dtype)
+    ctx.statement([("k", nnz + 1)], marks, ["k"], Const(0))
+    end = Indirect(index_load(crow, [Affine.build({"r": 1}, 1)]))
+    ctx.statement([("r", m)], marks, [end], Const(1), reduce="sum", accumulate=True)
+    rows = ctx.local("rows", (nnz,), crow.dtype)
+    ctx.statement([("k", nnz)], rows, ["k"], ctx.load(marks, ["k"]), reduce="sum", scan="k")
+    _product(ctx, out, rows, cols, values, dense)
