@@ -15,14 +15,17 @@ value, or the observed one with ``observe=True``):
 - building from a dense tensor (``to_sparse``, ``to_sparse_csr``): ``nonzero`` (at least 0);
 - sparse x sparse (``A @ B``): the products are the pairs of an element of ``A`` in column
   ``k`` and an element of ``B`` in row ``k`` (``repeat_interleave`` of the counts found by
-  ``searchsorted`` on ``B``'s sorted rows, at least 0), each multiplied once, then coalesced;
+  ``searchsorted`` on ``B``'s sorted rows, or read off ``B``'s row pointer; at least 0), each
+  multiplied once, then coalesced: the result's elements are in row-major order (PyTorch's
+  CPU kernel leaves a row's columns unsorted; consumers that sum or scatter agree);
 - ``index_select`` along a dim: the same join of the dim's indices with the sorted index;
 - sparse x dense (``torch.sparse.mm``, ``torch.mm``, ``@``, ``matmul``; dense x sparse through
   the transposes): ONE kernel, ``torch.ops.solar.sparse_mm``:
   ``out[row[k], n] += value[k] * dense[col[k], n]``, 2·nnz·N flops, reading the values, both
   indices and the dense rows it gathers (:mod:`solar.frontend.torch.ops.sparse`); of a CSR
   tensor built from a row pointer, ``solar.sparse_csr_mm``, reading the row pointer instead
-  of a row per element (its rows are found on chip), as cuSPARSE does;
+  of a row per element (its rows are found on chip), as cuSPARSE does; with
+  ``reduce="mean"`` (PyG's SAGE) as CUDA computes it: the sum over each row's elements;
 - ``sum()``, ``to_dense``, ``t()``, ``indices``/``values``/``crow_indices``/``col_indices``,
   ``_nnz``, ``to_sparse_coo``.
 
@@ -46,7 +49,8 @@ NOTE = (
     "repeat_interleave or nonzero it is computed by; a sparse x dense product is one kernel of "
     "2·nnz·N flops (a multiply-add per stored element and column, as dense matmuls are "
     "counted); coalesce and sparse x sparse products are counted as those dense operators "
-    "(sort, search, gathers, a multiply per product, a sum per duplicate), not as cuSPARSE's "
+    "(sort, search, gathers, a multiply per product, an add per element summed into its "
+    "position), not as cuSPARSE's "
     "or thrust's kernels: their unfused kernel count follows this decomposition"
 )
 
