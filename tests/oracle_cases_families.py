@@ -82,3 +82,12 @@ def _sparse_csr_mm(draw):
         return torch.ops.solar.sparse_csr_mm(crow, cols, values, dense)
 
     return fn, (crow, torch.randint(0, k, (nnz,)), rand((nnz,)), rand((k, n)))
+
+
+@case(torch.ops.solar.sparse_sddmm.default)
+def _sparse_sddmm(draw):
+    """The values' gradient of a sparse product: one sampled dot product per element."""
+    m, k, n, nnz = (draw(st.integers(lo, 4)) for lo in (1, 1, 1, 0))
+    rows, cols = torch.randint(0, m, (nnz,)), torch.randint(0, k, (nnz,))
+    fn = torch.ops.solar.sparse_sddmm
+    return (lambda r, c, a, b: fn(r, c, a, b)), (rows, cols, rand((m, n)), rand((k, n)))

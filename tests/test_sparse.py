@@ -157,6 +157,37 @@ def test_graph_unet_is_bounded_and_executes_as_pytorch():
     assert solar.bound(model, (x, edges), "H100", observe=True).fused > 0
 
 
+def test_a_training_step_through_a_sparse_product():
+    """Backward of ``A @ h`` (5 elements, 4 columns): ``A^T @ grad`` is one more sparse
+    product and the values' gradient one sampled dot product per element
+    (``solar.sparse_sddmm``): both its operands are gathers, so its work is their provable
+    minimum, all 5 elements at one position: one dot product, 4 multiplies + 4 adds = 8 flops.
+    Both gradients equal PyTorch's sparse autograd."""
+
+    class Propagate(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = nn.Linear(4, 4)
+            self.weights = nn.Parameter(torch.rand(5))
+
+        def forward(self, i, x):
+            return coo(i, self.weights, (5, 5)) @ self.lin(x)
+
+    x = torch.rand(5, 4)
+    step = solar.bound_training(Propagate(), (I, x), "H100", loss=lambda o: o.pow(2).mean())
+    ops = [k.op for k in step.kernels]
+    assert ops.count("solar.sparse_mm.default") == 2 and "solar.sparse_sddmm.default" in ops
+    sddmm = next(k for k in step.kernels if k.op == "solar.sparse_sddmm.default")
+    assert sddmm.flops == {"cuda_fp32": 2 * 4} and sddmm.phase == "backward"
+
+    values, dense = V.clone().requires_grad_(), x.clone().requires_grad_()
+    torch.ops.solar.sparse_mm(I[0], I[1], values, dense, 5).pow(2).sum().backward()
+    ref_values, ref_dense = V.clone().requires_grad_(), x.clone().requires_grad_()
+    (coo(I, ref_values, (5, 5)) @ ref_dense).pow(2).sum().backward()
+    torch.testing.assert_close(values.grad, ref_values.grad)
+    torch.testing.assert_close(dense.grad, ref_dense.grad)
+
+
 PYG_ADJACENCIES = {
     "GCNConv-coo": ("GCNConv", "to_torch_coo_tensor"),
     "GCNConv-csr": ("GCNConv", "to_torch_csr_tensor"),

@@ -57,6 +57,7 @@ NOTE = (
 _LIB = torch.library.Library("solar", "FRAGMENT")  # noqa: TOR901
 _LIB.define("sparse_mm(Tensor rows, Tensor cols, Tensor values, Tensor dense, SymInt m) -> Tensor")
 _LIB.define("sparse_csr_mm(Tensor crow, Tensor cols, Tensor values, Tensor dense) -> Tensor")
+_LIB.define("sparse_sddmm(Tensor rows, Tensor cols, Tensor a, Tensor b) -> Tensor")
 
 
 def _row_of(crow: torch.Tensor, nnz: int) -> torch.Tensor:
@@ -82,12 +83,55 @@ def _sparse_csr_mm_fake(crow, cols, values, dense):
     return _sparse_mm_fake(crow, cols, values, dense, crow.shape[0] - 1)
 
 
+def _sparse_sddmm_eager(rows, cols, a, b):
+    return (a[rows] * b[cols]).sum(-1)
+
+
+def _sparse_sddmm_fake(rows, cols, a, b):
+    return a.new_empty(rows.shape, dtype=torch.result_type(a, b))
+
+
 for _name, _eager, _fake in (
     ("sparse_mm", _sparse_mm_eager, _sparse_mm_fake),
     ("sparse_csr_mm", _sparse_csr_mm_eager, _sparse_csr_mm_fake),
+    ("sparse_sddmm", _sparse_sddmm_eager, _sparse_sddmm_fake),
 ):
     _LIB.impl(_name, _eager, "CompositeExplicitAutograd")
     torch.library.register_fake(f"solar::{_name}", _fake, lib=_LIB)
+
+
+# -- gradients (a training step): A^T @ grad for the dense operand, one sampled product per
+# stored element for the values (grad[row[k]] . dense[col[k]], cuSPARSE's SDDMM)
+def _keep(ctx, inputs, output) -> None:
+    ctx.save_for_backward(*inputs[:4])
+
+
+def _gradients(ctx, grad, rows, cols, values, dense):
+    needs = ctx.needs_input_grad
+    g_values = torch.ops.solar.sparse_sddmm(rows, cols, grad, dense) if needs[2] else None
+    g_dense = (
+        torch.ops.solar.sparse_mm(cols, rows, values, grad, dense.shape[0]) if needs[3] else None
+    )
+    return g_values, g_dense
+
+
+def _sparse_mm_backward(ctx, grad):
+    rows, cols, values, dense = ctx.saved_tensors
+    return None, None, *_gradients(ctx, grad, rows, cols, values, dense), None
+
+
+def _sparse_csr_mm_backward(ctx, grad):
+    crow, cols, values, dense = ctx.saved_tensors
+    rows = _row_of(crow, cols.shape[0])
+    return None, None, *_gradients(ctx, grad, rows, cols, values, dense)
+
+
+torch.library.register_autograd(
+    "solar::sparse_mm", _sparse_mm_backward, setup_context=_keep, lib=_LIB
+)
+torch.library.register_autograd(
+    "solar::sparse_csr_mm", _sparse_csr_mm_backward, setup_context=_keep, lib=_LIB
+)
 
 
 class SparseMatrix(torch.Tensor):

@@ -73,3 +73,17 @@ def sparse_csr_mm(ctx: LoweringContext, crow: T, cols: T, values: T, dense: T) -
     rows = ctx.local("rows", (nnz,), crow.dtype)
     ctx.statement([("k", nnz)], rows, ["k"], ctx.load(marks, ["k"]), reduce="sum", scan="k")
     _product(ctx, out, rows, cols, values, dense)
+
+
+@lowering(torch.ops.solar.sparse_sddmm.default)
+def sparse_sddmm(ctx: LoweringContext, rows: T, cols: T, a: T, b: T) -> None:
+    """The gradient of a sparse product's values, one sampled dot product per stored element
+    (cuSPARSE's SDDMM): ``out[k] = sum_n a[{rows[k]}, n] * b[{cols[k]}, n]``. Both operands
+    are gathers, so the work is counted, as every gather's, at its provable minimum
+    (:mod:`solar.ir.cost`): every element may sit at one position, one dot product of
+    ``2·N`` flops (the kernel runs ``nnz`` of them)."""
+    out = ctx.out()
+    left = ctx.load(a, [Indirect(index_load(rows, ["k"])), "n"], out.dtype)
+    right = ctx.load(b, [Indirect(index_load(cols, ["k"])), "n"], out.dtype)
+    dims = [("k", rows.shape[0]), ("n", a.shape[1], True)]  # n: the reduction
+    ctx.statement(dims, out, ["k"], call("mul", left, right), reduce="sum")
