@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -383,10 +384,13 @@ def _to_dense(s: SparseMatrix) -> torch.Tensor:
     return out.index_put((s.rows, s.cols), s.vals, accumulate=True)
 
 
-def _sum(s: SparseMatrix, dim=None, *args: object, **kwargs: object) -> torch.Tensor:
-    if dim is not None or args or kwargs:
-        raise _refuse("sum over a dim of a sparse tensor", "is not traced: sum() is; .to_dense()")
-    return s.vals.sum()
+def _sum(s: SparseMatrix, dim=None, keepdim=False, dtype=None) -> torch.Tensor:
+    if dim is not None:
+        raise _refuse(
+            "sum over a dim of a sparse tensor",
+            "is not traced (sum() of all elements is): sum .to_dense() instead",
+        )
+    return s.vals.sum(dtype=dtype)
 
 
 def _indices(s: SparseMatrix) -> torch.Tensor:
@@ -415,6 +419,8 @@ def _to_sparse(x: object, *args: object, layout=None, **kwargs: object) -> objec
 
 
 T = torch.Tensor
+_to_coo = partial(_to_sparse, layout=torch.sparse_coo)
+_to_csr = partial(_to_sparse, layout=torch.sparse_csr)
 METHODS: dict[object, Callable[..., object]] = {
     T.coalesce: _coalesce,
     T.is_coalesced: lambda s: s.coalesced,
@@ -437,8 +443,8 @@ METHODS: dict[object, Callable[..., object]] = {
     T.index_select: _index_select,
     torch.index_select: _index_select,
     T.to_sparse: _to_sparse,
-    T.to_sparse_coo: lambda x: _to_sparse(x, layout=torch.sparse_coo),
-    T.to_sparse_csr: lambda x: _to_sparse(x, layout=torch.sparse_csr),
+    T.to_sparse_coo: _to_coo,
+    T.to_sparse_csr: _to_csr,
     T.matmul: _matmul,
     T.__matmul__: _matmul,
     T.__rmatmul__: lambda a, b: _matmul(b, a),
@@ -455,8 +461,8 @@ BUILDERS: dict[object, Callable[..., object]] = {
     torch.sparse_coo_tensor: _coo,
     torch.sparse_csr_tensor: _csr,
     T.to_sparse: _to_sparse,
-    T.to_sparse_coo: lambda x: _to_sparse(x, layout=torch.sparse_coo),
-    T.to_sparse_csr: lambda x: _to_sparse(x, layout=torch.sparse_csr),
+    T.to_sparse_coo: _to_coo,
+    T.to_sparse_csr: _to_csr,
 }
 
 
