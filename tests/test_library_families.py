@@ -279,15 +279,14 @@ def test_weight_norm_backward_executes_as_pytorch_and_a_training_step_is_bounded
     assert any(k.op == "aten._weight_norm_interface_backward.default" for k in step.kernels)
 
 
-def test_a_sparse_compressed_adjacency_is_one_line():
+def test_a_sparse_compressed_adjacency_is_traced():
     """PyG's GraphUNet squares a CSR adjacency: fake tensors cannot build one (PyTorch's own
-    limit), and the error says so instead of blaming the program."""
-    from solar.frontend.torch import UnsupportedOperatorError
+    limit), so sparse tensors are traced as their stored elements (solar/frontend/torch/
+    sparse.py, tests/test_sparse.py); the square executes as PyTorch's."""
 
     def square(crow, col, values):
         adj = torch.sparse_csr_tensor(crow, col, values, size=(3, 3), device=crow.device)
         return (adj @ adj).to_dense()
 
     inputs = (torch.tensor([0, 1, 2, 3]), torch.tensor([1, 2, 0]), torch.rand(3))
-    with pytest.raises(UnsupportedOperatorError, match=r"sparse compressed tensor .* at test_lib"):
-        trace_torch(square, inputs, observe=True)
+    check(square, *inputs, observe=True, lifted=True)

@@ -74,12 +74,12 @@ def _graph(name: str) -> Case:
     if name == "GraphUNet":  # pools by building and coalescing a sparse adjacency (A @ A)
         model = gnn.GraphUNet(GRAPH_FEATURES, 64, GRAPH_CLASSES, 2)
         notes.append(
-            "GraphUNet(depth=2), float32: each pooling squares the sparse adjacency (CSR @ CSR), "
-            "which the CPU's sparse kernels (the observed run) have no bf16 for"
+            "GraphUNet(depth=2): each pooling squares the sparse adjacency (CSR @ CSR), traced "
+            "as its stored elements; the products and the entries they make are this graph's"
         )
-        dtype = torch.float32
     else:
-        model, dtype = getattr(gnn, name)(GRAPH_FEATURES, 64, 2, GRAPH_CLASSES), torch.bfloat16
+        model = getattr(gnn, name)(GRAPH_FEATURES, 64, 2, GRAPH_CLASSES)
+    dtype = torch.bfloat16
     model = model.to(dtype)
     gen = torch.Generator().manual_seed(0)
     x = torch.rand(GRAPH_NODES, GRAPH_FEATURES, generator=gen, dtype=dtype)

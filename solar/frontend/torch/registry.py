@@ -116,22 +116,62 @@ def mutated_args(op: torch._ops.OpOverload) -> list[str]:
 
 
 def functional_form(op: torch._ops.OpOverload) -> torch._ops.OpOverload:
-    """``aten.add.Tensor`` for the in-place ``aten.add_.Tensor``; ``op`` itself otherwise."""
+    """``aten.add.Tensor`` for the in-place ``aten.add_.Tensor``, ``aten.div.Tensor`` for the
+    ``out=`` form ``aten.div.out`` (:func:`out_form_of`); ``op`` itself otherwise."""
     name = op.overloadpacket.__name__
     if name.endswith("_") and mutated_args(op) == ["self"]:
         packet = getattr(torch.ops.aten, name[:-1], None)
         functional = getattr(packet, op._overloadname, None) if packet is not None else None
         if isinstance(functional, torch._ops.OpOverload):
             return functional
-    return op
+    return out_form_of(op) or op
+
+
+def _out_args(op: torch._ops.OpOverload) -> list[str]:
+    """The keyword-only arguments ``op`` writes (``out=``), when they are its last ones."""
+    args = op._schema.arguments
+    written = [a for a in args if a.alias_info is not None and a.alias_info.is_write]
+    if not written or not all(a.kwarg_only for a in written) or args[-len(written) :] != written:
+        return []
+    return [a.name for a in written]
+
+
+def out_form_of(op: torch._ops.OpOverload) -> torch._ops.OpOverload | None:
+    """The functional overload of an ``out=`` form: the overload of the same operator whose
+    arguments are the out form's less its ``out`` arguments (``aten.cumsum.out`` ->
+    ``aten.cumsum.default``), or None."""
+    outs = _out_args(op)
+    if not outs:
+        return None
+    wanted = [(a.name, str(a.type)) for a in op._schema.arguments if a.name not in outs]
+    packet = op.overloadpacket
+    for name in packet.overloads():
+        candidate = getattr(packet, name)
+        if candidate is op or mutated_args(candidate):
+            continue
+        if [(a.name, str(a.type)) for a in candidate._schema.arguments] == wanted:
+            return candidate
+    return None
 
 
 def find_lowering(op: torch._ops.OpOverload) -> Callable[..., None] | None:
     """The lowering of ``op``: the overload's, else its packet's; an in-place operator
     (``aten.add_.Tensor``) without one of its own uses its functional form's (``aten.add.Tensor``),
-    writing into ``self``."""
+    writing into ``self``, and an ``out=`` form (``aten.div.out``) its functional overload's
+    (``aten.div.Tensor``), called without the ``out`` arguments and writing into them."""
     for candidate in dict.fromkeys([op, functional_form(op)]):
         fn = LOWERINGS.get(candidate) or LOWERINGS.get(candidate.overloadpacket)
         if fn is not None:
+            if candidate is not op and out_form_of(op) is candidate:
+                return _without_outs(fn, len(_out_args(op)))
             return fn
     return NAMED_LOWERINGS.get(str(op))
+
+
+def _without_outs(fn: Callable[..., None], n: int) -> Callable[..., None]:
+    """``fn`` called without the last ``n`` arguments (an ``out=`` form's outputs)."""
+
+    def lower(ctx: object, *args: object) -> None:
+        fn(ctx, *args[: len(args) - n])
+
+    return lower

@@ -127,6 +127,7 @@ class SizePolicy:
     observed: dict[str, deque] | None = None
     chosen: list[AssumedSize] = field(default_factory=list)
     pending: deque = field(default_factory=deque)  # sizes known values decided (known.py)
+    notes_once: list[str] = field(default_factory=list)  # lines the report gives once
 
     def take(
         self, op: str, minimum: object, why: str, depth: int = 3, source: str | None = None
@@ -169,7 +170,8 @@ class SizePolicy:
         sizes = [a for a in self.chosen if not a.op.endswith("_local_scalar_dense")]
         counted = Counter((a.op, a.source, str(a.value), a.observed, a.why) for a in sizes)
         first = {(a.op, a.source, str(a.value), a.observed, a.why): a for a in sizes}
-        lines = [first[key].line(n) for key, n in counted.items()]
+        lines = [*dict.fromkeys(self.notes_once)]
+        lines += [first[key].line(n) for key, n in counted.items()]
         scalars = [a for a in self.chosen if a not in sizes]
         by_reason: dict[str, list[AssumedSize]] = defaultdict(list)
         for a in scalars:
@@ -462,8 +464,10 @@ class _TolistByItems(TorchFunctionMode):
 def observe(run: Callable[[], object]) -> dict[str, deque]:
     """The data-dependent sizes (and scalars read) of one real run of ``run()``, per
     operator in call order."""
+    from solar.frontend.torch.sparse import sparse_tensors  # traced as the trace takes them
+
     observer = _Observer()
-    with torch.no_grad(), _TolistByItems(), observer:
+    with torch.no_grad(), _TolistByItems(), observer, sparse_tensors():
         run()
     return dict(observer.seen)
 

@@ -35,6 +35,7 @@ from solar.frontend.torch.ranges import ranged_items
 from solar.frontend.torch.registry import DataDependentOperatorError, UnsupportedOperatorError
 from solar.frontend.torch.sizes import Routing, SizePolicy, sized_fake_ops
 from solar.frontend.torch.sizes import observe as observe_sizes
+from solar.frontend.torch.sparse import dense_outputs, sparse_tensors
 from solar.frontend.torch.symbolic_shapes import SymbolicShapes
 from solar.frontend.torch.unknown_values import check_fills_only
 from solar.frontend.torch.wrappers import unwrap_module
@@ -146,6 +147,7 @@ def trace_torch(
             ranged_items(k.values, sizes.chosen) if sizes.observed is None else nullcontext(),
             # innermost: the calls as the program makes them, on the user's devices
             eager_checks(module, [(f, t.device) for f, (*_, t) in zip(flat, specs, strict=True)]),
+            sparse_tensors(sizes),  # innermost: sparse layouts as their stored elements
         ):
             routers.append(k)
             if module is None:
@@ -154,7 +156,7 @@ def trace_torch(
                 p = dict(zip(params, flat[: len(params)], strict=True))
                 b = dict(zip(buffers, flat[len(params) : n_named], strict=True))
                 result = torch.func.functional_call(module, (p, b), tuple(call_args), call_kw)
-        return structure.tensors(result, unique=False)
+        return dense_outputs(structure.tensors(result, unique=False))
 
     routers: list = []  # the KnownValues of the trace (its routing notes)
     if symbolic is None:
@@ -397,10 +399,6 @@ def _symbolic_error(e: Exception, symbolic: SymbolicShapes) -> Exception:
     )
 
 
-#: what PyTorch's fake tensors say building a CSR/CSC/BSR/BSC tensor from fake components
-_SPARSE_COMPRESSED = "Values and compressed tensor instance need to be on the same device"
-
-
 def _tracing_error(e: Exception) -> Exception | None:
     """Turn fake-tensor failures into one-line errors naming the operator and the user line."""
     from torch._subclasses import fake_tensor as ft
@@ -412,14 +410,6 @@ def _tracing_error(e: Exception) -> Exception | None:
         return DataDependentOperatorError(e.func, source)
     if isinstance(e, GuardOnDataDependentSymNode):  # a branch or a size on an unknown number
         return DataDependentOperatorError(torch.ops.aten._local_scalar_dense.default, source)
-    if isinstance(e, RuntimeError) and _SPARSE_COMPRESSED in str(e):
-        return UnsupportedOperatorError(
-            "a sparse compressed tensor (torch.sparse_csr_tensor, CSC, BSR, BSC)",
-            source,
-            "cannot be built on fake tensors (PyTorch's own limit) and sparse layouts are not "
-            "traced: bound the program on its indices and values (PyG: edge_index message "
-            "passing) or on a dense adjacency",
-        )
     if isinstance(e, ft.UnsupportedOperatorException):
         return UnsupportedOperatorError(e.func, source, "cannot run on fake tensors")
     return None

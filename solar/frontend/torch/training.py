@@ -38,6 +38,7 @@ from solar.frontend.torch import fused_grad  # noqa: F401  (backward of the fuse
 from solar.frontend.torch.fused import intercept_fused
 from solar.frontend.torch.precision import torch_policy
 from solar.frontend.torch.provenance import record_provenance
+from solar.frontend.torch.sparse import sparse_tensors
 from solar.frontend.torch.step_graph import (
     PhaseRecorder,
     StepLowerer,
@@ -211,6 +212,7 @@ def trace_step_graph(
             intercept_fused(),
             _autocast_on(device.type, remapped),
             torch.enable_grad(),
+            sparse_tensors(),  # sparse layouts as their stored elements (sparse.py)
         ):
             return fn(*pytree.tree_unflatten(xs, spec))
 

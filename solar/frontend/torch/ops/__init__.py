@@ -82,6 +82,8 @@ operator's schema arguments, and emits statements with ``ctx.statement``.
   ``upsample_linear1d``/``bilinear2d``/``trilinear3d``/``bicubic2d`` and their backward
   (``resample``: PyTorch's source-index arithmetic per dim, split into affine classes)
 - ``optim``: ``_foreach_*`` and fused optimizers, one kernel per ``multi_tensor_apply`` launch
+- ``sparse``: ``solar.sparse_mm``, a sparse x dense product in one kernel (sparse tensors are
+  traced as their stored elements: ``solar.frontend.torch.sparse``)
 """
 
 from solar.frontend.torch.ops import (  # noqa: F401  (registration side effects)
@@ -129,6 +131,7 @@ from solar.frontend.torch.ops import (  # noqa: F401  (registration side effects
     slice_scatter,
     softmax,
     sort,
+    sparse,
     spectral,
     transformer,
     unique_dim,
