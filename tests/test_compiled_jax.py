@@ -274,6 +274,13 @@ def test_keyword_arguments_are_closed_over():
     np.testing.assert_allclose(out, dense_tanh_sum(*XWB), rtol=1e-6, atol=1e-6)
 
 
+def test_symbolic_sizes_are_refused_in_one_line():
+    from solar.frontend.jax.symbolic_dims import SymbolicDims
+
+    with pytest.raises(ValueError, match="drop symbolic="):
+        compile_jax(dense_tanh_sum, XWB, symbolic=SymbolicDims({}))
+
+
 def test_parse_hlo_refuses_text_without_entry():
     with pytest.raises(ValueError, match="no ENTRY computation"):
         parse_hlo("HloModule m\n")

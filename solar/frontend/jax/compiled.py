@@ -60,6 +60,11 @@ def compile_jax(
     import jax
     from jax.extend.core import jaxpr_as_fun
 
+    if trace_options.get("symbolic") is not None:
+        raise ValueError(
+            "compile_jax compiles the program at its traced sizes: drop symbolic= (XLA "
+            "compiles one size at a time)"
+        )
     call = fn
     if kwargs:
         call = _with_kwargs(fn, dict(kwargs))

@@ -238,6 +238,7 @@ def group_units(lw: Lowerer) -> dict[str, tuple[str, ...]]:
     position = {k.name: i for i, k in enumerate(lw.program.kernels)}
     by_key: dict[str, set[str]] = {}
     for u in units:
-        for key in {u.key, *lw.joined.get(u.index, ())} - {""}:
-            by_key.setdefault(key, set()).add(placed[u.index])
+        for key in (u.key, *sorted(lw.joined.get(u.index, ()))):
+            if key:
+                by_key.setdefault(key, set()).add(placed[u.index])
     return {key: tuple(sorted(ks, key=position.__getitem__)) for key, ks in by_key.items()}
