@@ -119,6 +119,8 @@ def materialize(tree):
 
 def table(ct, reps) -> dict:
     """Per generated kernel: its mapping and measured seconds (median over repetitions)."""
+    from solar.frontend.jax.compiled import equations_of
+
     names = {g.name: g for g in ct.kernels}
     by_launch = {n: g.name for g in ct.kernels for n in g.launch}
     per_rep: list[dict[str, float]] = []
@@ -140,6 +142,7 @@ def table(ct, reps) -> dict:
                 "kernel": g.name,
                 "launch": list(g.launch),
                 "ir_kernels": list(g.ir_kernels),
+                "equations": list(equations_of(g)),
                 "sources": list(g.sources),
                 "unmapped": g.unmapped,
                 "ops": list(g.ops),

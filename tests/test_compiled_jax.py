@@ -16,7 +16,7 @@ import numpy as np  # noqa: E402
 from solar.bench.models import gpt_jax  # noqa: E402
 from solar.frontend.compiled import KernelKind  # noqa: E402
 from solar.frontend.jax import trace_jax  # noqa: E402
-from solar.frontend.jax.compiled import compile_jax  # noqa: E402
+from solar.frontend.jax.compiled import compile_jax, equations_of  # noqa: E402
 from solar.frontend.jax.equation_keys import equations, keys_of_op_name, parent, tag  # noqa: E402
 from solar.frontend.jax.hlo_text import parse_hlo  # noqa: E402
 from solar.frontend.jax.profiling import profile_jax  # noqa: E402
@@ -184,6 +184,7 @@ def test_dense_tanh_sum_maps_exactly():
         ("reduce", "4"),
     ]
     assert rest.ir_kernels == ("dot_general_0", "reduce_sum_1")
+    assert (equations_of(dot), equations_of(rest)) == (("0",), ("2", "3", "4"))
     for k in ct.kernels:
         assert k.kind is KernelKind.XLA and k.unmapped == "" and k.name in k.launch
         assert k.sources == ("test_compiled_jax.py:33",)  # the line of dense_tanh_sum's body

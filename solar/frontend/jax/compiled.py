@@ -146,6 +146,19 @@ def _op(ins: Instruction) -> str:
     return f"{ins.name} ({ins.opcode}, equation {' '.join(keys)})"
 
 
+def equations_of(kernel: GeneratedKernel) -> tuple[str, ...]:
+    """The keys of the jaxpr equations an XLA kernel computes (from its ``ops``, as
+    :func:`_op` writes them), in the order its instructions name them: a finer mapping than
+    its ``ir_kernels`` (XLA recomputes cheap producers in several fusions; solar's IR kernel
+    groups them with a heavy anchor)."""
+    keys: list[str] = []
+    for op in kernel.ops:
+        _, sep, named = op.rstrip(")").partition(", equation ")
+        if sep:
+            keys.extend(named.split(" "))
+    return tuple(dict.fromkeys(keys))
+
+
 def _ir_kernels(trace: Trace, key: str) -> tuple[str, ...]:
     """The IR kernels of equation ``key``, or of the nearest equation holding it that has
     some (a looped scan's body equations: the scan's kernel)."""
