@@ -149,10 +149,13 @@ def _break_cycles(
             group[i] = i
 
 
-def _fused_kernels(units: list[Unit], group: dict[int, int], gg: nx.DiGraph) -> list[Kernel]:
+def _fused_kernels(
+    units: list[Unit], group: dict[int, int], gg: nx.DiGraph
+) -> tuple[list[Kernel], dict[int, str]]:
     """One kernel per group, in a topological order of ``gg`` that keeps program order where
     it can; named and labelled after its anchor (``dot_general_3``, op ``"dot_general +
-    add, tanh"``), or ``fusion_<n>`` for a group of light units only."""
+    add, tanh"``), or ``fusion_<n>`` for a group of light units only. Also answers each
+    unit's kernel name."""
     first: dict[int, int] = {}
     for i, g in group.items():
         first[g] = min(first.get(g, i), i)
@@ -161,6 +164,7 @@ def _fused_kernels(units: list[Unit], group: dict[int, int], gg: nx.DiGraph) -> 
     for u in units:
         by_group.setdefault(group[u.index], []).append(u)
     kernels = []
+    placed: dict[int, str] = {}
     for g in order:
         us = by_group[g]
         anchor = next((u for u in us if u.kind != "light"), us[0])
@@ -177,7 +181,8 @@ def _fused_kernels(units: list[Unit], group: dict[int, int], gg: nx.DiGraph) -> 
                 anchor.kernel.loops,
             )
         )
-    return kernels
+        placed.update((u.index, kernels[-1].name) for u in us)
+    return kernels, placed
 
 
 def _mark_on_chip(
@@ -212,13 +217,15 @@ def _mark_on_chip(
             p.tensors[b] = replace(decl, role="local")
 
 
-def group_units(lw: Lowerer) -> None:
+def group_units(lw: Lowerer) -> dict[str, tuple[str, ...]]:
     """Replace the program's kernels (one per unit) by fused kernels and mark the storage that
-    never travels through DRAM as kernel-local (see the module docstring)."""
+    never travels through DRAM as kernel-local (see the module docstring). Answers the fused
+    kernels each equation's units went into, by equation key
+    (:mod:`solar.frontend.jax.equation_keys`), in program order."""
     units = [u for u in lw.units if u.kernel.statements]
     if not units:
         lw.program.kernels = []
-        return
+        return {}
     acc = {u.index: _accesses(lw, u) for u in units}
     deps, consumers = _dependencies(units, acc)
     kind = {u.index: u.kind for u in units}
@@ -226,5 +233,12 @@ def group_units(lw: Lowerer) -> None:
     group = _consumer_fusion(units, kind, consumers, loops)
     _epilogue_fusion(units, kind, deps, consumers, loops, group)
     gg = _break_cycles(kind, deps, group)
-    lw.program.kernels = _fused_kernels(units, group, gg)
+    lw.program.kernels, placed = _fused_kernels(units, group, gg)
     _mark_on_chip(lw, units, acc, kind, group)
+    position = {k.name: i for i, k in enumerate(lw.program.kernels)}
+    by_key: dict[str, set[str]] = {}
+    for u in units:
+        for key in (u.key, *sorted(lw.joined.get(u.index, ()))):
+            if key:
+                by_key.setdefault(key, set()).add(placed[u.index])
+    return {key: tuple(sorted(ks, key=position.__getitem__)) for key, ks in by_key.items()}

@@ -28,6 +28,7 @@ from solar.algebra.size import Size, integer
 from solar.frontend import lowering
 from solar.frontend.cells import source_label
 from solar.frontend.jax import symbolic_dims as symbolic
+from solar.frontend.jax.equation_keys import child_prefix
 from solar.frontend.jax.precision import PrecisionPolicy
 from solar.frontend.jax.registry import (
     LOWERINGS,
@@ -115,6 +116,7 @@ class Unit:
     prim: str
     kind: str  # "light", "heavy" or "loop" (a looped kernel: a whole scan)
     index: int
+    key: str = ""  # the equation that emitted it (:mod:`solar.frontend.jax.equation_keys`)
 
 
 def dtype_name(dtype: object) -> str:
@@ -207,6 +209,7 @@ class LoweringContext(lowering.LoweringContext):
         self.out_avals = [(symbolic.sizes(a.shape), dtype_name(a.dtype)) for a in avals]
         self._outs: list[V | None] = [None] * len(avals)
         self.unit: Unit | None = None
+        self.key = lowerer.current_key  # this equation's key (equation_keys)
 
     # -- operands ------------------------------------------------------------------------
 
@@ -333,8 +336,15 @@ class LoweringContext(lowering.LoweringContext):
             replace(a, owned=a.owned and o, contraction=None)
             for a, o in zip(args, own, strict=True)
         ]
+        prefix = child_prefix(self.key, self.eqn.params, closed)  # type: ignore[attr-defined]
         return self.lowerer.lower_jaxpr(
-            jaxpr, consts, bound, scope=self.module, dests=dests or {}, source=self.source
+            jaxpr,
+            consts,
+            bound,
+            scope=self.module,
+            dests=dests or {},
+            source=self.source,
+            prefix=prefix,
         )
 
     def operand_dead(self, i: int) -> bool:
@@ -352,6 +362,8 @@ class Lowerer(lowering.Lowerer):
         self.scratch = False  # a trial lowering (cond branch costing): never edit old units
         self.scan_mode = "auto"  # "auto", "unroll" or "loop" (see ops/control.py)
         self.in_loop = False  # lowering the body of a looped kernel
+        self.current_key = ""  # the key of the equation being lowered (equation_keys)
+        self.joined: dict[int, set[str]] = {}  # unit -> keys of other equations folded into it
         self._splats: dict[tuple, T] = {}
 
     # -- tensors -------------------------------------------------------------------------
@@ -445,6 +457,7 @@ class Lowerer(lowering.Lowerer):
         self.builder._counts = counts  # type: ignore[attr-defined]
         self.base_refs, self._splats, self.equations = refs, splats, eqs
         del self.notes[notes:]
+        self.joined = {u: ks for u, ks in self.joined.items() if u < units}
 
     # -- units ---------------------------------------------------------------------------
 
@@ -452,9 +465,15 @@ class Lowerer(lowering.Lowerer):
         self, prim: str, kind: str, source: str = "", module: str = "", loops=()
     ) -> Unit:
         k = self.builder.begin_kernel(prim, source=source, module=module, loops=loops)
-        u = Unit(k, prim, kind, len(self.units))
+        u = Unit(k, prim, kind, len(self.units), self.current_key)
         self.units.append(u)
         return u
+
+    def join(self, unit: int) -> None:
+        """Record that the equation being lowered wrote its work into the earlier ``unit`` (a
+        bias folded into a dot): the kernel that unit goes into computes this equation too."""
+        if self.current_key:
+            self.joined.setdefault(unit, set()).add(self.current_key)
 
     def emit(self, unit: Unit, st: Statement) -> Statement:
         """Move ``st``, built earlier (a loop body's statement), into ``unit``."""
@@ -489,11 +508,14 @@ class Lowerer(lowering.Lowerer):
         scope: str = "",
         dests: dict[int, T] | None = None,
         source: str = "",
+        prefix: str = "",
     ) -> list[V]:
         """Lower ``jaxpr`` on ``args``; returns its outputs. ``dests`` maps output positions
         to tensors the outputs should be written into (a copy if no equation writes them).
         ``scope`` and ``source`` are the calling equation's module path and user line (an
-        inlined body's equations whose traceback stops at the call use the caller's line)."""
+        inlined body's equations whose traceback stops at the call use the caller's line).
+        ``prefix``: the key prefix of its equations (``"3/"`` in equation 3's body; the units
+        they emit carry their keys, :mod:`solar.frontend.jax.equation_keys`)."""
         from jax.extend.core import Literal
 
         env: dict[object, V] = {}
@@ -531,11 +553,16 @@ class Lowerer(lowering.Lowerer):
                 return self.known_value(np.asarray(a.val, dtype=a.aval.dtype))
             return env[a]
 
+        caller = self.current_key
         for i, e in enumerate(eqns):
             ins = [read(a) for a in e.invars]
             dead = [not isinstance(a, Literal) and last.get(a) == i for a in e.invars]
             nuses = [0 if isinstance(a, Literal) else uses[a] for a in e.invars]
-            outs = self.lower_eqn(e, ins, dead, nuses, scope, var_dests.get(id(e), {}), source)
+            self.current_key = f"{prefix}{i}"
+            try:
+                outs = self.lower_eqn(e, ins, dead, nuses, scope, var_dests.get(id(e), {}), source)
+            finally:
+                self.current_key = caller
             for var, val in zip(e.outvars, outs, strict=True):
                 if type(var).__name__ != "DropVar":
                     env[var] = val

@@ -177,7 +177,7 @@ def _lower(prep, closed, leaves, arrays, name, policy, scan, weights) -> Trace:
     results = lowerer.lower_jaxpr(jaxpr, consts, args)
     output_names = [lowerer.materialize(v, "output").name for v in results]
     lowerer.program.outputs = list(dict.fromkeys(output_names))
-    group_units(lowerer)
+    kernels_of = group_units(lowerer)  # equation key -> the fused kernels it went into
     assign_phases(lowerer.program)  # a training step's forward / backward / optimizer
     return Trace(
         "jax",
@@ -187,6 +187,7 @@ def _lower(prep, closed, leaves, arrays, name, policy, scan, weights) -> Trace:
         JaxFeed(leaf_index, weights),
         assumptions=(FUSION_NOTE, *lowerer.notes),  # the kernel grouping rule, then the notes
         graph=closed,
+        kernels_of=kernels_of,
     )
 
 

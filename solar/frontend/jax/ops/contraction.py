@@ -125,6 +125,7 @@ def fold_bias(ctx: LoweringContext, x: V, y: V) -> bool:
         ctx.lowerer.builder.statement(*init, kernel=kernel, before=st)
         i = kernel.statements.index(st)
         kernel.statements[i] = replace(st, accumulate=True)
+        ctx.lowerer.join(d.producer)
         ctx.bind_out(0, V(d.shape, d.dtype, out, owned=True, producer=d.producer))
         return True
     return False
