@@ -244,7 +244,7 @@ def match_launches(
     by_name: dict[str, list[int]] = {}
     for ki, k in enumerate(kernels):
         if k.kind is not KernelKind.EXTERN:
-            for n in k.launch:
+            for n in dict.fromkeys((*k.launch, k.name)):
                 by_name.setdefault(n, []).append(ki)
     used_name: dict[str, int] = {}
     for li, la in enumerate(launches):
@@ -302,12 +302,10 @@ def _named(name: str) -> str:
 
 
 def _match_reps(
-    kernels: Sequence[GeneratedKernel], events: Sequence[OpEvent]
+    kernels: Sequence[GeneratedKernel], reps: Sequence[Sequence[Launch]]
 ) -> tuple[list[Matched], list[tuple[str, float, str]], list[tuple[str, float, str]]]:
     """:func:`match_launches` over every profiled repetition: the median per kernel, the
     unmatched activities of the first repetition, and all of its activities."""
-    roots = [i for i, e in enumerate(events) if e.name.startswith(REP_MARKER)]
-    reps = [_launches(events, r) for r in roots]
     per_rep = [match_launches(kernels, la) for la in reps]
     first = (
         [(la.name, la.seconds, la.owners[0] if la.owners else "") for la in reps[0]] if reps else []
@@ -321,6 +319,50 @@ def _match_reps(
         secs = statistics.median(h[0] for h in hits)  # type: ignore[index]
         out.append(Matched(float(secs), tuple(hits[0][1]), hits[0][2]))  # type: ignore[index]
     return out, (per_rep[0][1] if per_rep else []), first
+
+
+def _torch_launches(
+    run: Callable[[], object],
+    device: torch.device,
+    kernels: Sequence[GeneratedKernel],
+    reps: int,
+    flush: bool,
+) -> list[list[Launch]]:
+    """Per profiled repetition (``torch.profiler``, L2 flushed before each), its launches."""
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    from solar.gpu.measure import L2Flush, _sync
+
+    cuda = device.type == "cuda"
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    flusher = L2Flush(device) if (cuda and flush) else None
+    with _profiler_log_filtered(), profile(activities=activities) as prof:
+        for i in range(reps):
+            if flusher is not None:
+                flusher()
+            with record_function(f"{REP_MARKER}{i}"):
+                run()
+            _sync(device)
+    names = {n for k in kernels if k.kind is not KernelKind.EXTERN for n in k.launch}
+    events = events_from_profiler(
+        prof.events(), device_kind="cuda" if cuda else "cpu", launched=names
+    )
+    roots = [i for i, e in enumerate(events) if e.name.startswith(REP_MARKER)]
+    return [_launches(events, r) for r in roots]
+
+
+def _xla_launches(run: Callable[[], object], reps: int) -> list[list[Launch]]:
+    """Per profiled repetition (the JAX profiler), its launches; the HLO instruction each ran
+    stands as its operator."""
+    from solar.frontend.jax.profiling import profile_jax
+
+    return [
+        [
+            Launch(la.name, la.seconds, (la.hlo_op,) if la.hlo_op else (), (i,))
+            for i, la in enumerate(rep)
+        ]
+        for rep in profile_jax(run, reps)
+    ]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -344,8 +386,6 @@ def measure_compiled(
     in the order they run)."""
     import time
 
-    from torch.profiler import ProfilerActivity, profile, record_function
-
     device = torch.device(device)
     spec = hw if hasattr(hw, "dram_bandwidth") else resolve_hw(hw, device)
     seconds: dict[str, float] = {}
@@ -354,27 +394,19 @@ def measure_compiled(
     seconds["bound"] = time.perf_counter() - t0
     run = compiled[0].run
     t0 = time.perf_counter()
-    measured = time_fn(run, device=device, flush=flush, reps=reps, budget_s=budget_s, min_reps=3)
+    timer = "host" if compiled[0].compiler == "xla" else None  # JAX's streams are not torch's
+    measured = time_fn(
+        run, device=device, flush=flush, reps=reps, budget_s=budget_s, min_reps=3, timer=timer
+    )
     seconds["time"] = time.perf_counter() - t0
     cuda = device.type == "cuda"
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
-    from solar.gpu.measure import L2Flush, _sync
-
-    flusher = L2Flush(device) if (cuda and flush) else None
-    t0 = time.perf_counter()
-    with _profiler_log_filtered(), profile(activities=activities) as prof:
-        for i in range(profile_reps):
-            if flusher is not None:
-                flusher()
-            with record_function(f"{REP_MARKER}{i}"):
-                run()
-            _sync(device)
     kernels = [k for c in compiled for k in c.kernels]
-    names = {n for k in kernels if k.kind is not KernelKind.EXTERN for n in k.launch}
-    events = events_from_profiler(
-        prof.events(), device_kind="cuda" if cuda else "cpu", launched=names
-    )
-    matched, unmatched, launches = _match_reps(kernels, events)
+    t0 = time.perf_counter()
+    if compiled[0].compiler == "xla":
+        reps_launches = _xla_launches(run, profile_reps)
+    else:
+        reps_launches = _torch_launches(run, device, kernels, profile_reps, flush)
+    matched, unmatched, launches = _match_reps(kernels, reps_launches)
     seconds["profile"] = time.perf_counter() - t0
     return compiled_report(
         bounds,

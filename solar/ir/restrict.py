@@ -21,9 +21,18 @@ __all__ = ["restrict"]
 _OUTER = ("input", "weight", "constant")
 
 
-def restrict(program: Program, kernels: Iterable[str], name: str | None = None) -> Program:
-    """The sub-program of ``program``'s kernels named in ``kernels`` (in program order)."""
+def restrict(
+    program: Program,
+    kernels: Iterable[str],
+    name: str | None = None,
+    *,
+    private: Iterable[str] = (),
+) -> Program:
+    """The sub-program of ``program``'s kernels named in ``kernels`` (in program order).
+    ``private``: kept kernels whose results the group does not hand on (a value it recomputes
+    for itself, which another group writes): what they write is never an output."""
     keep = set(kernels)
+    own = set(private)
     missing = keep - {k.name for k in program.kernels}
     if missing:
         raise ValueError(f"{program.name} has no kernel {sorted(missing)[0]!r}")
@@ -38,12 +47,16 @@ def restrict(program: Program, kernels: Iterable[str], name: str | None = None) 
         if k.name in keep:
             read_first |= reads - written
             written |= writes
-            produced_by_group |= writes
+            if k.name not in own:
+                produced_by_group |= writes
         else:
             out_of_group |= reads & produced_by_group
             produced_by_group -= writes  # overwritten outside: the group's value is dead
     returned = {base(o) for o in program.outputs}
-    needed = (out_of_group | returned) & written  # what the group hands on: its outputs
+    handed = {
+        base(st.out.tensor) for k in program.kernels if k.name in keep - own for st in k.statements
+    }
+    needed = (out_of_group | returned) & handed  # what the group hands on: its outputs
     roles = program.roles()
     tensors = {}
     for t, decl in program.tensors.items():

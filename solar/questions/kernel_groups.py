@@ -181,10 +181,18 @@ class CompiledBound(Frozen, Viewable):
 
 def group_kernels(
     program: Program, kernels: Sequence[GeneratedKernel]
-) -> tuple[list[list[int]], dict[int, list[str]], list[Uncovered]]:
-    """``(groups, absorbed, uncovered)``: the generated kernels (indices) in groups, each
-    group's absorbed IR kernels (by group position), and the IR kernels no group computes."""
+) -> tuple[list[list[int]], dict[int, list[str]], list[Uncovered], set[str]]:
+    """``(groups, absorbed, uncovered, recomputed)``: the generated kernels (indices) in
+    groups, each group's absorbed IR kernels (by group position), the IR kernels no group
+    computes, and the pointwise IR kernels several groups compute each for itself.
+
+    Kernels that share an IR kernel with work across its elements (a reduction, a
+    contraction, a library routine) are one group: the compiler split that work between them.
+    A pointwise IR kernel mapped by several kernels is one each of them computes whole for its
+    own use (Inductor and XLA recompute cheap producers inside their consumers): it joins no
+    groups, and is counted in each (the recomputation is a cost of the fusion choices)."""
     order = {k.name: i for i, k in enumerate(program.kernels)}
+    pointwise = {k.name for k in program.kernels if _pointwise(k)}
     parent = list(range(len(kernels)))
 
     def find(i: int) -> int:
@@ -194,11 +202,15 @@ def group_kernels(
         return i
 
     owner: dict[str, int] = {}
+    users: dict[str, set[int]] = {}
     for i, k in enumerate(kernels):
         for ir in k.ir_kernels:
             if ir not in order:
                 continue
+            users.setdefault(ir, set()).add(i)
             j = owner.setdefault(ir, i)
+            if ir in pointwise:
+                continue
             a, b = find(i), find(j)
             if a != b:
                 parent[max(a, b)] = min(a, b)
@@ -208,6 +220,7 @@ def group_kernels(
     ]
     group_at = {r: n for n, r in enumerate(roots)}
     where = {ir: group_at[find(i)] for ir, i in owner.items()}
+    recomputed = {ir for ir, us in users.items() if len({find(u) for u in us}) > 1}
     absorbed: dict[int, list[str]] = {}
     neighbours = _neighbours(program)
     pending = [k.name for k in program.kernels if k.name not in where]
@@ -233,7 +246,16 @@ def group_kernels(
         )
         for ir in pending
     ]
-    return groups, absorbed, uncovered
+    return groups, absorbed, uncovered, recomputed
+
+
+def _pointwise(kernel: object) -> bool:
+    """Whether every statement of an IR kernel is an elementwise loop nest: no reduction, no
+    scan, no library routine, no data-dependent write, no sequential loop."""
+    return not kernel.loops and all(  # type: ignore[attr-defined]
+        st.kind == "nest" and st.reduce is None and not st.reduction_dims and not st.scatters
+        for st in kernel.statements  # type: ignore[attr-defined]
+    )
 
 
 def _first_reads(program: Program) -> dict[str, str]:
@@ -279,7 +301,7 @@ def bound_compiled(compiled: CompiledTrace, hw="H100") -> CompiledBound:
     spec = hw if hasattr(hw, "dram_bandwidth") else load_spec(hw)
     program = compiled.trace.program
     whole = bound_program(program, spec)
-    groups, absorbed, uncovered = group_kernels(program, compiled.kernels)
+    groups, absorbed, uncovered, recomputed = group_kernels(program, compiled.kernels)
     order = [k.name for k in program.kernels]
     first_read = _first_reads(program)
     out: list[KernelGroup] = []
@@ -289,7 +311,8 @@ def bound_compiled(compiled: CompiledTrace, hw="H100") -> CompiledBound:
         irs = {ir for i in members for ir in compiled.kernels[i].ir_kernels if ir in by_name}
         irs |= set(absorbed.get(n, ()))
         ir_kernels = tuple(k for k in order if k in irs)
-        sub = restrict(program, ir_kernels, f"{program.name}:group{n}")
+        private = [k for k in ir_kernels if k in recomputed]
+        sub = restrict(program, ir_kernels, f"{program.name}:group{n}", private=private)
         g = lift(sub, verified=True)
         b = bound_graph(g, spec)
         for i in members:
@@ -330,6 +353,11 @@ def bound_compiled(compiled: CompiledTrace, hw="H100") -> CompiledBound:
             )
         )
     notes = list(compiled.notes)
+    if recomputed:
+        notes.append(
+            f"{len(recomputed)} pointwise IR kernel(s) are computed by several groups, each "
+            f"for its own use, and counted in each: {', '.join(sorted(recomputed)[:6])}"
+        )
     n_absorbed = sum(len(v) for v in absorbed.values())
     if n_absorbed:
         notes.append(
