@@ -16,6 +16,7 @@ from solar.cli.options import (
     problem_sets,
     resolve_device,
 )
+from solar.frontend.compiled import MODES
 from solar.gpu.headroom_batch import headroom_paths, headroom_problem
 from solar.gpu.validate import discover
 from solar.gpu.violations import DEFAULT_TOL
@@ -41,6 +42,17 @@ def add_parser(sub):
     p.add_argument("--no-validate", action="store_true", help="skip IR validation")
     p.add_argument("--no-profile", action="store_true", help="skip per-kernel profiling")
     p.add_argument("--precision", choices=["tf32", "ieee"], default=None)
+    p.add_argument(
+        "--compile",
+        nargs="?",
+        const="default",
+        default=None,
+        choices=MODES,
+        metavar="MODE",
+        help="measure the program as torch.compile runs it (MODE: default, reduce-overhead, "
+        "max-autotune, max-autotune-no-cudagraphs), kernel by generated kernel against the "
+        "bound of what each computes (docs/compiled.md)",
+    )
     p.add_argument(
         "--ray",
         metavar="ADDRESS",
@@ -72,6 +84,8 @@ def run(args) -> int:
     if args.budget_s is not None:
         kw["budget_s"] = args.budget_s
     sets = problem_sets(args.set, files)
+    if args.compile:
+        return _compiled(args, files, hw, device, sets, plot)
     if len(files) == 1 and not Path(args.paths[0]).is_dir() and not args.ray:
         entry = headroom_problem(
             files[0],
@@ -115,6 +129,47 @@ def run(args) -> int:
         _plot(batch, plot)
     print(batch.to_json() if args.json else batch)
     return 0
+
+
+def _compiled(args, files, hw, device: str, sets, plot) -> int:
+    """``--compile``: each problem compiled, bounded per generated kernel and measured, one at
+    a time on this machine."""
+    from solar.gpu.compiled_headroom import compiled_headroom
+    from solar.gpu.problems import load_real_problem
+
+    if args.ray:
+        raise ValueError("--compile runs on this machine: drop --ray (or --compile)")
+    reports = []
+    for path in files:
+        problem, _ = load_real_problem(path, device=device, seed=args.seed, overrides=sets)
+        kw = {"budget_s": args.budget_s} if args.budget_s is not None else {}
+        reports.append(
+            compiled_headroom(
+                problem.model,
+                problem.inputs,
+                hw,
+                mode=args.compile,
+                precision=args.precision,
+                name=problem.name,
+                reps=args.reps,
+                tol=args.tol,
+                path=str(path),
+                **kw,
+            )
+        )
+    if args.out:
+        body = reports[0].to_json() if len(reports) == 1 else _json_list(reports)
+        Path(args.out).write_text(body + "\n")
+    print("\n\n".join(r.to_json() if args.json else str(r) for r in reports))
+    if plot and len(reports) == 1:
+        _plot(reports[0], plot)
+    return 0
+
+
+def _json_list(reports) -> str:
+    import json
+
+    return json.dumps([r.to_dict() for r in reports], indent=2)
 
 
 def _status(entry) -> str:

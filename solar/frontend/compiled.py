@@ -21,6 +21,9 @@ from enum import StrEnum
 
 from solar.frontend.protocol import Trace
 
+#: the modes ``torch.compile`` takes (``mode=``)
+MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
 
 class KernelKind(StrEnum):
     """Who wrote a generated kernel's code."""

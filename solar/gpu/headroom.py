@@ -16,10 +16,6 @@ import dataclasses
 import functools
 import json
 import math
-import os
-import re
-import sys
-import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -37,6 +33,7 @@ from solar.gpu.measure import (
     device_info,
     map_reps,
     profile_events,
+    profiler_log_filtered,
     resolve_hw,
     time_fn,
 )
@@ -499,7 +496,7 @@ def _time_stage(run: _Stages, subject, target, candidate, reps, budget_s, flush)
 
 def _profile(run: _Stages, subject, target, reps: int, flush: bool, warm: bool) -> KernelMapping:
     """Profiler kernel times mapped onto the IR kernels; what did not map goes to the notes."""
-    with _profiler_log_filtered():
+    with profiler_log_filtered():
         events = profile_events(
             target, device=subject.device, reps=reps, flush=flush, warmup=0 if warm else 1
         )
@@ -518,31 +515,6 @@ def _profile(run: _Stages, subject, target, reps: int, flush: bool, warm: bool) 
     return mapping
 
 
-#: what the profiler's C++ side (Kineto) writes to stderr on every start and stop
-_PROFILER_CHATTER = re.compile(r"^(USDT|STAGE):|ActivityProfiler|CuptiActivity")
-
-
-@contextlib.contextmanager
-def _profiler_log_filtered():
-    """Keep the profiler's own log lines (``USDT:... profiler_start``, ``STAGE:...``) off the
-    user's stderr: file descriptor 2 goes to a temporary file while the profiler runs, and
-    every other line written meanwhile (the program's own, a warning) is passed on after."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with tempfile.TemporaryFile(mode="w+b") as log:
-        os.dup2(log.fileno(), 2)
-        try:
-            yield
-        finally:
-            sys.stderr.flush()
-            os.dup2(saved, 2)
-            os.close(saved)
-            log.seek(0)
-            for line in log.read().decode(errors="replace").splitlines():
-                if not _PROFILER_CHATTER.search(line):
-                    print(line, file=sys.stderr)
-
-
 def headroom(
     model,
     inputs,
@@ -558,9 +530,14 @@ def headroom(
     budget_s: float = 1.0,
     flush: bool = True,
     tol: float = DEFAULT_TOL,
+    compile: bool | str = False,
 ) -> HeadroomReport:
     """Measure ``model(*inputs)`` on its device and compare with its bounds on ``hw``
     (``"auto"``: the spec of the visible GPU).
+
+    ``compile=True`` (or a ``torch.compile`` mode: ``"max-autotune"``, ``"reduce-overhead"``)
+    measures the compiled program instead, kernel by generated kernel: a
+    :class:`~solar.gpu.compiled_headroom.CompiledHeadroom` (docs/compiled.md).
 
     ``r.headroom``: measured / bound per level and per kernel; ``r.violations``: measurements
     below a bound, classified. ``candidate``: another implementation of the same function
@@ -569,6 +546,24 @@ def headroom(
     ``per_kernel`` maps profiler kernel times onto the IR kernels."""
     from torch.utils import _pytree as pytree
 
+    if compile:
+        from solar.gpu.compiled_headroom import compiled_headroom
+
+        if candidate is not None:
+            raise ValueError("compile= measures the program itself: drop candidate= (or compile)")
+        return compiled_headroom(  # type: ignore[return-value]
+            model,
+            inputs,
+            hw,
+            mode="default" if compile is True else str(compile),
+            device=device,
+            precision=precision,
+            name=name,
+            reps=reps,
+            budget_s=budget_s,
+            flush=flush,
+            tol=tol,
+        )
     args = tuple(inputs) if isinstance(inputs, (list, tuple)) else (inputs,)
     if device is not None:
         if isinstance(model, torch.nn.Module):

@@ -40,6 +40,7 @@ owners (device time the IR does not model) are reported, never silently dropped.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import platform
@@ -47,6 +48,8 @@ import re
 import shutil
 import statistics
 import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
@@ -809,3 +812,28 @@ def map_reps(ir_ops: Sequence[str], events: Sequence[OpEvent]) -> KernelMapping:
     first.total_device_s = statistics.median(mp.total_device_s for mp in maps)
     first.reps = len(maps)
     return first
+
+
+#: what the profiler's C++ side (Kineto) writes to stderr on every start and stop
+_PROFILER_CHATTER = re.compile(r"^(USDT|STAGE):|ActivityProfiler|CuptiActivity")
+
+
+@contextlib.contextmanager
+def profiler_log_filtered():
+    """Keep the profiler's own log lines (``USDT:... profiler_start``, ``STAGE:...``) off the
+    user's stderr: file descriptor 2 goes to a temporary file while the profiler runs, and
+    every other line written meanwhile (the program's own, a warning) is passed on after."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile(mode="w+b") as log:
+        os.dup2(log.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            log.seek(0)
+            for line in log.read().decode(errors="replace").splitlines():
+                if not _PROFILER_CHATTER.search(line):
+                    print(line, file=sys.stderr)

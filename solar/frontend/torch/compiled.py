@@ -32,14 +32,11 @@ from dataclasses import dataclass, field
 import torch
 import torch.fx as fx
 
-from solar.frontend.compiled import CompiledTrace, GeneratedKernel, KernelKind
+from solar.frontend.compiled import MODES, CompiledTrace, GeneratedKernel, KernelKind
 from solar.frontend.torch.provenance import user_source
 from solar.frontend.torch.trace import trace_torch
 
 __all__ = ["MODES", "compile_torch", "extern_operator"]
-
-#: the modes ``torch.compile`` takes (``mode=``)
-MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 _HANDLE = re.compile(r"#\s*\[Provenance debug handles\]\s*(\S+):(\d+)\s*$")
 
@@ -130,6 +127,7 @@ def _map_graph(
         if ks and src:
             ir_of.setdefault(src[0].name, []).extend(ks)
     line_of = {n.name: user_source(n.meta.get("stack_trace")) for n in gm.graph.nodes}
+    _name_sources(trace, ir_of, line_of)
     kernels: list[GeneratedKernel] = []
     sources: list[str] = []
     for out in rec.outputs:
@@ -149,6 +147,23 @@ def _map_graph(
         notes=notes + extra,
         source_code="\n".join(sources),
     )
+
+
+def _name_sources(
+    trace: object, ir_of: Mapping[str, list[str]], line_of: Mapping[str, str]
+) -> None:
+    """Give each IR kernel the user's line of the Dynamo node it was lowered for, where the
+    trace (run from solar's interpreter, not the user's code) found none; and its module path
+    without Dynamo's ``L['self']`` root."""
+    line = {k: line_of.get(node, "") for node, ks in ir_of.items() for k in ks}
+    for k in trace.program.kernels:  # type: ignore[attr-defined]
+        if not k.source:
+            k.source = line.get(k.name, "")
+        k.module = _DYNAMO_ROOT.sub("", k.module)
+
+
+#: the root of Dynamo's module paths: ``L['self'].layers[0]`` -> ``layers[0]``
+_DYNAMO_ROOT = re.compile(r"^L\['[^']*'\]\.?")
 
 
 def _kernels(
