@@ -45,8 +45,9 @@ def restrict(
         reads = {base(ld.tensor) for st in k.statements for ld in st.loads()}
         writes = {base(st.out.tensor) for st in k.statements}
         if k.name in keep:
-            read_first |= reads - written
-            written |= writes
+            for st in k.statements:  # in order: a value the kernel made itself is not an input
+                read_first |= {base(ld.tensor) for ld in st.loads()} - written
+                written.add(base(st.out.tensor))
             if k.name not in own:
                 produced_by_group |= writes
         else:

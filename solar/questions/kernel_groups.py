@@ -30,9 +30,9 @@ violations use that floor; the kernel-quality term may then be negative where L2
 from kernel to kernel.
 
 IR kernels no generated kernel names (the compiler's provenance lost them in a rewrite) are
-counted in the group that computes all their neighbours (producers and consumers) when there
-is one — their work was fused there — and listed; otherwise they stay outside every group,
-listed with the reason.
+counted in the group of all their consumers when there is one (a producer the compiler fused
+into its consumer), or, with no consumer, in the group of all their producers (an epilogue),
+and listed; otherwise they stay outside every group, listed with the reason.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ class KernelGroup(Frozen):
     """Generated kernels bounded together, the IR kernels they compute and their bounds.
 
     ``kernels``: indices into :attr:`CompiledBound.kernels` (launch order); ``absorbed``: IR
-    kernels no generated kernel names, counted here because all their neighbours are.
+    kernels no generated kernel names, counted here (their consumers, or with none their producers, are here).
     ``fused_s``: the fused bound of the group as a program of its own (its inputs read and its
     outputs written through DRAM once; ``bytes`` of them); the decomposition adds these.
     ``bound_s``: what the group's kernels cannot beat in a measured run, the same with the L2
@@ -222,15 +222,18 @@ def group_kernels(
     where = {ir: group_at[find(i)] for ir, i in owner.items()}
     recomputed = {ir for ir, us in users.items() if len({find(u) for u in us}) > 1}
     absorbed: dict[int, list[str]] = {}
-    neighbours = _neighbours(program)
+    producers, consumers = _neighbours(program)
     pending = [k.name for k in program.kernels if k.name not in where]
     changed = True
     while changed and pending:
         changed = False
         for ir in list(pending):
-            near = {where[n] for n in neighbours[ir] if n in where}
-            if len(near) == 1 and all(n in where for n in neighbours[ir]):
-                (g,) = near
+            # fused into the kernel that consumes it (a producer inlined), or, with no
+            # consumer, into the one that made its operands (an epilogue)
+            near = consumers[ir] or producers[ir]
+            found = {where.get(n) for n in near}
+            if near and len(found) == 1 and None not in found:
+                (g,) = found
                 where[ir] = g
                 absorbed.setdefault(g, []).append(ir)
                 pending.remove(ir)
@@ -277,22 +280,22 @@ def _mapped(k: GeneratedKernel, order: Mapping[str, int]) -> bool:
     return any(ir in order for ir in k.ir_kernels)
 
 
-def _neighbours(program: Program) -> dict[str, set[str]]:
-    """Each IR kernel's producers and consumers: the kernels that last wrote what it reads,
-    and those that read what it writes."""
+def _neighbours(program: Program) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    """Each IR kernel's producers (the kernels that last wrote what it reads) and consumers
+    (those that read what it writes)."""
     base = program.base
     last: dict[str, str] = {}
-    near: dict[str, set[str]] = {k.name: set() for k in program.kernels}
+    producers: dict[str, set[str]] = {k.name: set() for k in program.kernels}
+    consumers: dict[str, set[str]] = {k.name: set() for k in program.kernels}
     for k in program.kernels:
-        reads = {base(ld.tensor) for st in k.statements for ld in st.loads()}
-        for t in reads:
+        for t in {base(ld.tensor) for st in k.statements for ld in st.loads()}:
             w = last.get(t)
             if w is not None and w != k.name:
-                near[k.name].add(w)
-                near[w].add(k.name)
+                producers[k.name].add(w)
+                consumers[w].add(k.name)
         for st in k.statements:
             last[base(st.out.tensor)] = k.name
-    return near
+    return producers, consumers
 
 
 def bound_compiled(compiled: CompiledTrace, hw="H100") -> CompiledBound:
@@ -361,8 +364,9 @@ def bound_compiled(compiled: CompiledTrace, hw="H100") -> CompiledBound:
     n_absorbed = sum(len(v) for v in absorbed.values())
     if n_absorbed:
         notes.append(
-            f"{n_absorbed} IR kernel(s) no generated kernel names are counted in the group that "
-            "computes all their neighbours (see each group's absorbed)"
+            f"{n_absorbed} IR kernel(s) no generated kernel names are counted in the group of "
+            "their consumers (or of their producers, where nothing consumes them): see each "
+            "group's absorbed"
         )
     return CompiledBound(
         program=program.name,
