@@ -61,7 +61,8 @@ class KernelGroup(Frozen):
     """Generated kernels bounded together, the IR kernels they compute and their bounds.
 
     ``kernels``: indices into :attr:`CompiledBound.kernels` (launch order); ``absorbed``: IR
-    kernels no generated kernel names, counted here (their consumers, or with none their producers, are here).
+    kernels no generated kernel names, counted here (where their consumers are, or with none
+    their producers).
     ``fused_s``: the fused bound of the group as a program of its own (its inputs read and its
     outputs written through DRAM once; ``bytes`` of them); the decomposition adds these.
     ``bound_s``: what the group's kernels cannot beat in a measured run, the same with the L2
