@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # what the names below are, for type checkers and IDEs
     from solar.hub import bound_hub, plan_hub
     from solar.hw import list_specs, load_spec
     from solar.questions.compare import compare
+    from solar.questions.kernel_groups import bound_compiled
     from solar.questions.provision import provision
     from solar.questions.serving import serving
     from solar.questions.sweep import sweep
@@ -40,6 +41,7 @@ if TYPE_CHECKING:  # what the names below are, for type checkers and IDEs
 _EXPORTS: dict[str, str] = {
     "Bound": "solar.backend.result",
     "bound": "solar.api",
+    "bound_compiled": "solar.questions.kernel_groups",
     "bound_definition": "solar.definition",
     "bound_hub": "solar.hub",
     "bound_program": "solar.api",
@@ -70,6 +72,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Bound",
     "bound",
+    "bound_compiled",
     "bound_definition",
     "bound_hub",
     "bound_program",

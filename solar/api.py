@@ -12,7 +12,7 @@ modules, the views and the CLI.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -21,6 +21,7 @@ from solar.backend.parallel.model import ParallelModel, link_bandwidth
 from solar.backend.parallel.parallel_bound import ParallelBound
 from solar.backend.parallel.search import best_plan
 from solar.backend.result import Bound
+from solar.frontend.compiled import CompiledTrace
 from solar.frontend.frameworks import FRONTENDS, frontend_of, owners
 from solar.frontend.program_errors import ProgramError as ProgramError  # re-exported
 from solar.frontend.program_errors import located
@@ -437,3 +438,29 @@ def bound_training(
         name=name or f"{type(model).__name__} step",
         framework="torch",
     )
+
+
+def compile_program(
+    model: Callable | object,
+    inputs: object,
+    *,
+    kwargs: Mapping[str, object] | None = None,
+    mode: str = "default",
+    name: str | None = None,
+    precision: str | None = None,
+    framework: str | None = None,
+) -> list[CompiledTrace]:
+    """Compile a program with its framework's compiler — ``torch.compile`` (Inductor, in
+    ``mode``) or ``jax.jit`` (XLA) — and map its kernels onto solar's trace: one
+    :class:`CompiledTrace` per compiled graph."""
+    fw = frontend_of(model, inputs, kwargs, framework).name
+    if fw == "jax":
+        if mode not in ("default", "jit"):
+            raise ValueError(f"jax.jit has no mode {mode!r}: XLA compiles one way (drop mode)")
+        from solar.frontend.jax.compiled import compile_jax
+
+        args = inputs if isinstance(inputs, (list, tuple)) else (inputs,)
+        return [compile_jax(model, args, kwargs, name=name)]
+    from solar.frontend.torch.compiled import compile_torch
+
+    return compile_torch(model, inputs, kwargs=kwargs, mode=mode, name=name, precision=precision)

@@ -20,7 +20,7 @@ from solar.gpu.compiled_headroom import Launch, match_launches
 from solar.graph.lift import lift
 from solar.interp.torch.execute import execute
 from solar.ir.restrict import restrict
-from solar.questions.kernel_groups import bound_compiled
+from solar.questions.kernel_groups import bound_kernel_groups
 
 F32 = 4
 
@@ -113,7 +113,7 @@ def test_inductor_kernels_map_onto_solars_trace(compiled_block):
 
 
 def test_one_bound_per_group_and_the_terms_add_up(compiled_block):
-    b = bound_compiled(compiled_block, "H100")
+    b = bound_kernel_groups(compiled_block, "H100")
     whole = solar.bound(_Block().eval(), torch.randn(8, 64), hw="H100")
     assert b.fused_s == pytest.approx(whole.fused)  # the same aten calls, the same bound
     g0, g1 = b.groups

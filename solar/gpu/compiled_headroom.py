@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from solar.api import compile_program
 from solar.fmt import jsonable
 from solar.frontend.compiled import CompiledTrace, GeneratedKernel, KernelKind
 from solar.frozen import Frozen
@@ -44,7 +45,7 @@ from solar.gpu.measure import (
     time_fn,
 )
 from solar.gpu.violations import DEFAULT_TOL
-from solar.questions.kernel_groups import CompiledBound, bound_compiled
+from solar.questions.kernel_groups import CompiledBound, bound_kernel_groups
 from solar.viewable import Viewable
 
 __all__ = [
@@ -390,7 +391,7 @@ def measure_compiled(
     spec = hw if hasattr(hw, "dram_bandwidth") else resolve_hw(hw, device)
     seconds: dict[str, float] = {}
     t0 = time.perf_counter()
-    bounds = tuple(bound_compiled(c, spec) for c in compiled)
+    bounds = tuple(bound_kernel_groups(c, spec) for c in compiled)
     seconds["bound"] = time.perf_counter() - t0
     run = compiled[0].run
     t0 = time.perf_counter()
@@ -478,34 +479,6 @@ def compiled_report(
         path=path,
         seconds=dict(seconds or {}),
     )
-
-
-def compile_program(
-    model: Callable | object,
-    inputs: object,
-    *,
-    kwargs: Mapping[str, object] | None = None,
-    mode: str = "default",
-    name: str | None = None,
-    precision: str | None = None,
-    framework: str | None = None,
-) -> list[CompiledTrace]:
-    """Compile a program with its framework's compiler — ``torch.compile`` (Inductor, in
-    ``mode``) or ``jax.jit`` (XLA) — and map its kernels onto solar's trace: one
-    :class:`CompiledTrace` per compiled graph."""
-    from solar.frontend.frameworks import frontend_of
-
-    fw = frontend_of(model, inputs, kwargs, framework).name
-    if fw == "jax":
-        if mode not in ("default", "jit"):
-            raise ValueError(f"jax.jit has no mode {mode!r}: XLA compiles one way (drop mode)")
-        from solar.frontend.jax.compiled import compile_jax
-
-        args = inputs if isinstance(inputs, (list, tuple)) else (inputs,)
-        return [compile_jax(model, args, kwargs, name=name)]
-    from solar.frontend.torch.compiled import compile_torch
-
-    return compile_torch(model, inputs, kwargs=kwargs, mode=mode, name=name, precision=precision)
 
 
 def compiled_headroom(

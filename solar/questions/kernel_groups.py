@@ -41,7 +41,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from solar.api import bound_graph, bound_program
+from solar.api import bound_graph, bound_program, compile_program
 from solar.fmt import jsonable
 from solar.frontend.compiled import CompiledTrace, GeneratedKernel
 from solar.frozen import Frozen
@@ -51,7 +51,14 @@ from solar.ir.program import Program
 from solar.ir.restrict import restrict
 from solar.viewable import Viewable
 
-__all__ = ["SCHEMA", "CompiledBound", "KernelGroup", "bound_compiled", "group_kernels"]
+__all__ = [
+    "SCHEMA",
+    "CompiledBound",
+    "KernelGroup",
+    "bound_compiled",
+    "bound_kernel_groups",
+    "group_kernels",
+]
 
 SCHEMA = "solar.compiled_bound/1"
 
@@ -299,7 +306,7 @@ def _neighbours(program: Program) -> tuple[dict[str, set[str]], dict[str, set[st
     return producers, consumers
 
 
-def bound_compiled(compiled: CompiledTrace, hw="H100") -> CompiledBound:
+def bound_kernel_groups(compiled: CompiledTrace, hw="H100") -> CompiledBound:
     """The program's fused bound and the bounds of each group of the kernels the compiler
     generated (module docstring)."""
     spec = hw if hasattr(hw, "dram_bandwidth") else load_spec(hw)
@@ -384,3 +391,35 @@ def bound_compiled(compiled: CompiledTrace, hw="H100") -> CompiledBound:
         notes=tuple(notes),
         bound=whole,
     )
+
+
+def bound_compiled(
+    model: object,
+    inputs: object,
+    hw="H100",
+    *,
+    mode: str = "default",
+    kwargs: Mapping[str, object] | None = None,
+    name: str | None = None,
+    precision: str | None = None,
+    framework: str | None = None,
+) -> CompiledBound:
+    """Compile ``model`` as ``torch.compile(mode=mode)`` (or ``jax.jit``) does on the machine
+    at hand (it runs once on ``inputs``) and bound each group of the kernels the compiler
+    generated on ``hw``: the table of :class:`CompiledBound`, nothing measured."""
+    compiled = compile_program(
+        model,
+        inputs,
+        kwargs=kwargs,
+        mode=mode,
+        name=name,
+        precision=precision,
+        framework=framework,
+    )
+    if len(compiled) != 1:
+        raise ValueError(
+            f"the program compiles as {len(compiled)} graphs (graph breaks): "
+            "solar.headroom(model, inputs, compile=True) reports each; "
+            "torch._dynamo.explain(model)(*inputs) says where they break"
+        )
+    return bound_kernel_groups(compiled[0], hw)
