@@ -64,7 +64,8 @@ class Trace:
     parameters, optimizer state) come last. ``assumptions`` are the lines the bound's report
     must state. ``graph`` is the framework's own record of the program (an fx ``GraphModule``,
     a ``ClosedJaxpr``), for per-kernel checks; ``kernels_of`` maps each of its nodes (an fx
-    node's name, a jaxpr equation's index as a string) to the IR kernels lowered from it, in
+    node's name; a jaxpr equation's key, ``"3"`` or ``"3/1"`` for equation 1 of equation 3's
+    sub-jaxpr, :mod:`solar.frontend.jax.equation_keys`) to the IR kernels lowered from it, in
     program order (the compiled-program mapping, :mod:`solar.frontend.compiled`, reads it)."""
 
     framework: str
