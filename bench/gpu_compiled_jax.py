@@ -14,13 +14,13 @@ Programs (bf16, plain JAX, weights random normal x 0.02, seed 0):
 
 For each: :func:`solar.frontend.jax.compiled.compile_jax` (XLA on the default backend, each
 generated kernel with the IR kernels it computes, its source lines, or why it maps to none),
-then :func:`solar.frontend.jax.profiling.profile_jax` (one warm-up, ``--reps`` profiled runs).
-A profiled launch belongs to the generated kernel whose name is its ``hlo_op`` (else whose
-``launch`` names hold the kernel's name); per kernel the median over repetitions of the sum of
-its launches' durations. Launches no generated kernel claims are listed. XLA's command buffers
+then :func:`solar.gpu.compiled_headroom.measure_compiled`: a bound per group of kernels, the
+program timed, ``--reps`` runs profiled with the JAX profiler and each launch matched to its
+kernel (by its ``hlo_op``), the three-term decomposition. XLA's command buffers
 (CUDA graphs) are switched off unless ``--command-buffers`` (``XLA_FLAGS``), so each kernel
-is profiled as the instruction that launched it. Writes OUTDIR/<program>.json (the table and
-the mapping) and OUTDIR/summary.json; one program's failure is recorded and the next runs.
+is profiled as the instruction that launched it. Writes OUTDIR/<program>.txt (the report as
+``solar`` prints it), OUTDIR/<program>.json (it and the mapping) and OUTDIR/summary.json;
+one program's failure is recorded and the next runs.
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
 import time
 import traceback
@@ -117,79 +116,40 @@ def materialize(tree):
     return jax.tree_util.tree_unflatten(treedef, arrays)
 
 
-def table(ct, reps) -> dict:
-    """Per generated kernel: its mapping and measured seconds (median over repetitions)."""
-    from solar.frontend.jax.compiled import equations_of
-
-    names = {g.name: g for g in ct.kernels}
-    by_launch = {n: g.name for g in ct.kernels for n in g.launch}
-    per_rep: list[dict[str, float]] = []
-    unclaimed: dict[str, list[float]] = {}
-    for rep in reps:
-        sums: dict[str, float] = {}
-        for launch in rep:
-            owner = launch.hlo_op if launch.hlo_op in names else by_launch.get(launch.name)
-            if owner is None:
-                unclaimed.setdefault(f"{launch.name} [{launch.hlo_op}]", []).append(launch.seconds)
-                continue
-            sums[owner] = sums.get(owner, 0.0) + launch.seconds
-        per_rep.append(sums)
-    rows = []
-    for g in ct.kernels:
-        seen = [r[g.name] for r in per_rep if g.name in r]
-        rows.append(
-            {
-                "kernel": g.name,
-                "launch": list(g.launch),
-                "ir_kernels": list(g.ir_kernels),
-                "equations": list(equations_of(g)),
-                "sources": list(g.sources),
-                "unmapped": g.unmapped,
-                "ops": list(g.ops),
-                "measured_s": statistics.median(seen) if seen else None,
-                "profiled_reps": len(seen),
-            }
-        )
-    totals = [sum(r.values()) for r in per_rep]
-    return {
-        "kernels": rows,
-        "unclaimed_launches": {k: statistics.median(v) for k, v in unclaimed.items()},
-        "sum_measured_s": statistics.median(totals) if totals else None,
-    }
-
-
 def run_one(name: str, args) -> dict:
+    """Compile, bound each group of XLA kernels, time and profile: the report's dict."""
     import jax
 
-    from solar.frontend.jax.compiled import compile_jax
-    from solar.frontend.jax.profiling import profile_jax
+    from solar.frontend.jax.compiled import compile_jax, equations_of
+    from solar.gpu.compiled_headroom import measure_compiled
 
     fn, inputs = globals()[name](args.dry_run)
     t0 = time.perf_counter()
     ct = compile_jax(fn, inputs, name=name)
     compile_s = time.perf_counter() - t0
-    reps = profile_jax(ct.run, args.reps)
-    host = []
-    for _ in range(args.reps):
-        t = time.perf_counter()
-        ct.run()
-        host.append(time.perf_counter() - t)
-    result = {
+    gpu = jax.default_backend() == "gpu"
+    r = measure_compiled(
+        [ct],
+        "auto" if gpu else "H100",
+        device="cuda" if gpu else "cpu",
+        profile_reps=args.reps,
+        budget_s=0.5,
+        name=name,
+    )
+    (args.out / f"{name}.txt").write_text(str(r) + "\n")
+    return {
         "program": name,
         "device": str(jax.devices()[0]),
         "backend": jax.default_backend(),
         "jax": jax.__version__,
         "xla_flags": os.environ.get("XLA_FLAGS", ""),
         "compile_and_trace_s": compile_s,
-        "host_wall_s_median": statistics.median(host),
-        "ir_kernels": [k.name for k in ct.trace.program.kernels],
-        "kernels_of": {k: list(v) for k, v in ct.trace.kernels_of.items()},
-        "notes": list(ct.notes),
         "generated": len(ct.kernels),
         "mapped": sum(1 for g in ct.kernels if g.ir_kernels),
-        **table(ct, reps),
+        "ir_kernels": [k.name for k in ct.trace.program.kernels],
+        "equations": {g.name: list(equations_of(g)) for g in ct.kernels},
+        "report": r.to_dict(),
     }
-    return result
 
 
 def main(argv=None) -> int:
@@ -213,15 +173,18 @@ def main(argv=None) -> int:
             summary[name] = {"error": f"{type(e).__name__}: {e}".splitlines()[0]}
             continue
         (args.out / f"{name}.json").write_text(json.dumps(result, indent=1))
+        rep = result["report"]
         summary[name] = {
-            k: result[k]
-            for k in ("device", "generated", "mapped", "sum_measured_s", "host_wall_s_median")
+            **{k: result[k] for k in ("device", "generated", "mapped")},
+            "groups": len(rep["groups"]),
+            "unmatched_launches": len(rep["unmatched"]),
+            "violations": rep["violations"],
+            "terms": rep["terms"],
         }
-        summary[name]["unclaimed_launches"] = len(result["unclaimed_launches"])
         print(
             f"{name}: {result['generated']} XLA kernels, {result['mapped']} mapped to IR "
-            f"kernels, {len(result['ir_kernels'])} IR kernels; measured sum "
-            f"{result['sum_measured_s']}, host wall {result['host_wall_s_median']:.3e} s"
+            f"kernels, {len(result['ir_kernels'])} IR kernels, {len(rep['groups'])} groups; "
+            f"violations {len(rep['violations'])}"
         )
     (args.out / "summary.json").write_text(json.dumps(summary, indent=1))
     return 0 if all("error" not in v for v in summary.values()) else 1
