@@ -213,3 +213,36 @@ def test_headroom_compile_refuses_a_candidate():
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(pytest.main([__file__, "-q"]))
+
+
+def test_a_kernel_without_provenance_is_mapped_by_its_source_line():
+    """Inductor's online-softmax rewrite (a large softmax split in two reductions on the GPU)
+    makes a node with no provenance: its kernel is mapped through the line its stack trace
+    names (seen on the H100 for KernelBench's 95_CrossEntropyLoss: that kernel read the whole
+    536 MB input, and left out of its group it made the group look 12x faster than its bound)."""
+    from solar.frontend.torch.compiled import _kernels
+
+    code = "\n".join(
+        [
+            "    # [Provenance debug handles] triton_red_fused_prepare_softmax_online_0:1",
+            "    triton_red_fused_prepare_softmax_online_0.run(arg0_1, buf0)",
+            "    # [Provenance debug handles] triton_red_fused_nll_loss_forward_1:2",
+        ]
+    )
+    mapping = {
+        "cppCodeToPost": {
+            "triton_red_fused_prepare_softmax_online_0:1": ["prepare_softmax_online_default"],
+            "triton_red_fused_nll_loss_forward_1:2": ["sub_1", "gather"],
+        },
+        "postToPre": {"sub_1": ["cross_entropy"], "gather": ["cross_entropy"]},
+    }
+    trace = '  File "/home/u/model.py", line 14, in forward\n    return F.cross_entropy(p, t)\n'
+    stacks = {"triton_red_fused_prepare_softmax_online_0:1": [trace]}
+    ir_of = {"cross_entropy": ["log_softmax_0", "nll_loss_forward_1"]}
+    first, second = _kernels(code, mapping, stacks, ir_of, {"cross_entropy": "model.py:14"})
+    assert (first.ir_kernels, first.mapped_by, first.sources) == (
+        ("log_softmax_0", "nll_loss_forward_1"),
+        "source line",
+        ("model.py:14",),
+    )
+    assert (second.ir_kernels, second.mapped_by) == (first.ir_kernels, "provenance")

@@ -44,7 +44,10 @@ class GeneratedKernel:
     ``ir_kernels``: the IR kernels of :attr:`CompiledTrace.trace` it computes, whole or in
     part; ``ops``: the compiler-side operations it runs (Inductor's post-grad nodes, HLO
     instructions); ``sources``: the user's source lines they come from; ``unmapped``: why
-    ``ir_kernels`` is empty (a copy the compiler added, an operation solar's trace has not)."""
+    ``ir_kernels`` is empty (a copy the compiler added, an operation solar's trace has not);
+    ``mapped_by``: ``"provenance"`` (the compiler's node mapping) or ``"source line"`` (its
+    nodes carry no provenance: the IR kernels of the program's calls on the lines its stack
+    traces name)."""
 
     name: str
     kind: KernelKind
@@ -53,6 +56,7 @@ class GeneratedKernel:
     ops: tuple[str, ...] = ()
     sources: tuple[str, ...] = ()
     unmapped: str = ""
+    mapped_by: str = "provenance"
 
 
 @dataclass(frozen=True)

@@ -116,9 +116,9 @@ def _map_graph(
 ) -> CompiledTrace:
     """solar's trace of one Dynamo graph, and its generated kernels mapped onto it."""
     gm = rec.gm
-    trace = trace_torch(
-        _interpreted(gm), [_meta(x) for x in rec.example_inputs], name=name, precision=precision
-    )
+    # the example inputs as they are (real or Dynamo's fakes): the trace reads their sizes,
+    # dtypes and device only, and a constant Dynamo baked onto their device agrees with them
+    trace = trace_torch(_interpreted(gm), list(rec.example_inputs), name=name, precision=precision)
     # pre-grad (Dynamo) node -> IR kernels, through the aten nodes solar lowered for it
     ir_of: dict[str, list[str]] = {}
     for node in trace.graph.graph.nodes:
@@ -132,9 +132,10 @@ def _map_graph(
     sources: list[str] = []
     for out in rec.outputs:
         mapping = json.loads(getattr(out, "inductor_provenance_mapping_str", None) or "{}")
+        stacks = json.loads(getattr(out, "inductor_provenance_stack_traces_str", None) or "{}")
         code = getattr(out, "source_code", "") or ""
         sources.append(code)
-        kernels += _kernels(code, mapping, ir_of, line_of)
+        kernels += _kernels(code, mapping, stacks, ir_of, line_of)
     extra = ()
     if not rec.outputs:
         extra = ("Inductor compiled this graph without returning its provenance",)
@@ -169,11 +170,19 @@ _DYNAMO_ROOT = re.compile(r"^L\['[^']*'\]\.?")
 def _kernels(
     code: str,
     mapping: Mapping,
+    stacks: Mapping[str, list[str]],
     ir_of: Mapping[str, list[str]],
     line_of: Mapping[str, str],
 ) -> list[GeneratedKernel]:
     """The generated kernels of one compiled graph in launch order, each with the IR kernels
-    of the pre-grad nodes behind the post-grad nodes it computes."""
+    of the pre-grad nodes behind the post-grad nodes it computes; a kernel whose nodes carry
+    no provenance (a node a pattern rewrite made, such as the online-softmax reduction
+    Inductor splits a large softmax into) gets those of the program's calls on the lines its
+    stack traces name."""
+    on_line: dict[str, list[str]] = {}
+    for node, line in line_of.items():
+        if line:
+            on_line.setdefault(line, []).append(node)
     to_post: Mapping[str, list[str]] = mapping.get("cppCodeToPost", {})
     to_pre: Mapping[str, list[str]] = mapping.get("postToPre", {})
     launches = [m.groups() for m in map(_HANDLE.search, code.splitlines()) if m]
@@ -186,6 +195,18 @@ def _kernels(
         pre = list(dict.fromkeys(p for n in post for p in to_pre.get(n, ())))
         ir = list(dict.fromkeys(k for p in pre for k in ir_of.get(p, ())))
         lines = tuple(dict.fromkeys(line_of[p] for p in pre if line_of.get(p)))
+        by = "provenance"
+        if not ir and post and not pre:
+            lines = tuple(
+                dict.fromkeys(
+                    line
+                    for t in stacks.get(f"{kname}:{handle}", ())
+                    if (line := user_source(t)) and line in on_line
+                )
+            )
+            pre = [n for line in lines for n in on_line[line]]
+            ir = list(dict.fromkeys(k for p in pre for k in ir_of.get(p, ())))
+            by = "source line"
         kind = _kind(kname)
         why = ""
         if not ir:
@@ -210,6 +231,7 @@ def _kernels(
                 ops=tuple(post),
                 sources=lines,
                 unmapped=why,
+                mapped_by=by if ir else "provenance",
             )
         )
     return out
@@ -256,14 +278,3 @@ def _interpreted(gm: fx.GraphModule) -> Callable:
 
     run_graph.__name__ = "graph"
     return run_graph
-
-
-def _meta(x: object) -> object:
-    """The example input as solar's trace takes it: a real tensor as it is (the trace fakes it
-    on its device, as for the uncompiled program), a fake one as a meta tensor of its size,
-    strides and dtype."""
-    from torch._subclasses.fake_tensor import FakeTensor
-
-    if isinstance(x, FakeTensor):
-        return torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device="meta")
-    return x
