@@ -49,6 +49,14 @@ def parse(argv):
     p.add_argument("--only", default="", help="comma-separated substrings of file names")
     p.add_argument("--deadline", type=float, default=0, help="stop starting problems after S s")
     p.add_argument("--device", default="cuda", help="cuda, or cpu to try the script here")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="override a module-level constant of every problem that has it (batch_size=2): "
+        "small sizes for a run on the CPU",
+    )
     p.add_argument("--dry-run", action="store_true")
     p.add_argument("--one", nargs=2, metavar=("PROBLEM", "OUT_JSON"), help=argparse.SUPPRESS)
     return p.parse_args(argv)
@@ -74,7 +82,9 @@ def gpu_lock(path: Path):
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
-def one(problem: Path, out: Path, mode: str, budget: float, lock: Path, device: str) -> int:
+def one(
+    problem: Path, out: Path, mode: str, budget: float, lock: Path, device: str, sets: dict
+) -> int:
     """Compile, bound, time and profile one problem; write its JSON (or its error)."""
     import torch
 
@@ -85,7 +95,7 @@ def one(problem: Path, out: Path, mode: str, budget: float, lock: Path, device: 
     row: dict = {"problem": problem.stem, "level": problem.parent.name, "status": "error"}
     t0 = time.perf_counter()
     try:
-        p, _ = load_real_problem(problem, device=device)
+        p, _ = load_real_problem(problem, device=device, overrides=sets, strict_overrides=False)
         compiled = compile_torch(p.model, p.inputs, mode=mode, name=problem.stem)
         row["compile_s"] = time.perf_counter() - t0
         with gpu_lock(lock):
@@ -190,7 +200,9 @@ def main(argv=None) -> int:
     if args.one:
         out = Path(args.one[1])
         lock = out.parent.parent / "gpu.lock"
-        return one(Path(args.one[0]), out, args.mode, args.budget, lock, args.device)
+        sets = dict(kv.split("=", 1) for kv in args.set)
+        sets = {k: int(v) if v.lstrip("-").isdigit() else v for k, v in sets.items()}
+        return one(Path(args.one[0]), out, args.mode, args.budget, lock, args.device, sets)
     todo = problems(args)
     outdir = Path(args.outdir)
     if args.dry_run:

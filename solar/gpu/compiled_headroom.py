@@ -387,6 +387,11 @@ def measure_compiled(
     in the order they run)."""
     import time
 
+    if not compiled:
+        raise ValueError(
+            "the compiler made no graph of this program (no tensor work reached it): there is "
+            "nothing compiled to measure; solar.headroom without compile= measures it eagerly"
+        )
     device = torch.device(device)
     spec = hw if hasattr(hw, "dram_bandwidth") else resolve_hw(hw, device)
     seconds: dict[str, float] = {}
