@@ -112,6 +112,18 @@ def test_inductor_kernels_map_onto_solars_trace(compiled_block):
     assert all(s.startswith("test_compiled.py:") for s in fused.sources)
 
 
+def test_the_seeds_inductor_draws_for_dropout_are_its_own_kernel():
+    from solar.frontend.torch.compiled import compile_torch
+
+    model = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.Dropout(0.5)).train()
+    (ct,) = compile_torch(model, (torch.randn(4, 16),))
+    seeds, gemm, dropout = ct.kernels
+    assert seeds.ir_kernels == () and seeds.unmapped.startswith(
+        "Inductor's own: it draws the seeds"
+    )
+    assert (gemm.ir_kernels, dropout.ir_kernels) == (("addmm_0",), ("native_dropout_1",))
+
+
 def test_one_bound_per_group_and_the_terms_add_up(compiled_block):
     b = bound_kernel_groups(compiled_block, "H100")
     whole = solar.bound(_Block().eval(), torch.randn(8, 64), hw="H100")

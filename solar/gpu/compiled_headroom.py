@@ -389,8 +389,9 @@ def measure_compiled(
 
     if not compiled:
         raise ValueError(
-            "the compiler made no graph of this program (no tensor work reached it): there is "
-            "nothing compiled to measure; solar.headroom without compile= measures it eagerly"
+            "the compiler made no graph of this program: all of it runs eagerly (Dynamo does "
+            "not trace nn.LSTM or nn.GRU, or breaks the graph at every call); solar.headroom "
+            "without compile= measures what runs"
         )
     device = torch.device(device)
     spec = hw if hasattr(hw, "dram_bandwidth") else resolve_hw(hw, device)

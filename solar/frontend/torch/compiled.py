@@ -38,6 +38,9 @@ from solar.frontend.torch.trace import trace_torch
 
 __all__ = ["MODES", "compile_torch", "extern_operator"]
 
+#: post-grad nodes of the random seeds Inductor draws for a graph's random operations
+_SEEDS = ("inductor_seeds", "inductor_lookup_seed", "inductor_random")
+
 _HANDLE = re.compile(r"#\s*\[Provenance debug handles\]\s*(\S+):(\d+)\s*$")
 
 
@@ -212,6 +215,8 @@ def _kernels(
         if not ir:
             if not post:
                 why = "Inductor recorded no graph node for it"
+            elif all(n.startswith(_SEEDS) for n in post):
+                why = "Inductor's own: it draws the seeds of the program's random operations"
             elif not pre:
                 why = (
                     f"its nodes ({', '.join(post[:4])}) come from no call of the program: a "
