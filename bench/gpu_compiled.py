@@ -108,6 +108,8 @@ def one(
         row["error"] = f"out of memory: {str(e).splitlines()[0]}"
     except Exception as e:  # one row per failure, never the end of the run
         row["error"] = f"{type(e).__name__}: {(str(e).splitlines() or [''])[0][:300]}"
+        if "made no graph" in str(e):
+            row["status"] = "eager"  # Dynamo runs it all eagerly: nothing compiled to map
     row["seconds"] = time.perf_counter() - t0
     out.write_text(json.dumps(row) + "\n")
     return 0
@@ -163,7 +165,7 @@ def summarize(rows: list[dict], head: list[str]) -> tuple[str, dict]:
         summary[level] = {
             "problems": len(rs),
             "ok": len(ok),
-            "errors": {r["problem"]: r.get("error") for r in rs if r["status"] != "ok"},
+            "errors": {r["problem"]: r.get("error") for r in rs if r["status"] == "error"},
             "generated_kernels": kernels,
             "mapped_kernels": mapped,
             "unmapped_reasons": dict(why),
@@ -174,8 +176,11 @@ def summarize(rows: list[dict], head: list[str]) -> tuple[str, dict]:
             "median_share_of_measured": med,
             "median_ratios": medr,
         }
+        eager = [r["problem"] for r in rs if r["status"] == "eager"]
+        summary[level]["eager"] = eager
         lines += [
-            f"## {level}: {len(ok)} of {len(rs)} problems compiled and measured",
+            f"## {level}: {len(ok)} of {len(rs)} problems compiled and measured"
+            + (f"; {len(eager)} run all eagerly under torch.compile (no graph)" if eager else ""),
             "",
             f"- generated kernels: {kernels}, mapped to solar's graph: {mapped}, unmapped: "
             f"{kernels - mapped}" + (f" ({dict(why)})" if why else ""),
