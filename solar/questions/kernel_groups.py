@@ -4,9 +4,11 @@ the fused bound of exactly that.
 A compiled program is a sequence of generated kernels (:class:`~solar.frontend.compiled.
 GeneratedKernel`), each computing some of the IR kernels of solar's trace — whole, or a part
 (Inductor splits a softmax into two reductions; it recomputes a cheap pointwise op inside two
-consumers). Kernels that share an IR kernel are measured and bounded together: the *groups*
-are the connected components of "computes a part of the same IR kernel", so every IR kernel is
-computed inside one group and a group's kernels together do all of its work.
+consumers). Kernels that share an IR kernel with work across its elements (a reduction, a
+contraction, a routine) are measured and bounded together: the *groups* are the connected
+components of "computes a part of the same such IR kernel", so a group's kernels together do
+all of its work. A pointwise IR kernel several kernels compute is recomputed by each for its
+own use: it joins no groups and is counted in each (:func:`group_kernels`).
 
 A group's fused bound is the fused bound of its IR kernels as a program of their own
 (:func:`solar.ir.restrict.restrict`): what they read from outside through DRAM once, what they
