@@ -170,6 +170,7 @@ class CompiledBound(Frozen, Viewable):
                         "ops": list(k.ops),
                         "sources": list(k.sources),
                         "unmapped": k.unmapped,
+                        "mapped_by": k.mapped_by,
                     }
                     for k, g in zip(self.kernels, self.group_of, strict=True)
                 ],

@@ -29,6 +29,11 @@ def _tail(b: CompiledBound) -> list:
     for k in b.kernels:
         if k.unmapped:
             out.append(f"unmapped kernel {_short(k.name)}: {k.unmapped}")
+        elif k.mapped_by != "provenance":
+            out.append(
+                f"kernel {_short(k.name)} mapped by its {k.mapped_by} "
+                f"({', '.join(k.sources)}): its nodes carry no provenance"
+            )
     for u in b.uncovered:
         where = f" at {u.source}" if u.source else ""
         out.append(f"no kernel computes {u.kernel} ({u.op}{where}): {u.why}")
