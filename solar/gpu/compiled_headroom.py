@@ -2,7 +2,7 @@
 the bound of what each kernel computes.
 
 The program is compiled (:func:`solar.frontend.torch.compiled.compile_torch`), bounded group by
-group (:func:`solar.questions.kernel_groups.bound_compiled`), timed whole (CUDA events, L2
+group (:func:`solar.questions.kernel_groups.bound_kernel_groups`), timed whole (CUDA events, L2
 flushed before each repetition, median) and profiled (``torch.profiler``, L2 flushed before each
 profiled repetition). Each device activity of a profiled repetition is matched to the generated
 kernel that launched it (:func:`match_launches`):
@@ -39,7 +39,8 @@ from solar.gpu.measure import (
     OpEvent,
     Timing,
     device_info,
-    events_from_profiler,
+    on_device,
+    profile_events,
     profiler_log_filtered,
     resolve_hw,
     time_fn,
@@ -69,6 +70,11 @@ class Launch:
     seconds: float
     owners: tuple[str, ...]
     owner_ids: tuple[int, ...]  # the operators' event indices: one call's activities share one
+
+    @property
+    def row(self) -> tuple[str, float, str]:
+        """``(name, seconds, innermost operator)``, as the report lists it."""
+        return (self.name, self.seconds, self.owners[0] if self.owners else "")
 
 
 @dataclass(frozen=True)
@@ -287,11 +293,7 @@ def match_launches(
             if kernels[ki].kind is KernelKind.EXTERN and found[ki] is None:
                 add(li, ki, "position")
                 break
-    unmatched = [
-        (la.name, la.seconds, la.owners[0] if la.owners else "")
-        for li, la in enumerate(launches)
-        if not taken[li]
-    ]
+    unmatched = [la.row for li, la in enumerate(launches) if not taken[li]]
     return found, unmatched
 
 
@@ -308,9 +310,7 @@ def _match_reps(
     """:func:`match_launches` over every profiled repetition: the median per kernel, the
     unmatched activities of the first repetition, and all of its activities."""
     per_rep = [match_launches(kernels, la) for la in reps]
-    first = (
-        [(la.name, la.seconds, la.owners[0] if la.owners else "") for la in reps[0]] if reps else []
-    )
+    first = [la.row for la in reps[0]] if reps else []
     out = []
     for ki in range(len(kernels)):
         hits = [f[ki] for f, _ in per_rep if f[ki] is not None]
@@ -329,25 +329,13 @@ def _torch_launches(
     reps: int,
     flush: bool,
 ) -> list[list[Launch]]:
-    """Per profiled repetition (``torch.profiler``, L2 flushed before each), its launches."""
-    from torch.profiler import ProfilerActivity, profile, record_function
-
-    from solar.gpu.measure import L2Flush, _sync
-
-    cuda = device.type == "cuda"
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
-    flusher = L2Flush(device) if (cuda and flush) else None
-    with profiler_log_filtered(), profile(activities=activities) as prof:
-        for i in range(reps):
-            if flusher is not None:
-                flusher()
-            with record_function(f"{REP_MARKER}{i}"):
-                run()
-            _sync(device)
+    """Per profiled repetition (``torch.profiler``, L2 flushed before each; the timed runs
+    were the warm-up), its launches."""
     names = {n for k in kernels if k.kind is not KernelKind.EXTERN for n in k.launch}
-    events = events_from_profiler(
-        prof.events(), device_kind="cuda" if cuda else "cpu", launched=names
-    )
+    with profiler_log_filtered():
+        events = profile_events(
+            run, device=device, reps=reps, flush=flush, warmup=0, launched=names
+        )
     roots = [i for i, e in enumerate(events) if e.name.startswith(REP_MARKER)]
     return [_launches(events, r) for r in roots]
 
@@ -510,14 +498,10 @@ def compiled_headroom(
 
     from torch.utils import _pytree as pytree
 
-    args = tuple(inputs) if isinstance(inputs, (list, tuple)) else (inputs,)
-    if device is not None:
-        if isinstance(model, torch.nn.Module):
-            model.to(device)
-        args = pytree.tree_map(lambda x: x.to(device) if isinstance(x, torch.Tensor) else x, args)
+    args = on_device(model, inputs, device)
     dev = next((x.device for x in pytree.tree_leaves(args) if isinstance(x, torch.Tensor)), None)
-    if dev is None:  # a JAX program: its arrays' platform
-        dev = torch.device("cuda" if _jax_on_gpu(args) else "cpu")
+    if dev is None:  # a JAX program: where JAX runs
+        dev = torch.device("cuda" if _jax_on_gpu() else "cpu")
     t0 = time.perf_counter()
     compiled = compile_program(
         model, args, kwargs=kwargs, mode=mode, name=name, precision=precision, framework=framework
@@ -537,7 +521,7 @@ def compiled_headroom(
     return _with_seconds(r, compile=compile_s)
 
 
-def _jax_on_gpu(args: object) -> bool:
+def _jax_on_gpu() -> bool:
     """Whether JAX runs on a GPU (its default backend)."""
     try:
         import jax

@@ -32,6 +32,7 @@ from solar.gpu.measure import (
     Timing,
     device_info,
     map_reps,
+    on_device,
     profile_events,
     profiler_log_filtered,
     resolve_hw,
@@ -544,7 +545,6 @@ def headroom(
     (same inputs), timed instead and checked against ``model``'s outputs; ``r.score`` is then
     its SOL score. ``device`` moves the model (in place) and inputs there first.
     ``per_kernel`` maps profiler kernel times onto the IR kernels."""
-    from torch.utils import _pytree as pytree
 
     if compile:
         from solar.gpu.compiled_headroom import compiled_headroom
@@ -564,11 +564,7 @@ def headroom(
             flush=flush,
             tol=tol,
         )
-    args = tuple(inputs) if isinstance(inputs, (list, tuple)) else (inputs,)
-    if device is not None:
-        if isinstance(model, torch.nn.Module):
-            model.to(device)
-        args = pytree.tree_map(lambda x: x.to(device) if isinstance(x, torch.Tensor) else x, args)
+    args = on_device(model, inputs, device)
     subject = make_subject(model, args, name=name, precision=precision)
     return measure_subject(
         subject,

@@ -520,6 +520,19 @@ def events_from_profiler(
     return out
 
 
+def on_device(model: object, inputs: object, device: str | torch.device | None) -> tuple:
+    """``inputs`` as an argument tuple, moved to ``device`` (and ``model`` with them, in place,
+    when it is an ``nn.Module``); as they are without a ``device``."""
+    from torch.utils import _pytree as pytree
+
+    args = tuple(inputs) if isinstance(inputs, (list, tuple)) else (inputs,)
+    if device is None:
+        return args
+    if isinstance(model, torch.nn.Module):
+        model.to(device)
+    return pytree.tree_map(lambda x: x.to(device) if isinstance(x, torch.Tensor) else x, args)
+
+
 def profile_events(
     run: Callable[[], object],
     *,
@@ -527,10 +540,11 @@ def profile_events(
     reps: int = 2,
     flush: L2Flush | bool | None = True,
     warmup: int = 1,
+    launched: Collection[str] = (),
 ) -> list[OpEvent]:
     """Profile ``reps`` runs of ``run()``, each inside ``record_function("solar::rep<i>")`` and
     preceded (outside the range) by an L2 flush; returns the events (see
-    :func:`events_from_profiler`) for :func:`map_reps`."""
+    :func:`events_from_profiler`, which ``launched`` goes to) for :func:`map_reps`."""
     from torch.profiler import ProfilerActivity, profile, record_function
 
     device = torch.device(device)
@@ -548,7 +562,9 @@ def profile_events(
                 with record_function(f"{REP_MARKER}{i}"):
                     run()
                 _sync(device)
-    return events_from_profiler(prof.events(), device_kind="cuda" if cuda else "cpu")
+    return events_from_profiler(
+        prof.events(), device_kind="cuda" if cuda else "cpu", launched=launched
+    )
 
 
 # ---------------------------------------------------------------------------------------------

@@ -258,7 +258,7 @@ def _kernel_floors(bound, spec, idx: Sequence[int], io: Sequence[_KernelIO], flu
     _, unit = _unit_of(flops, spec)
     nbytes = sum(io[i].reads + io[i].writes for i in idx)
     cold = sum(io[i].cold for i in idx) if flushed else 0.0
-    floor_bytes = max(cold, nbytes - 2 * l2)
+    floor_bytes = spec.dram_floor_bytes(cold, nbytes)
     by = max(ks, key=lambda k: k.time_s).bound_by if ks else "none"
     floor = max(compute, floor_bytes / bw)
     return Floors(bound_s, by, compute, unit, floor, nbytes, floor_bytes, bw, l2)

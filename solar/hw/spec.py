@@ -201,6 +201,13 @@ class HardwareSpec:
         per_sm = max(self.l1_smem_per_sm or 0, self.smem_per_sm) + self.registers_per_sm
         return self.l2_capacity + self.sm_count * per_sm
 
+    def dram_floor_bytes(self, cold: float, total: float) -> float:
+        """The DRAM bytes a run with L2 flushed before it must move for ``total`` bytes of
+        reads and writes: its ``cold`` ones (first reads of inputs and weights, which a flushed
+        L2 cannot hold) and whatever exceeds what L2 can hold on the way in and out (twice
+        its capacity)."""
+        return max(cold, total - 2 * float(self.l2_capacity))
+
     # -- derived specs and export ---------------------------------------------------------------
 
     def scaled(

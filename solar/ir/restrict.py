@@ -14,11 +14,18 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 
-from solar.ir.program import Program, verify
+from solar.ir.program import Kernel, Program, verify
 
-__all__ = ["restrict"]
+__all__ = ["restrict", "storages"]
 
 _OUTER = ("input", "weight", "constant")
+
+
+def storages(program: Program, kernel: Kernel) -> tuple[set[str], set[str]]:
+    """The storage tensors ``kernel`` reads and those it writes."""
+    base = program.base
+    reads = {base(ld.tensor) for st in kernel.statements for ld in st.loads()}
+    return reads, {base(st.out.tensor) for st in kernel.statements}
 
 
 def restrict(
@@ -42,8 +49,7 @@ def restrict(
     out_of_group: set[str] = set()  # storages read by kernels outside the group after a write
     produced_by_group: set[str] = set()
     for k in program.kernels:
-        reads = {base(ld.tensor) for st in k.statements for ld in st.loads()}
-        writes = {base(st.out.tensor) for st in k.statements}
+        reads, writes = storages(program, k)
         if k.name in keep:
             for st in k.statements:  # in order: a value the kernel made itself is not an input
                 read_first |= {base(ld.tensor) for ld in st.loads()} - written

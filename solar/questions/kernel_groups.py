@@ -50,7 +50,7 @@ from solar.frozen import Frozen
 from solar.graph.lift import lift
 from solar.hw import load_spec
 from solar.ir.program import Program
-from solar.ir.restrict import restrict
+from solar.ir.restrict import restrict, storages
 from solar.viewable import Viewable
 
 __all__ = [
@@ -294,18 +294,17 @@ def _mapped(k: GeneratedKernel, order: Mapping[str, int]) -> bool:
 def _neighbours(program: Program) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
     """Each IR kernel's producers (the kernels that last wrote what it reads) and consumers
     (those that read what it writes)."""
-    base = program.base
     last: dict[str, str] = {}
     producers: dict[str, set[str]] = {k.name: set() for k in program.kernels}
     consumers: dict[str, set[str]] = {k.name: set() for k in program.kernels}
     for k in program.kernels:
-        for t in {base(ld.tensor) for st in k.statements for ld in st.loads()}:
+        reads, writes = storages(program, k)
+        for t in reads:
             w = last.get(t)
             if w is not None and w != k.name:
                 producers[k.name].add(w)
                 consumers[w].add(k.name)
-        for st in k.statements:
-            last[base(st.out.tensor)] = k.name
+        last.update(dict.fromkeys(writes, k.name))
     return producers, consumers
 
 
@@ -336,7 +335,7 @@ def bound_kernel_groups(compiled: CompiledTrace, hw="H100") -> CompiledBound:
         cold = float(
             sum(v for t, v in io.reads.items() if first_read.get(t) in irs and _outer(program, t))
         )
-        floor_bytes = max(cold, total - 2 * float(spec.l2_capacity))
+        floor_bytes = spec.dram_floor_bytes(cold, total)
         compute = float(max(b.compute_s.values(), default=0.0))
         latency = float(b.latency.bounds.get("fused", 0.0)) if b.latency else 0.0
         terms = {"dram": floor_bytes / spec.dram_bandwidth, "latency": latency}

@@ -132,12 +132,12 @@ def _map_graph(
     line_of = {n.name: user_source(n.meta.get("stack_trace")) for n in gm.graph.nodes}
     _name_sources(trace, ir_of, line_of)
     kernels: list[GeneratedKernel] = []
-    sources: list[str] = []
+    codes: list[str] = []  # the wrapper code of each compiled graph
     for out in rec.outputs:
         mapping = json.loads(getattr(out, "inductor_provenance_mapping_str", None) or "{}")
         stacks = json.loads(getattr(out, "inductor_provenance_stack_traces_str", None) or "{}")
         code = getattr(out, "source_code", "") or ""
-        sources.append(code)
+        codes.append(code)
         kernels += _kernels(code, mapping, stacks, ir_of, line_of)
     extra = ()
     if not rec.outputs:
@@ -149,7 +149,7 @@ def _map_graph(
         mode=mode,
         run=run,
         notes=notes + extra,
-        source_code="\n".join(sources),
+        source_code="\n".join(codes),
     )
 
 
@@ -186,6 +186,10 @@ def _kernels(
     for node, line in line_of.items():
         if line:
             on_line.setdefault(line, []).append(node)
+
+    def ir_kernels(pre: list[str]) -> list[str]:
+        return list(dict.fromkeys(k for p in pre for k in ir_of.get(p, ())))
+
     to_post: Mapping[str, list[str]] = mapping.get("cppCodeToPost", {})
     to_pre: Mapping[str, list[str]] = mapping.get("postToPre", {})
     launches = [m.groups() for m in map(_HANDLE.search, code.splitlines()) if m]
@@ -196,7 +200,7 @@ def _kernels(
     for kname, handle in launches:
         post = list(to_post.get(f"{kname}:{handle}", ()))
         pre = list(dict.fromkeys(p for n in post for p in to_pre.get(n, ())))
-        ir = list(dict.fromkeys(k for p in pre for k in ir_of.get(p, ())))
+        ir = ir_kernels(pre)
         lines = tuple(dict.fromkeys(line_of[p] for p in pre if line_of.get(p)))
         by = "provenance"
         if not ir and post and not pre:
@@ -208,7 +212,7 @@ def _kernels(
                 )
             )
             pre = [n for line in lines for n in on_line[line]]
-            ir = list(dict.fromkeys(k for p in pre for k in ir_of.get(p, ())))
+            ir = ir_kernels(pre)
             by = "source line"
         kind = _kind(kname)
         why = ""
@@ -265,8 +269,9 @@ def extern_operator(name: str) -> str:
 
 
 def _launch_names(name: str, kind: KernelKind) -> tuple[str, ...]:
-    """What a launch of the kernel is called in a profile: a Triton kernel by its own name, a
-    C++ kernel by ``graph_N_NAME`` (its record function), an extern call by its operator."""
+    """What a launch of the kernel is called in a profile: a Triton or C++ kernel by its own
+    name (a C++ kernel's record function adds a ``graph_N_`` prefix, dropped when launches are
+    matched), an extern call by its operator."""
     if kind is KernelKind.EXTERN:
         return (extern_operator(name),)
     return (name,)
